@@ -1,0 +1,644 @@
+#include "isa/assembler.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+namespace flashsim::isa {
+
+AsmError::AsmError(std::string f, std::uint32_t l, std::uint32_t c, std::string m)
+    : std::runtime_error(l == 0 ? f + ": error: " + m
+                                : f + ":" + std::to_string(l) + ":" + std::to_string(c) + ": error: " + m),
+      file(std::move(f)), line(l), col(c), message(std::move(m)) {}
+
+namespace {
+
+constexpr std::size_t kMaxLineBytes = 64 * 1024;
+constexpr int kMaxRegisters = 65535;
+constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 31;
+
+// One physical source line with its number, after the comment is cut off.
+struct Line {
+  std::uint32_t number;
+  std::string_view text;
+};
+
+class Assembler {
+ public:
+  class Cursor;
+  Assembler(std::string_view text, std::string file, const AssembleOptions& opts)
+      : text_(text), opts_(opts) {
+    prog_.name = std::move(file);
+  }
+
+  Program run() {
+    split_lines();
+    std::size_t i = 0;
+    block(i, 0);
+    if (prog_.code.empty()) fail(last_line_, 1, "empty program: no instructions");
+    return std::move(prog_);
+  }
+
+ private:
+  // ---- errors -------------------------------------------------------------------------
+  [[noreturn]] void fail(std::uint32_t line, std::size_t col, const std::string& msg) const {
+    throw AsmError(prog_.name, line, static_cast<std::uint32_t>(col), msg);
+  }
+
+  // ---- lines ----------------------------------------------------------------------------
+  void split_lines() {
+    std::size_t pos = 0;
+    std::uint32_t number = 0;
+    while (pos <= text_.size()) {
+      std::size_t end = text_.find('\n', pos);
+      if (end == std::string_view::npos) end = text_.size();
+      ++number;
+      std::string_view raw = text_.substr(pos, end - pos);
+      if (!raw.empty() && raw.back() == '\r') raw.remove_suffix(1);
+      if (raw.size() > kMaxLineBytes)
+        fail(number, kMaxLineBytes + 1,
+             "line is " + std::to_string(raw.size()) + " bytes long; the limit is " +
+                 std::to_string(kMaxLineBytes));
+      for (std::size_t k = 0; k < raw.size(); ++k) {
+        unsigned char ch = static_cast<unsigned char>(raw[k]);
+        if (ch == 0 || (ch < 32 && ch != '\t') || ch == 127)
+          fail(number, k + 1, "this looks like a binary file (control byte 0x" + hex(ch) + ")");
+        if (ch >= 128) fail(number, k + 1, "non-ASCII byte 0x" + hex(ch) + "; traces are plain ASCII text");
+      }
+      raw_lines_.push_back(raw);
+      lines_.push_back({number, strip_comment(raw)});
+      if (end == text_.size()) break;
+      pos = end + 1;
+    }
+    last_line_ = number;
+    source_lines_reserve();
+  }
+  void source_lines_reserve() {
+    prog_.source_lines.reserve(raw_lines_.size());
+    for (auto l : raw_lines_) prog_.source_lines.emplace_back(l);
+  }
+  static std::string hex(unsigned ch) {
+    const char* d = "0123456789abcdef";
+    return {d[ch >> 4], d[ch & 15]};
+  }
+  static std::string_view strip_comment(std::string_view s) {
+    std::size_t cut = s.size();
+    for (std::size_t k = 0; k < s.size(); ++k) {
+      if (s[k] == '#' || s[k] == ';' || (s[k] == '/' && k + 1 < s.size() && s[k + 1] == '/')) {
+        cut = k;
+        break;
+      }
+    }
+    return s.substr(0, cut);
+  }
+
+  // ---- blocks and loops ---------------------------------------------------------------------
+  // Assembles lines_[i..] until the matching .end (depth > 0) or the end of the file.
+  void block(std::size_t& i, int depth) {
+    while (i < lines_.size()) {
+      Cursor c(this, lines_[i]);
+      c.skip_space();
+      if (c.done()) {
+        ++i;
+        continue;
+      }
+      if (c.peek() == '.') {
+        std::size_t col = c.col();
+        std::string word = c.word_after_dot();
+        if (word == "end") {
+          if (depth == 0) fail(c.line(), col, ".end without a matching .for");
+          c.expect_end();
+          return;  // caller advances past .end
+        }
+        if (word == "for") {
+          for_loop(i, c, depth);
+          continue;
+        }
+        if (depth > 0) fail(c.line(), col, "directive ." + word + " is not allowed inside a .for loop");
+        directive(word, col, c);
+        ++i;
+        continue;
+      }
+      instruction(c);
+      ++i;
+    }
+    if (depth > 0) fail(for_lines_.back(), 1, ".for without a matching .end");
+  }
+
+  void for_loop(std::size_t& i, Cursor& c, int depth);
+
+  // ---- directives --------------------------------------------------------------------------
+  void directive(const std::string& word, std::size_t col, Cursor& c);
+
+  // ---- instructions ------------------------------------------------------------------------
+  void instruction(Cursor& c);
+
+ public:
+  // A cursor over one line, with column numbers for messages.
+  class Cursor {
+   public:
+    Cursor(Assembler* a, const Line& l) : a_(a), line_(l) {}
+    std::uint32_t line() const { return line_.number; }
+    std::size_t col() const { return pos_ + 1; }
+    bool done() {
+      skip_space();
+      return pos_ >= line_.text.size();
+    }
+    char peek() const { return pos_ < line_.text.size() ? line_.text[pos_] : '\0'; }
+    char peek2() const { return pos_ + 1 < line_.text.size() ? line_.text[pos_ + 1] : '\0'; }
+    void skip_space() {
+      while (pos_ < line_.text.size() && (line_.text[pos_] == ' ' || line_.text[pos_] == '\t')) ++pos_;
+    }
+    [[noreturn]] void fail(const std::string& msg) const { a_->fail(line(), col(), msg); }
+    [[noreturn]] void fail_at(std::size_t col, const std::string& msg) const { a_->fail(line(), col, msg); }
+    bool accept(char ch) {
+      skip_space();
+      if (peek() == ch) {
+        ++pos_;
+        return true;
+      }
+      return false;
+    }
+    void expect(char ch, const char* what) {
+      if (!accept(ch)) fail(std::string("expected ") + what + describe_here());
+    }
+    std::string describe_here() const {
+      if (pos_ >= line_.text.size()) return " but the line ends";
+      return std::string(" but found '") + peek() + "'";
+    }
+    void expect_end() {
+      if (!done()) fail("unexpected '" + std::string(rest()) + "' at the end of the line");
+    }
+    std::string_view rest() const {
+      auto r = line_.text.substr(pos_);
+      while (!r.empty() && (r.back() == ' ' || r.back() == '\t')) r.remove_suffix(1);
+      return r;
+    }
+    static bool ident_start(char ch) { return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_'; }
+    static bool ident_char(char ch) { return std::isalnum(static_cast<unsigned char>(ch)) || ch == '_'; }
+    std::string ident(const char* what) {
+      skip_space();
+      if (!ident_start(peek())) fail(std::string("expected ") + what + describe_here());
+      std::size_t start = pos_;
+      while (ident_char(peek())) ++pos_;
+      return std::string(line_.text.substr(start, pos_ - start));
+    }
+    std::string word_after_dot() {
+      ++pos_;  // '.'
+      std::size_t start = pos_;
+      while (ident_char(peek())) ++pos_;
+      std::string w(line_.text.substr(start, pos_ - start));
+      for (auto& ch : w) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (w.empty()) fail_at(start, "expected a directive name after '.'");
+      return w;
+    }
+    // Integer expression: + - * / % unary minus, parentheses, numbers, names.
+    std::int64_t expr() { return sum(); }
+    double number() {
+      skip_space();
+      std::size_t start = pos_;
+      while (pos_ < line_.text.size() && line_.text[pos_] != ',' && line_.text[pos_] != ' ' &&
+             line_.text[pos_] != '\t')
+        ++pos_;
+      std::string tok(line_.text.substr(start, pos_ - start));
+      if (tok.empty()) fail_at(start + 1, "expected a number" + describe_here());
+      std::string low = tok;
+      for (auto& ch : low) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      if (low == "inf" || low == "+inf") return std::numeric_limits<double>::infinity();
+      if (low == "-inf") return -std::numeric_limits<double>::infinity();
+      if (low == "nan") return std::numeric_limits<double>::quiet_NaN();
+      char* endp = nullptr;
+      errno = 0;
+      double v = std::strtod(tok.c_str(), &endp);
+      if (endp != tok.c_str() + tok.size() || tok.find_first_of("xXpP") != std::string::npos)
+        fail_at(start + 1, "'" + tok + "' is not a number");
+      if (errno == ERANGE && std::isinf(v)) fail_at(start + 1, "'" + tok + "' is out of range for a double");
+      return v;
+    }
+
+   private:
+    std::int64_t sum() {
+      std::int64_t v = product();
+      for (;;) {
+        if (accept('+')) v = checked(v, product(), '+');
+        else if (accept('-')) v = checked(v, product(), '-');
+        else return v;
+      }
+    }
+    std::int64_t product() {
+      std::int64_t v = unary();
+      for (;;) {
+        skip_space();
+        std::size_t at = col();
+        if (accept('*')) v = checked(v, unary(), '*');
+        else if (accept('/')) {
+          std::int64_t d = unary();
+          if (d == 0) fail_at(at, "division by zero in an index expression");
+          v = v / d;
+        } else if (accept('%')) {
+          std::int64_t d = unary();
+          if (d == 0) fail_at(at, "modulo by zero in an index expression");
+          v = v % d;
+        } else return v;
+      }
+    }
+    std::int64_t unary() {
+      if (accept('-')) return checked(0, unary(), '-');
+      if (accept('+')) return unary();
+      return primary();
+    }
+    std::int64_t primary() {
+      skip_space();
+      if (accept('(')) {
+        std::int64_t v = sum();
+        expect(')', "')'");
+        return v;
+      }
+      if (std::isdigit(static_cast<unsigned char>(peek()))) {
+        std::size_t start = pos_;
+        std::int64_t v = 0;
+        while (std::isdigit(static_cast<unsigned char>(peek()))) {
+          if (__builtin_mul_overflow(v, 10, &v) || __builtin_add_overflow(v, peek() - '0', &v))
+            fail_at(start + 1, "integer is too large");
+          ++pos_;
+        }
+        if (ident_char(peek())) fail("unexpected '" + std::string(1, peek()) + "' after a number");
+        return v;
+      }
+      if (ident_start(peek())) {
+        std::size_t start = pos_;
+        std::string name = ident("a name");
+        auto v = a_->lookup(name);
+        if (!v) fail_at(start + 1, "unknown name '" + name + "' (loop variables and .param names are allowed)");
+        return *v;
+      }
+      fail("expected a number, a name or '('" + describe_here());
+    }
+    std::int64_t checked(std::int64_t a, std::int64_t b, char op) {
+      std::int64_t r = 0;
+      bool bad = op == '+' ? __builtin_add_overflow(a, b, &r)
+                 : op == '-' ? __builtin_sub_overflow(a, b, &r)
+                             : __builtin_mul_overflow(a, b, &r);
+      if (bad) fail("integer overflow in an index expression");
+      return r;
+    }
+
+    Assembler* a_;
+    Line line_;
+    std::size_t pos_ = 0;
+  };
+
+  std::optional<std::int64_t> lookup(const std::string& name) const {
+    for (auto it = loop_vars_.rbegin(); it != loop_vars_.rend(); ++it)
+      if (it->first == name) return it->second;
+    if (auto p = params_.find(name); p != params_.end()) return p->second;
+    return std::nullopt;
+  }
+
+ private:
+  Operand reg_operand(Cursor& c, bool allow_transpose);
+  Operand mem_operand(Cursor& c, const std::string& name, std::size_t name_col);
+  std::uint32_t array_for_use(Cursor& c, const std::string& name, std::size_t col, int rank);
+  void shape_directive(Cursor& c);
+
+  std::string_view text_;
+  AssembleOptions opts_;
+  Program prog_;
+  std::vector<std::string_view> raw_lines_;
+  std::vector<Line> lines_;
+  std::uint32_t last_line_ = 1;
+  std::map<std::string, std::int64_t> params_;
+  std::vector<std::pair<std::string, std::int64_t>> loop_vars_;
+  std::vector<std::uint32_t> for_lines_;
+};
+
+void Assembler::for_loop(std::size_t& i, Cursor& c, int depth) {
+  // .for VAR in START..END [step S]   (END is exclusive)
+  std::uint32_t line = c.line();
+  std::size_t var_col = (c.skip_space(), c.col());
+  std::string var = c.ident("a loop variable after .for");
+  if (lookup(var)) c.fail_at(var_col, "'" + var + "' is already defined; pick another loop variable name");
+  std::size_t in_col = (c.skip_space(), c.col());
+  std::string in = c.ident("'in' after the loop variable");
+  if (in != "in") c.fail_at(in_col, "expected 'in' after the loop variable, as in .for i in 0..n");
+  std::int64_t start = c.expr();
+  if (!(c.accept('.') && c.accept('.'))) c.fail("expected '..' between the loop bounds" + c.describe_here());
+  std::int64_t end = c.expr();
+  std::int64_t step = 1;
+  if (!c.done()) {
+    std::size_t step_col = c.col();
+    std::string kw = c.ident("'step' or the end of the line");
+    if (kw != "step") c.fail_at(step_col, "expected 'step' or the end of the line");
+    step_col = (c.skip_space(), c.col());
+    step = c.expr();
+    if (step <= 0) c.fail_at(step_col, "the loop step must be positive");
+  }
+  c.expect_end();
+
+  for_lines_.push_back(line);
+  std::size_t body = i + 1;
+  std::size_t after = body;
+  bool ran = false;
+  for (std::int64_t v = start; v < end; v += step) {
+    loop_vars_.emplace_back(var, v);
+    std::size_t k = body;
+    block(k, depth + 1);
+    after = k;
+    ran = true;
+    loop_vars_.pop_back();
+    if (__builtin_add_overflow(v, step, &v)) break;
+    v -= step;
+  }
+  if (!ran) {
+    // The body still has to be well formed; skip it by matching .for/.end pairs.
+    int nest = 0;
+    std::size_t k = body;
+    for (; k < lines_.size(); ++k) {
+      Cursor s(this, lines_[k]);
+      if (s.done() || s.peek() != '.') continue;
+      std::string w = s.word_after_dot();
+      if (w == "for") ++nest;
+      if (w == "end") {
+        if (nest == 0) break;
+        --nest;
+      }
+    }
+    if (k >= lines_.size()) fail(line, 1, ".for without a matching .end");
+    after = k;
+  }
+  for_lines_.pop_back();
+  i = after + 1;  // past .end
+}
+
+void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
+  if (word == "regs") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t n = c.expr();
+    if (n < 1 || n > kMaxRegisters) c.fail_at(at, "register count must be between 1 and " + std::to_string(kMaxRegisters));
+    if (prog_.highest_reg >= n)
+      c.fail_at(at, ".regs " + std::to_string(n) + " comes after R" + std::to_string(prog_.highest_reg) + " was used");
+    prog_.config.regs = static_cast<int>(n);
+  } else if (word == "elem") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t n = c.expr();
+    if (n != 1 && n != 2 && n != 4 && n != 8) c.fail_at(at, "element size must be 1, 2, 4 or 8 bytes");
+    prog_.config.elem_bytes = static_cast<int>(n);
+  } else if (word == "dtype") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::string t = c.ident("f32 or f64");
+    if (t == "f32") prog_.config.f64 = false;
+    else if (t == "f64") prog_.config.f64 = true;
+    else c.fail_at(at, "unknown dtype '" + t + "'; use f32 or f64");
+  } else if (word == "sram") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t n = c.expr();
+    if (n <= 0) c.fail_at(at, "SRAM size must be positive");
+    prog_.config.sram_bytes = static_cast<std::uint64_t>(n);
+  } else if (word == "seed") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t n = c.expr();
+    if (n < 0) c.fail_at(at, "seed must not be negative");
+    prog_.config.seed = static_cast<std::uint64_t>(n);
+  } else if (word == "cost") {
+    do {
+      std::size_t at = (c.skip_space(), c.col());
+      std::string m = c.ident("an opcode name");
+      auto op = find_mnemonic(m);
+      if (!op) c.fail_at(at, "unknown opcode '" + m + "' in .cost");
+      c.expect('=', "'=' after the opcode");
+      std::size_t vat = (c.skip_space(), c.col());
+      std::int64_t v = c.expr();
+      if (v < 0 || v > 1'000'000) c.fail_at(vat, "cycle cost must be between 0 and 1000000");
+      prog_.config.cycles[static_cast<std::size_t>(*op)] = static_cast<std::uint32_t>(v);
+    } while (c.accept(','));
+  } else if (word == "param") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = c.ident("a parameter name");
+    if (params_.count(name)) c.fail_at(at, "parameter '" + name + "' is already defined");
+    c.expect('=', "'=' after the parameter name");
+    std::int64_t v = c.expr();
+    if (auto o = opts_.params.find(name); o != opts_.params.end()) v = o->second;
+    params_[name] = v;
+  } else if (word == "array") {
+    shape_directive(c);
+  } else if (word == "input" || word == "fill") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = c.ident("an array name");
+    auto id = prog_.find_array(name);
+    if (!id) c.fail_at(at, "." + word + " names '" + name + "', which no .array declared before it");
+    ArrayDecl& a = prog_.arrays[*id];
+    if (word == "fill") {
+      a.fill = c.number();
+    } else {
+      std::vector<double> values;
+      do values.push_back(c.number());
+      while (c.accept(','));
+      if (static_cast<std::int64_t>(values.size()) != a.elements())
+        c.fail_at(at, "'" + name + "' has " + std::to_string(a.elements()) + " elements but " +
+                          std::to_string(values.size()) + " values were given");
+      a.input = std::move(values);
+    }
+  } else {
+    c.fail_at(col, "unknown directive ." + word +
+                       " (known: .regs .elem .dtype .sram .seed .cost .param .array .input .fill .for .end)");
+  }
+  c.expect_end();
+}
+
+void Assembler::shape_directive(Cursor& c) {
+  // .array NAME[rows][cols] [tile[tr][tc]] [elem B]
+  std::size_t at = (c.skip_space(), c.col());
+  std::string name = c.ident("an array name");
+  if (prog_.find_array(name)) c.fail_at(at, "array '" + name + "' is already declared or used");
+  ArrayDecl a;
+  a.name = name;
+  a.declared = true;
+  auto dims = [&](const char* what) {
+    std::vector<std::int64_t> d;
+    while (c.accept('[')) {
+      std::size_t dc = (c.skip_space(), c.col());
+      std::int64_t v = c.expr();
+      if (v <= 0) c.fail_at(dc, std::string(what) + " must be positive");
+      c.expect(']', "']'");
+      d.push_back(v);
+    }
+    if (d.empty() || d.size() > 2) c.fail(std::string("expected 1 or 2 bracketed ") + what + ", as in x[8] or a[4][4]");
+    return d;
+  };
+  auto shape = dims("dimensions");
+  a.rank = static_cast<int>(shape.size());
+  a.rows = shape[0];
+  a.cols = a.rank == 2 ? shape[1] : 1;
+  if (a.rows > kMaxArrayElements / a.cols) c.fail_at(at, "array '" + name + "' is too large");
+  while (!c.done()) {
+    std::size_t kc = c.col();
+    std::string kw = c.ident("'tile' or 'elem'");
+    if (kw == "tile") {
+      auto t = dims("tile dimensions");
+      if (static_cast<int>(t.size()) != a.rank) c.fail_at(kc, "the tile needs as many dimensions as the array");
+      a.tile_rows = t[0];
+      a.tile_cols = a.rank == 2 ? t[1] : 1;
+    } else if (kw == "elem") {
+      std::size_t vc = (c.skip_space(), c.col());
+      std::int64_t b = c.expr();
+      if (b != 1 && b != 2 && b != 4 && b != 8) c.fail_at(vc, "element size must be 1, 2, 4 or 8 bytes");
+      a.elem_bytes = static_cast<int>(b);
+    } else {
+      c.fail_at(kc, "expected 'tile' or 'elem', found '" + kw + "'");
+    }
+  }
+  prog_.arrays.push_back(std::move(a));
+}
+
+Operand Assembler::reg_operand(Cursor& c, bool allow_transpose) {
+  Operand o;
+  o.kind = Operand::Kind::Reg;
+  std::size_t at = c.col();
+  c.accept('R') || c.accept('r');
+  std::int64_t n = 0;
+  if (c.accept('{')) {
+    n = c.expr();
+    c.expect('}', "'}'");
+  } else {
+    if (!std::isdigit(static_cast<unsigned char>(c.peek()))) c.fail_at(at, "malformed register: expected R<number> or R{expression}");
+    n = c.expr();
+  }
+  if (n < 0 || n >= kMaxRegisters) c.fail_at(at, "register number " + std::to_string(n) + " is out of range");
+  if (prog_.config.regs && n >= *prog_.config.regs)
+    c.fail_at(at, "R" + std::to_string(n) + " is outside the machine: it has " +
+                      std::to_string(*prog_.config.regs) + " registers (R0..R" +
+                      std::to_string(*prog_.config.regs - 1) + ")");
+  o.reg = static_cast<std::uint16_t>(n);
+  prog_.highest_reg = std::max(prog_.highest_reg, static_cast<int>(n));
+  c.skip_space();
+  if (c.peek() == '^') {
+    std::size_t tc = c.col();
+    c.accept('^');
+    if (!(c.accept('T') || c.accept('t'))) c.fail("expected T after '^'");
+    if (!allow_transpose) c.fail_at(tc, "only source registers can be transposed");
+    o.transposed = true;
+  }
+  return o;
+}
+
+std::uint32_t Assembler::array_for_use(Cursor& c, const std::string& name, std::size_t col, int rank) {
+  if (auto id = prog_.find_array(name)) {
+    const ArrayDecl& a = prog_.arrays[*id];
+    if (rank == 2 && a.rank == 1) c.fail_at(col, "'" + name + "' has one dimension; write " + name + "[i]");
+    if (rank == 1 && a.rank == 2 && a.tile_grid_cols() != 1)
+      c.fail_at(col, "'" + name + "' has " + std::to_string(a.tile_grid_cols()) + " tile columns; write " + name + "[i][j]");
+    if (!a.declared && rank != a.rank)
+      c.fail_at(col, "'" + name + "' was used with " + std::to_string(a.rank) + " index(es) before and " +
+                         std::to_string(rank) + " here");
+    return *id;
+  }
+  ArrayDecl a;
+  a.name = name;
+  a.rank = rank;
+  a.rows = 0;
+  a.cols = rank == 2 ? 0 : 1;
+  prog_.arrays.push_back(std::move(a));
+  return static_cast<std::uint32_t>(prog_.arrays.size() - 1);
+}
+
+Operand Assembler::mem_operand(Cursor& c, const std::string& name, std::size_t name_col) {
+  std::vector<std::pair<std::int64_t, std::size_t>> idx;
+  while (c.accept('[')) {
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t v = c.expr();
+    c.expect(']', "']'");
+    idx.emplace_back(v, at);
+  }
+  if (idx.empty() || idx.size() > 2)
+    c.fail_at(name_col, "malformed memory operand: write " + name + "[i] or " + name + "[i][j]");
+  std::uint32_t id = array_for_use(c, name, name_col, static_cast<int>(idx.size()));
+  ArrayDecl& a = prog_.arrays[id];
+  Operand o;
+  o.kind = Operand::Kind::Mem;
+  o.array = id;
+  o.row = idx[0].first;
+  o.col = idx.size() == 2 ? idx[1].first : 0;
+  for (auto& [v, at] : idx)
+    if (v < 0) c.fail_at(at, "index " + std::to_string(v) + " is negative");
+  if (a.declared) {
+    std::int64_t gr = a.tile_grid_rows(), gc = a.tile_grid_cols();
+    if (o.row >= gr) c.fail_at(idx[0].second, "index " + std::to_string(o.row) + " is outside '" + name + "', which has " + std::to_string(gr) + (a.tile_rows > 1 ? " tile rows" : " rows"));
+    if (o.col >= gc) c.fail_at(idx.back().second, "index " + std::to_string(o.col) + " is outside '" + name + "', which has " + std::to_string(gc) + (a.tile_cols > 1 ? " tile columns" : " columns"));
+  } else {
+    if (o.row >= kMaxArrayElements || o.col >= kMaxArrayElements / std::max<std::int64_t>(1, o.row + 1))
+      c.fail_at(idx[0].second, "index is too large for an inferred array");
+    a.rows = std::max(a.rows, o.row + 1);
+    if (a.rank == 2) a.cols = std::max(a.cols, o.col + 1);
+    if (a.rows * a.cols > kMaxArrayElements) c.fail_at(idx[0].second, "array '" + name + "' would be too large");
+  }
+  return o;
+}
+
+void Assembler::instruction(Cursor& c) {
+  std::size_t at = c.col();
+  std::string m = c.ident("an instruction");
+  auto op = find_mnemonic(m);
+  if (!op) c.fail_at(at, "unknown instruction '" + m + "'");
+  const OpInfo& info = isa::info(*op);
+  Instruction in;
+  in.op = *op;
+  in.loc = {c.line(), static_cast<std::uint32_t>(at)};
+  int n = 0;
+  auto usage = [&] { return " (" + std::string(info.syntax) + ")"; };
+  c.skip_space();
+  if (!c.done()) {
+    do {
+      c.skip_space();
+      std::size_t oc = c.col();
+      if (n >= info.operand_count)
+        c.fail_at(oc, std::string(info.mnemonic) + " takes " + std::to_string(info.operand_count) + " operands" + usage());
+      OperandKind want = info.operands[n];
+      bool want_reg = want == OperandKind::SrcReg || want == OperandKind::DstReg;
+      // A register is R/r followed by a digit or '{'; anything else that starts a name is memory.
+      char p0 = c.peek(), p1 = c.peek2();
+      bool looks_reg = (p0 == 'R' || p0 == 'r') && (std::isdigit(static_cast<unsigned char>(p1)) || p1 == '{');
+      if (looks_reg) {
+        if (!want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a memory location such as x[0]" + usage());
+        in.operands[n] = reg_operand(c, want == OperandKind::SrcReg);
+      } else if (Cursor::ident_start(p0)) {
+        std::string name = c.ident("an operand");
+        if (!want_reg || c.peek() == '[') {
+          if (want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a register" + usage());
+          in.operands[n] = mem_operand(c, name, oc);
+        } else {
+          c.fail_at(oc, "malformed operand '" + name + "': expected a register such as R0" + usage());
+        }
+      } else {
+        c.fail_at(oc, "malformed operand" + c.describe_here());
+      }
+      ++n;
+    } while (c.accept(','));
+  }
+  c.expect_end();
+  if (n != info.operand_count)
+    c.fail_at(at, std::string(info.mnemonic) + " takes " + std::to_string(info.operand_count) + " operands, got " + std::to_string(n) + usage());
+  if (prog_.code.size() >= opts_.max_instructions)
+    c.fail_at(at, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+  prog_.code.push_back(in);
+}
+
+}  // namespace
+
+Program assemble(std::string_view text, const std::string& file_name, const AssembleOptions& opts) {
+  Assembler a(text, file_name, opts);
+  return a.run();
+}
+
+Program assemble_file(const std::string& path, const AssembleOptions& opts) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw AsmError(path, 0, 0, "cannot open file");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return assemble(ss.str(), path, opts);
+}
+
+}  // namespace flashsim::isa

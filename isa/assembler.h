@@ -1,0 +1,31 @@
+// Text -> Program. Every error is reported as FILE:LINE:COL: error: message.
+#pragma once
+
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "isa/program.h"
+
+namespace flashsim::isa {
+
+class AsmError : public std::runtime_error {
+ public:
+  AsmError(std::string file, std::uint32_t line, std::uint32_t col, std::string message);
+  std::string file;
+  std::uint32_t line, col;
+  std::string message;  // without the location prefix
+};
+
+struct AssembleOptions {
+  std::map<std::string, std::int64_t> params;  // overrides for .param defaults
+  std::size_t max_instructions = 200'000'000;  // loop expansion guard
+};
+
+Program assemble(std::string_view text, const std::string& file_name = "<input>",
+                 const AssembleOptions& opts = {});
+// Reads the file (rejecting binary content and over-long lines) and assembles it.
+Program assemble_file(const std::string& path, const AssembleOptions& opts = {});
+
+}  // namespace flashsim::isa

@@ -1,0 +1,109 @@
+#include "isa/program.h"
+
+#include <cmath>
+#include <sstream>
+
+namespace flashsim::isa {
+
+std::optional<std::uint32_t> Program::find_array(const std::string& n) const {
+  for (std::uint32_t i = 0; i < arrays.size(); ++i)
+    if (arrays[i].name == n) return i;
+  return std::nullopt;
+}
+
+bool Program::is_scalar() const {
+  for (const auto& a : arrays)
+    if (a.tile_rows != 1 || a.tile_cols != 1) return false;
+  for (const auto& in : code)
+    for (const auto& o : in.operands)
+      if (o.transposed) return false;
+  return true;
+}
+
+std::string format_operand(const Program& p, const Operand& o) {
+  switch (o.kind) {
+    case Operand::Kind::Reg:
+      return "R" + std::to_string(o.reg) + (o.transposed ? "^T" : "");
+    case Operand::Kind::Mem: {
+      const ArrayDecl& a = p.arrays.at(o.array);
+      std::string s = a.name + "[" + std::to_string(o.row) + "]";
+      if (a.rank == 2) s += "[" + std::to_string(o.col) + "]";
+      return s;
+    }
+    case Operand::Kind::None: break;
+  }
+  return "?";
+}
+
+std::string format_instruction(const Program& p, const Instruction& in) {
+  const OpInfo& info = isa::info(in.op);
+  std::string s(info.mnemonic);
+  for (int i = 0; i < info.operand_count; ++i) {
+    s += i == 0 ? " " : ", ";
+    s += format_operand(p, in.operands[i]);
+  }
+  return s;
+}
+
+static std::string format_number(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  std::ostringstream os;
+  os.precision(17);
+  os << v;
+  return os.str();
+}
+
+std::string disassemble(const Program& p) {
+  std::ostringstream os;
+  const MachineConfig& c = p.config;
+  if (c.regs) os << ".regs " << *c.regs << "\n";
+  if (c.elem_bytes != 4) os << ".elem " << c.elem_bytes << "\n";
+  if (c.f64) os << ".dtype f64\n";
+  if (c.sram_bytes) os << ".sram " << *c.sram_bytes << "\n";
+  for (std::size_t i = 0; i < kOpcodeCount; ++i)
+    if (c.cycles[i] != kInstructionTable[i].default_cycles)
+      os << ".cost " << kInstructionTable[i].mnemonic << "=" << c.cycles[i] << "\n";
+  for (const ArrayDecl& a : p.arrays) {
+    // Declaring every array keeps shapes identical when the text is assembled again.
+    os << ".array " << a.name << "[" << a.rows << "]";
+    if (a.rank == 2) os << "[" << a.cols << "]";
+    if (a.tile_rows != 1 || a.tile_cols != 1) {
+      os << " tile[" << a.tile_rows << "]";
+      if (a.rank == 2) os << "[" << a.tile_cols << "]";
+    }
+    if (a.elem_bytes) os << " elem " << a.elem_bytes;
+    if (!a.declared) os << "  # inferred from use";
+    os << "\n";
+    if (a.fill) os << ".fill " << a.name << " " << format_number(*a.fill) << "\n";
+    if (!a.input.empty()) {
+      os << ".input " << a.name;
+      for (std::size_t k = 0; k < a.input.size(); ++k) os << (k ? ", " : " ") << format_number(a.input[k]);
+      os << "\n";
+    }
+  }
+  for (const Instruction& in : p.code) os << format_instruction(p, in) << "\n";
+  return os.str();
+}
+
+bool same_program(const Program& a, const Program& b) {
+  if (a.code != b.code || a.config != b.config || a.arrays.size() != b.arrays.size()) return false;
+  for (std::size_t i = 0; i < a.arrays.size(); ++i) {
+    ArrayDecl x = a.arrays[i], y = b.arrays[i];
+    x.declared = y.declared = true;  // the disassembler declares everything
+    // NaN inputs compare unequal; compare their text instead.
+    if (x.input.size() != y.input.size()) return false;
+    for (std::size_t k = 0; k < x.input.size(); ++k)
+      if (format_number(x.input[k]) != format_number(y.input[k])) return false;
+    x.input.clear();
+    y.input.clear();
+    if (x.fill.has_value() != y.fill.has_value()) return false;
+    if (x.fill && format_number(*x.fill) != format_number(*y.fill)) return false;
+    x.fill.reset();
+    y.fill.reset();
+    if (!(x == y)) return false;
+  }
+  return true;
+}
+
+}  // namespace flashsim::isa

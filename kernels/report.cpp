@@ -1,0 +1,196 @@
+#include "kernels/report.h"
+
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <sstream>
+
+namespace flashsim::gpu {
+
+namespace {
+
+std::string fmt(double v, int prec) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return buf;
+}
+
+std::string fmt_sci(double v) {
+  if (!(v == v)) return "nan";
+  if (std::isinf(v)) return "inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.1e", v);
+  return buf;
+}
+
+double ratio(std::optional<Bytes> a, std::optional<Bytes> b) {
+  if (!a || !b || b->total() == 0) return NAN;
+  return static_cast<double>(a->total()) / static_cast<double>(b->total());
+}
+
+std::string fmt_ratio(double r) { return r == r ? fmt(r, 3) : "-"; }
+
+std::string u64(std::optional<Bytes> b, bool read) {
+  if (!b) return "";
+  return std::to_string(read ? b->read : b->written);
+}
+
+}  // namespace
+
+std::string fmt_mib(double bytes) { return fmt(bytes / (1024.0 * 1024.0), 1); }
+
+std::string fmt_rw(std::optional<Bytes> b) {
+  if (!b) return "-";
+  return fmt_mib(static_cast<double>(b->read)) + "/" + fmt_mib(static_cast<double>(b->written));
+}
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    switch (c) {
+      case '"': o += "\\\""; break;
+      case '\\': o += "\\\\"; break;
+      case '\n': o += "\\n"; break;
+      case '\t': o += "\\t"; break;
+      default:
+        if (static_cast<unsigned char>(c) < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          o += buf;
+        } else {
+          o += c;
+        }
+    }
+  }
+  return o;
+}
+
+double Row::gbps() const {
+  if (time_ms <= 0) return 0;
+  double bytes = measured ? static_cast<double>(measured->total()) : static_cast<double>(compulsory.total());
+  return bytes / (time_ms * 1e-3) / 1e9;
+}
+
+double Row::tflops() const {
+  if (time_ms <= 0) return 0;
+  return flops(spec) / (time_ms * 1e-3) / 1e12;
+}
+
+bool Row::streams_beyond(double l2_bytes) const {
+  auto arrays = model_traffic(spec);
+  bool any = false;
+  for (const auto& a : arrays)
+    if (a.streamed) {
+      if (static_cast<double>(a.size) < 2.0 * l2_bytes) return false;
+      any = true;
+    }
+  return any;
+}
+
+void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_bytes) {
+  struct Col {
+    const char* head;
+    int width;
+    bool left;
+  };
+  const std::vector<Col> cols = {
+      {"schedule", 15, true},  {"size", 20, true},        {"dtype", 5, true},
+      {"counted R/W MiB", 21, false}, {"min R/W MiB", 19, false}, {"HBM R/W MiB", 19, false},
+      {"meas/cnt", 8, false},  {"meas/exp", 8, false},   {"L2 R/W MiB", 19, false},
+      {"time ms", 9, false},   {"GB/s", 7, false},       {"TFLOP/s", 7, false},
+      {"rel err", 7, false},   {"check", 5, true}};
+  auto emit = [&](const std::vector<std::string>& cells) {
+    std::ostringstream line;
+    for (std::size_t i = 0; i < cols.size(); ++i) {
+      if (i) line << ' ';
+      if (cols[i].left) line << std::left; else line << std::right;
+      line << std::setw(cols[i].width) << cells[i];
+    }
+    std::string s = line.str();
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    out << s << '\n';
+  };
+  std::vector<std::string> head;
+  for (const auto& c : cols) head.push_back(c.head);
+  emit(head);
+  for (const auto& r : rows) {
+    std::string check = !r.validated ? "-" : r.ok() ? "ok" : "FAIL";
+    double me = ratio(r.measured, r.expected);
+    if (r.measured && r.streams_beyond(l2_bytes) && !(std::fabs(me - 1.0) <= 0.02)) check += "!";
+    emit({info(r.spec.schedule).id, r.spec.size_label(), dtype_name(r.spec.dtype), fmt_rw(r.counted),
+          fmt_rw(r.compulsory), fmt_rw(r.measured), fmt_ratio(ratio(r.measured, r.counted)), fmt_ratio(me),
+          fmt_rw(r.l2), fmt(r.time_ms, 3), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
+          r.validated ? fmt_sci(r.rel_err) : "-", check});
+  }
+}
+
+std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
+  std::vector<std::string> names;
+  for (const auto& r : rows) {
+    if (!r.measured) continue;
+    const Bytes ref = r.counted ? *r.counted : r.model;
+    if (static_cast<double>(r.measured->total()) < 0.98 * static_cast<double>(ref.total()))
+      names.push_back(std::string(info(r.spec.schedule).id) + " " + r.spec.size_label());
+  }
+  if (names.empty()) return "";
+  std::ostringstream o;
+  o << "measured < " << (rows.front().counted ? "counted" : "modelled") << " for " << names.size()
+    << " run(s) (e.g. " << names.front() << "): the tile machine sends every tile load to DRAM, but the GPU's "
+    << fmt(l2_bytes / 1e6, 0)
+    << " MB L2 served the re-reads (A/B and K/V panels shared by neighbouring blocks, and whole passes over data "
+       "that fit in L2); meas/exp compares with each small array read once.";
+  return o.str();
+}
+
+void write_csv(std::ostream& out, const std::vector<Row>& rows) {
+  out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
+         "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
+         "l2_red,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok\n";
+  for (const auto& r : rows) {
+    const auto& in = info(r.spec.schedule);
+    out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
+        << dtype_name(r.spec.dtype) << ',' << (r.spec.causal ? 1 : 0) << ',' << u64(r.counted, true) << ','
+        << u64(r.counted, false) << ',' << r.compulsory.read << ',' << r.compulsory.written << ','
+        << r.model.read << ',' << r.model.written << ',' << r.expected.read << ',' << r.expected.written << ','
+        << u64(r.measured, true) << ',' << u64(r.measured, false) << ',' << u64(r.l2, true) << ','
+        << u64(r.l2, false) << ',' << (r.l2_red_bytes ? fmt(*r.l2_red_bytes, 0) : "") << ','
+        << fmt(r.time_ms, 5) << ',' << (r.profiled_time_ms ? fmt(*r.profiled_time_ms, 5) : "") << ','
+        << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
+        << r.tol << ',' << (r.ok() ? 1 : 0) << '\n';
+  }
+}
+
+void write_json(std::ostream& out, const std::vector<Row>& rows, const std::string& device,
+                const std::string& profiler_status) {
+  auto bytes = [](std::optional<Bytes> b) -> std::string {
+    if (!b) return "null";
+    return "{\"read\": " + std::to_string(b->read) + ", \"written\": " + std::to_string(b->written) + "}";
+  };
+  auto num = [](double v) -> std::string {
+    if (!(v == v) || std::isinf(v)) return "null";
+    std::ostringstream o;
+    o << std::setprecision(10) << v;
+    return o.str();
+  };
+  out << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"profiler\": \"" << json_escape(profiler_status)
+      << "\",\n  \"runs\": [";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    const auto& in = info(r.spec.schedule);
+    out << (i ? "," : "") << "\n    {\"schedule\": \"" << in.id << "\", \"file\": \"" << in.file
+        << "\", \"version\": " << in.version << ", \"op\": \"" << op_name(in.op) << "\", \"size\": \""
+        << json_escape(r.spec.size_label()) << "\", \"dtype\": \"" << dtype_name(r.spec.dtype)
+        << "\", \"causal\": " << (r.spec.causal ? "true" : "false") << ",\n     \"counted\": " << bytes(r.counted)
+        << ", \"compulsory\": " << bytes(r.compulsory) << ", \"model\": " << bytes(r.model)
+        << ", \"expected\": " << bytes(r.expected) << ",\n     \"hbm\": " << bytes(r.measured)
+        << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
+        << ",\n     \"time_ms\": " << num(r.time_ms)
+        << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
+        << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())
+        << ", \"rel_err\": " << (r.validated ? num(r.rel_err) : "null") << ", \"tolerance\": " << num(r.tol)
+        << ", \"ok\": " << (r.ok() ? "true" : "false") << ", \"note\": \"" << json_escape(r.note) << "\"}";
+  }
+  out << "\n  ]\n}\n";
+}
+
+}  // namespace flashsim::gpu

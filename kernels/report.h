@@ -1,0 +1,50 @@
+// One result row per (schedule, size, dtype) and its text table, CSV and JSON forms. Plain C++.
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "kernels/spec.h"
+
+namespace flashsim::gpu {
+
+struct Row {
+  Spec spec;
+  std::optional<Bytes> counted;   // tile machine (sim/traffic.h), when linked
+  Bytes compulsory;               // each input once, each output once
+  Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
+  Bytes expected;                 // model with small panels read once (see expected_hbm)
+  std::optional<Bytes> measured;  // dram__bytes_read.sum / dram__bytes_write.sum
+  std::optional<Bytes> l2;        // lts__t_sectors_srcunit_tex_op_{read,write}.sum * 32
+  std::optional<double> l2_red_bytes;     // lts__t_sectors_srcunit_tex_op_red.sum * 32 (atomics)
+  std::optional<double> profiled_time_ms; // gpu__time_duration.sum of the profiled range
+  double time_ms = 0;             // median of the timed repeats (CUDA events)
+  double rel_err = 0;             // ||out - ref|| / ||ref||, largest over the outputs
+  double tol = 0;
+  bool validated = false;         // reference check ran
+  std::string note;               // e.g. which rows/heads were checked
+
+  double gbps() const;    // measured HBM bytes / time (compulsory bytes when not measured)
+  double tflops() const;  // flops(spec) / time
+  bool ok() const { return !validated || within_tolerance(rel_err, tol); }
+  // Whether this row's streamed arrays are far beyond L2 (so measured should match expected).
+  bool streams_beyond(double l2_bytes) const;
+};
+
+void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_bytes);
+void write_csv(std::ostream& out, const std::vector<Row>& rows);
+void write_json(std::ostream& out, const std::vector<Row>& rows, const std::string& device,
+                const std::string& profiler_status);
+
+// The one-line explanation printed under the table when measured < counted because L2 absorbed
+// re-reads; empty when no row shows that.
+std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes);
+
+// Formatting helpers (tested).
+std::string fmt_mib(double bytes);                     // "1536.0"
+std::string fmt_rw(std::optional<Bytes> b);            // "1536.0/512.0" or "-"
+std::string json_escape(const std::string& s);
+
+}  // namespace flashsim::gpu

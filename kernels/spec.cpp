@@ -1,0 +1,484 @@
+#include "kernels/spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <stdexcept>
+
+#ifdef FLASHSIM_HAVE_SIM
+#include "sim/traffic.h"
+#endif
+
+namespace flashsim::gpu {
+
+namespace {
+
+const std::vector<ScheduleInfo> kSchedules = {
+    {Schedule::MatmulInner, Op::Matmul, "matmul-inner", "matmul.cu", 1,
+     "output-stationary: C tile in registers, A and B panels streamed over k"},
+    {Schedule::MatmulOuter, Op::Matmul, "matmul-outer", "matmul.cu", 2,
+     "outer product: one launch per k-step, C tiles read from and written back to HBM"},
+    {Schedule::SoftmaxThree, Op::Softmax, "softmax-3pass", "softmax.cu", 1,
+     "three passes over the row: max, sum of exp, normalize"},
+    {Schedule::SoftmaxOnline, Op::Softmax, "softmax-online", "softmax.cu", 2,
+     "online (max, sum) pass, then normalize: two passes"},
+    {Schedule::AttnNaive, Op::AttnFwd, "attn-naive", "attention_forward.cu", 1,
+     "three kernels: S = QK^T and P = softmax(S) in HBM, O = PV"},
+    {Schedule::AttnFA1, Op::AttnFwd, "attn-fa1", "attention_forward.cu", 2,
+     "FlashAttention-1 order: KV-block outer loop, O/m/l re-read and re-written per KV block"},
+    {Schedule::AttnFA2, Op::AttnFwd, "attn-fa2", "attention_forward.cu", 3,
+     "FlashAttention-2 order: Q-block outer loop, O and logsumexp written once"},
+    {Schedule::BwdTwoPass, Op::AttnBwd, "bwd-twopass", "attention_backward.cu", 1,
+     "D = rowsum(dO*O), then a dQ kernel and a dK/dV kernel, each recomputing P"},
+    {Schedule::BwdAtomic, Op::AttnBwd, "bwd-atomic", "attention_backward.cu", 2,
+     "D, then one dK/dV kernel per KV block with atomic fp32 dQ accumulation"},
+};
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t");
+  if (b == std::string::npos) return "";
+  auto e = s.find_last_not_of(" \t");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::string cur;
+  std::istringstream in(s);
+  while (std::getline(in, cur, sep)) {
+    cur = trim(cur);
+    if (!cur.empty()) out.push_back(cur);
+  }
+  return out;
+}
+
+std::vector<std::int64_t> parse_dims(const std::string& s, std::size_t want) {
+  std::vector<std::int64_t> dims;
+  for (const auto& p : split(s, 'x')) {
+    std::size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(p, &used);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("bad dimension '" + p + "' in '" + s + "'");
+    }
+    if (used != p.size() || v <= 0) throw std::invalid_argument("bad dimension '" + p + "' in '" + s + "'");
+    dims.push_back(v);
+  }
+  if (dims.size() != want)
+    throw std::invalid_argument("'" + s + "' needs " + std::to_string(want) + " dimensions");
+  return dims;
+}
+
+std::uint64_t u(std::int64_t v) { return static_cast<std::uint64_t>(v); }
+
+}  // namespace
+
+const std::vector<ScheduleInfo>& all_schedules() { return kSchedules; }
+
+const ScheduleInfo& info(Schedule s) {
+  for (const auto& i : kSchedules)
+    if (i.schedule == s) return i;
+  throw std::logic_error("unknown schedule");
+}
+
+const char* op_name(Op op) {
+  switch (op) {
+    case Op::Matmul: return "matmul";
+    case Op::Softmax: return "softmax";
+    case Op::AttnFwd: return "attn-fwd";
+    case Op::AttnBwd: return "attn-bwd";
+  }
+  return "?";
+}
+
+const char* dtype_name(Dtype d) { return d == Dtype::F32 ? "fp32" : "bf16"; }
+int dtype_bytes(Dtype d) { return d == Dtype::F32 ? 4 : 2; }
+
+std::optional<Dtype> parse_dtype(const std::string& s) {
+  if (s == "fp32" || s == "f32" || s == "float") return Dtype::F32;
+  if (s == "bf16") return Dtype::BF16;
+  return std::nullopt;
+}
+
+std::vector<Schedule> parse_schedules(const std::string& list) {
+  std::vector<bool> want(kSchedules.size(), false);
+  auto names = split(list, ',');
+  if (names.empty()) throw std::invalid_argument("empty schedule list");
+  for (const auto& name : names) {
+    bool found = false;
+    for (std::size_t i = 0; i < kSchedules.size(); ++i) {
+      const auto& s = kSchedules[i];
+      bool group = name == "all" || name == op_name(s.op) ||
+                   (name == "attention" && (s.op == Op::AttnFwd || s.op == Op::AttnBwd));
+      if (group || name == s.id) {
+        want[i] = true;
+        found = true;
+      }
+    }
+    if (!found) throw std::invalid_argument("unknown schedule '" + name + "'");
+  }
+  std::vector<Schedule> out;
+  for (std::size_t i = 0; i < kSchedules.size(); ++i)
+    if (want[i]) out.push_back(kSchedules[i].schedule);
+  return out;
+}
+
+std::string Spec::size_label() const {
+  std::ostringstream o;
+  switch (op()) {
+    case Op::Matmul: o << m << "x" << n << "x" << k; break;
+    case Op::Softmax: o << rows << "x" << cols; break;
+    case Op::AttnFwd:
+    case Op::AttnBwd: o << bh << "x" << seq << "x" << d << (causal ? " causal" : ""); break;
+  }
+  return o.str();
+}
+
+void apply_kernel_tiles(Spec& s) {
+  switch (s.schedule) {
+    case Schedule::MatmulInner: s.bm = 64; s.bn = 64; s.bk = 16; break;
+    case Schedule::MatmulOuter: s.bm = 256; s.bn = 256; s.bk = 4; break;
+    case Schedule::SoftmaxThree:
+    case Schedule::SoftmaxOnline: s.chunk = 4096; break;
+    default: s.br = 64; s.bc = 64; break;
+  }
+}
+
+SizeSet parse_sizes(const std::string& list) {
+  SizeSet out;
+  auto entries = split(list, ',');
+  if (entries.empty()) throw std::invalid_argument("empty size list");
+  for (const auto& e : entries) {
+    if (e == "tiny") {
+      out.matmul.push_back({100, 72, 40});
+      out.softmax.push_back({3, 10000});
+      out.attn_fwd.push_back({2, 100, 64});
+      out.attn_bwd.push_back({2, 100, 64});
+    } else if (e == "small") {
+      out.matmul.push_back({1024, 1024, 1024});
+      out.softmax.push_back({64, 65536});
+      out.attn_fwd.push_back({4, 1024, 64});
+      out.attn_bwd.push_back({4, 1024, 64});
+    } else if (e == "large") {
+      out.matmul.push_back({8192, 8192, 256});
+      out.softmax.push_back({256, 524288});
+      out.attn_fwd.push_back({8, 4096, 64});
+      out.attn_fwd.push_back({2048, 1024, 64});
+      out.attn_bwd.push_back({128, 2048, 64});
+    } else {
+      auto colon = e.find(':');
+      if (colon == std::string::npos)
+        throw std::invalid_argument("size '" + e + "' is neither a preset (tiny, small, large) nor op:dims");
+      std::string op = e.substr(0, colon), dims = e.substr(colon + 1);
+      if (op == "matmul") out.matmul.push_back(parse_dims(dims, 3));
+      else if (op == "softmax") out.softmax.push_back(parse_dims(dims, 2));
+      else if (op == "attn-fwd") out.attn_fwd.push_back(parse_dims(dims, 3));
+      else if (op == "attn-bwd") out.attn_bwd.push_back(parse_dims(dims, 3));
+      else if (op == "attn") {
+        auto v = parse_dims(dims, 3);
+        out.attn_fwd.push_back(v);
+        out.attn_bwd.push_back(v);
+      } else
+        throw std::invalid_argument("unknown op '" + op + "' in size '" + e + "'");
+    }
+  }
+  for (const auto& v : out.attn_fwd)
+    if (v[2] != 64) throw std::invalid_argument("attention kernels are compiled for d = 64 only");
+  for (const auto& v : out.attn_bwd)
+    if (v[2] != 64) throw std::invalid_argument("attention kernels are compiled for d = 64 only");
+  return out;
+}
+
+std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& sizes,
+                         const std::vector<Dtype>& dtypes, const std::vector<bool>& causal_modes) {
+  std::vector<Spec> out;
+  for (Schedule sch : schedules) {
+    Op op = info(sch).op;
+    std::vector<Dtype> dts = dtypes;
+    if (dts.empty()) {
+      if (op == Op::Matmul) dts = {Dtype::F32, Dtype::BF16};
+      else if (op == Op::Softmax) dts = {Dtype::F32};
+      else dts = {Dtype::BF16};
+    }
+    const auto& list = op == Op::Matmul    ? sizes.matmul
+                       : op == Op::Softmax ? sizes.softmax
+                       : op == Op::AttnFwd ? sizes.attn_fwd
+                                           : sizes.attn_bwd;
+    for (const auto& dims : list)
+      for (Dtype dt : dts) {
+        std::vector<bool> cm = (op == Op::AttnFwd || op == Op::AttnBwd) ? causal_modes : std::vector<bool>{false};
+        for (bool c : cm) {
+          Spec s;
+          s.schedule = sch;
+          s.dtype = dt;
+          if (op == Op::Matmul) { s.m = dims[0]; s.n = dims[1]; s.k = dims[2]; }
+          else if (op == Op::Softmax) { s.rows = dims[0]; s.cols = dims[1]; }
+          else { s.bh = dims[0]; s.seq = dims[1]; s.d = dims[2]; s.causal = c; }
+          apply_kernel_tiles(s);
+          out.push_back(s);
+        }
+      }
+  }
+  return out;
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+double visible_pairs(std::int64_t n, bool causal) {
+  double dn = static_cast<double>(n);
+  return causal ? dn * (dn + 1) / 2 : dn * dn;
+}
+
+Bytes compulsory(const Spec& s) {
+  const std::uint64_t e = dtype_bytes(s.dtype);
+  Bytes b;
+  switch (s.op()) {
+    case Op::Matmul:
+      b.read = (u(s.m) * u(s.k) + u(s.k) * u(s.n)) * e;
+      b.written = u(s.m) * u(s.n) * 4;  // C is fp32
+      break;
+    case Op::Softmax:
+      b.read = u(s.rows) * u(s.cols) * e;
+      b.written = b.read;
+      break;
+    case Op::AttnFwd: {
+      std::uint64_t t = u(s.bh) * u(s.seq) * u(s.d) * e;
+      b.read = 3 * t;  // Q, K, V
+      b.written = t;   // O
+      break;
+    }
+    case Op::AttnBwd: {
+      std::uint64_t t = u(s.bh) * u(s.seq) * u(s.d) * e;
+      b.read = 5 * t + u(s.bh) * u(s.seq) * 4;  // Q, K, V, O, dO, logsumexp
+      b.written = 3 * t;                          // dQ, dK, dV
+      break;
+    }
+  }
+  return b;
+}
+
+namespace {
+
+// Tile-pair bookkeeping for attention with br x bc tiles (br == bc is not assumed).
+struct AttnTiles {
+  std::int64_t n, br, bc, tr, tc;
+  bool causal;
+  std::int64_t rows(std::int64_t i) const { return std::min(br, n - i * br); }
+  std::int64_t cols(std::int64_t j) const { return std::min(bc, n - j * bc); }
+  // tile j of keys has at least one key that some query of tile i may see
+  bool visible(std::int64_t i, std::int64_t j) const {
+    return !causal || j * bc <= i * br + rows(i) - 1;
+  }
+};
+
+}  // namespace
+
+std::vector<ArrayModel> model_traffic(const Spec& s) {
+  std::vector<ArrayModel> a;
+  const std::uint64_t e = dtype_bytes(s.dtype);
+  switch (s.op()) {
+    case Op::Matmul: {
+      const std::uint64_t tm = u(ceil_div(s.m, s.bm)), tn = u(ceil_div(s.n, s.bn));
+      const std::uint64_t asz = u(s.m) * u(s.k) * e, bsz = u(s.k) * u(s.n) * e, csz = u(s.m) * u(s.n) * 4;
+      a.push_back({"A", asz * tn, 0, asz, false});
+      a.push_back({"B", bsz * tm, 0, bsz, false});
+      if (s.schedule == Schedule::MatmulInner) {
+        a.push_back({"C", 0, csz, csz, false});
+      } else {
+        const std::uint64_t steps = u(ceil_div(s.k, s.bk));
+        a.push_back({"C", (steps - 1) * csz, steps * csz, csz, true});
+      }
+      break;
+    }
+    case Op::Softmax: {
+      const std::uint64_t x = u(s.rows) * u(s.cols) * e;
+      const std::uint64_t nc = u(ceil_div(s.cols, s.chunk));
+      const std::uint64_t part = u(s.rows) * nc * 4;
+      const bool three = s.schedule == Schedule::SoftmaxThree;
+      a.push_back({"X", (three ? 3 : 2) * x, 0, x, true});
+      a.push_back({"Y", 0, x, x, true});
+      // per-chunk partial max / sum; every block of a row reads all of its row's partials
+      a.push_back({"m_partial", (three ? 2 : 1) * part * nc, part, part, false});
+      a.push_back({"l_partial", part * nc, part, part, false});
+      break;
+    }
+    case Op::AttnFwd:
+    case Op::AttnBwd: {
+      AttnTiles t{s.seq, s.br, s.bc, ceil_div(s.seq, s.br), ceil_div(s.seq, s.bc), s.causal};
+      const std::uint64_t bh = u(s.bh), n = u(s.seq), d = u(s.d);
+      const std::uint64_t tensor = bh * n * d * e, stat = bh * n * 4;
+      // sums over visible tile pairs, per head
+      std::uint64_t q_rows_vis = 0, k_cols_vis = 0, q_rows_vis_after_first = 0;
+      for (std::int64_t i = 0; i < t.tr; ++i)
+        for (std::int64_t j = 0; j < t.tc; ++j)
+          if (t.visible(i, j)) {
+            q_rows_vis += u(t.rows(i));
+            k_cols_vis += u(t.cols(j));
+            if (j > 0) q_rows_vis_after_first += u(t.rows(i));
+          }
+      const std::uint64_t tr = u(t.tr), tc = u(t.tc);
+      if (s.schedule == Schedule::AttnNaive) {
+        const std::uint64_t sz = bh * n * n * 4;
+        a.push_back({"Q", tensor * tc, 0, tensor, false});
+        a.push_back({"K", tensor * tr, 0, tensor, false});
+        a.push_back({"V", tensor * tr, 0, tensor, false});
+        a.push_back({"S", sz, sz, sz, true});
+        a.push_back({"P", sz, sz, sz, true});
+        a.push_back({"O", 0, tensor, tensor, false});
+      } else if (s.schedule == Schedule::AttnFA1) {
+        a.push_back({"Q", bh * q_rows_vis * d * e, 0, tensor, true});
+        a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
+        a.push_back({"V", bh * k_cols_vis * d * e, 0, tensor, false});
+        a.push_back({"O", bh * q_rows_vis_after_first * d * e, bh * q_rows_vis * d * e, tensor, true});
+        a.push_back({"m", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
+        a.push_back({"l", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
+      } else if (s.schedule == Schedule::AttnFA2) {
+        a.push_back({"Q", tensor, 0, tensor, false});
+        a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
+        a.push_back({"V", bh * k_cols_vis * d * e, 0, tensor, false});
+        a.push_back({"O", 0, tensor, tensor, false});
+        a.push_back({"lse", 0, stat, stat, false});
+      } else {
+        // backward; both versions start with D = rowsum(dO * O)
+        const bool two = s.schedule == Schedule::BwdTwoPass;
+        const std::uint64_t qv = bh * q_rows_vis * d * e, kv = bh * k_cols_vis * d * e;
+        const std::uint64_t statv = bh * q_rows_vis * 4;
+        a.push_back({"O", tensor, 0, tensor, false});
+        if (two) {
+          // dQ kernel: Q, dO, lse, D once, K and V per visible pair
+          // dK/dV kernel: K, V once, Q, dO, lse, D per visible pair
+          a.push_back({"dO", tensor + tensor + qv, 0, tensor, false});
+          a.push_back({"Q", tensor + qv, 0, tensor, false});
+          a.push_back({"K", kv + tensor, 0, tensor, false});
+          a.push_back({"V", kv + tensor, 0, tensor, false});
+          a.push_back({"lse", stat + statv, 0, stat, false});
+          a.push_back({"D", stat + statv, stat, stat, false});
+          a.push_back({"dQ", 0, tensor, tensor, false});
+        } else {
+          const std::uint64_t acc = bh * n * d * 4;
+          a.push_back({"dO", tensor + qv, 0, tensor, false});
+          a.push_back({"Q", qv, 0, tensor, false});
+          a.push_back({"K", tensor, 0, tensor, false});
+          a.push_back({"V", tensor, 0, tensor, false});
+          a.push_back({"lse", statv, 0, stat, false});
+          a.push_back({"D", statv, stat, stat, false});
+          // zeroed once, one fp32 atomic add per element per visible pair (read-modify-write in
+          // L2), read once by the conversion kernel
+          a.push_back({"dQ_accum", bh * q_rows_vis * d * 4 + acc, acc + bh * q_rows_vis * d * 4, acc, false});
+          a.push_back({"dQ", 0, tensor, tensor, false});
+        }
+        a.push_back({"dK", 0, tensor, tensor, false});
+        a.push_back({"dV", 0, tensor, tensor, false});
+      }
+      break;
+    }
+  }
+  return a;
+}
+
+Bytes model_total(const std::vector<ArrayModel>& a) {
+  Bytes b;
+  for (const auto& x : a) {
+    b.read += x.read;
+    b.written += x.written;
+  }
+  return b;
+}
+
+Bytes expected_hbm(const std::vector<ArrayModel>& a) {
+  Bytes b;
+  for (const auto& x : a) {
+    if (x.streamed) {
+      b.read += x.read;
+      b.written += x.written;
+    } else {
+      b.read += std::min(x.read, x.size);
+      b.written += std::min(x.written, x.size);
+    }
+  }
+  return b;
+}
+
+double flops(const Spec& s) {
+  switch (s.op()) {
+    case Op::Matmul: return 2.0 * s.m * s.n * s.k;
+    case Op::Softmax: return 0.0;
+    case Op::AttnFwd: return 4.0 * s.d * visible_pairs(s.seq, s.causal) * s.bh;
+    case Op::AttnBwd: return 10.0 * s.d * visible_pairs(s.seq, s.causal) * s.bh;
+  }
+  return 0.0;
+}
+
+double tolerance(const Spec& s) { return s.dtype == Dtype::F32 ? 1e-4 : 1e-2; }
+
+bool within_tolerance(double rel_err, double tol) { return rel_err == rel_err && rel_err <= tol; }
+
+bool have_counted() {
+#ifdef FLASHSIM_HAVE_SIM
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, std::string* error) {
+#ifdef FLASHSIM_HAVE_SIM
+  namespace t = flashsim::traffic;
+  try {
+    t::Traffic tr;
+    switch (s.op()) {
+      case Op::Matmul: {
+        t::MatmulParams p;
+        p.m = s.m; p.n = s.n; p.k = s.k;
+        p.bm = s.bm; p.bn = s.bn; p.bk = s.bk;
+        p.in_bytes = dtype_bytes(s.dtype);
+        p.out_bytes = 4;
+        tr = t::count_matmul(p, s.schedule == Schedule::MatmulInner ? t::MatmulSchedule::Inner
+                                                                    : t::MatmulSchedule::Outer);
+        break;
+      }
+      case Op::Softmax: {
+        t::SoftmaxParams p;
+        p.rows = s.rows; p.cols = s.cols; p.chunk = s.chunk;
+        p.elem_bytes = dtype_bytes(s.dtype);
+        tr = t::count_softmax(p, s.schedule == Schedule::SoftmaxThree ? t::SoftmaxSchedule::ThreePass
+                                                                      : t::SoftmaxSchedule::Online);
+        break;
+      }
+      case Op::AttnFwd:
+      case Op::AttnBwd: {
+        t::AttentionParams p;
+        p.batch_heads = s.bh; p.n = s.seq; p.d = s.d;
+        p.br = s.br; p.bc = s.bc;
+        p.elem_bytes = dtype_bytes(s.dtype);
+        p.score_bytes = 4; p.stat_bytes = 4; p.accum_bytes = 4;
+        p.causal = s.causal;
+        if (s.op() == Op::AttnFwd)
+          tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive
+                                             : s.schedule == Schedule::AttnFA1 ? t::AttentionForward::FA1
+                                                                               : t::AttentionForward::FA2);
+        else
+          tr = t::count_attention_backward(p, s.schedule == Schedule::BwdTwoPass ? t::AttentionBackward::TwoPass
+                                                                                 : t::AttentionBackward::AtomicDQ);
+        break;
+      }
+    }
+    if (arrays) {
+      arrays->clear();
+      for (const auto& x : tr.arrays) arrays->push_back({x.name, x.bytes_read, x.bytes_written});
+    }
+    return Bytes{tr.bytes_read(), tr.bytes_written()};
+  } catch (const std::exception& ex) {
+    if (error) *error = ex.what();
+    return std::nullopt;
+  }
+#else
+  (void)s;
+  (void)arrays;
+  if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
+  return std::nullopt;
+#endif
+}
+
+}  // namespace flashsim::gpu

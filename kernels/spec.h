@@ -1,0 +1,131 @@
+// What one GPU run is: an operation, a schedule (a numbered kernel version), a dtype, a problem size
+// and the tile sizes the kernel uses. Everything here is plain C++ (no CUDA), so the tests run it on
+// machines without a GPU: parsing of the command line's lists, the compulsory minimum traffic, the
+// traffic model of our own kernels, FLOP counts and tolerances.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace flashsim::gpu {
+
+enum class Op { Matmul, Softmax, AttnFwd, AttnBwd };
+enum class Dtype { F32, BF16 };
+
+// Every schedule we run on the GPU. The number after the op in the kernel file is `version`.
+enum class Schedule {
+  MatmulInner,    // matmul.cu v1: output-stationary, C tile in registers, A/B panels streamed
+  MatmulOuter,    // matmul.cu v2: k outermost across launches, C read+written per k-step
+  SoftmaxThree,   // softmax.cu v1: max pass, sum pass, normalize pass
+  SoftmaxOnline,  // softmax.cu v2: online (max, sum) pass, normalize pass
+  AttnNaive,      // attention_forward.cu v1: S = QK^T, P = softmax(S), O = PV, S and P in HBM
+  AttnFA1,        // attention_forward.cu v2: KV-block outer loop, O/m/l round trips in HBM
+  AttnFA2,        // attention_forward.cu v3: Q-block outer loop, logsumexp stored
+  BwdTwoPass,     // attention_backward.cu v1: D, then dQ kernel + dK/dV kernel
+  BwdAtomic,      // attention_backward.cu v2: D, then one dK/dV kernel with atomic fp32 dQ
+};
+
+struct ScheduleInfo {
+  Schedule schedule;
+  Op op;
+  const char* id;       // command-line name, e.g. "softmax-online"
+  const char* file;     // kernel file
+  int version;          // version number inside that file
+  const char* summary;  // one line
+};
+
+const std::vector<ScheduleInfo>& all_schedules();
+const ScheduleInfo& info(Schedule s);
+const char* op_name(Op op);  // "matmul", "softmax", "attn-fwd", "attn-bwd"
+const char* dtype_name(Dtype d);
+int dtype_bytes(Dtype d);
+std::optional<Dtype> parse_dtype(const std::string& s);
+
+// "matmul,softmax-online,attn-fwd,all" -> schedules, in the canonical order, without duplicates.
+// Group names: matmul, softmax, attn-fwd, attn-bwd, attention (= both), all. Throws on unknown names.
+std::vector<Schedule> parse_schedules(const std::string& list);
+
+struct Spec {
+  Schedule schedule = Schedule::MatmulInner;
+  Dtype dtype = Dtype::F32;
+  // matmul: C[m,n] = A[m,k] B[k,n]
+  std::int64_t m = 0, n = 0, k = 0;
+  std::int64_t bm = 64, bn = 64, bk = 16;
+  // softmax over rows x cols, chunk columns per thread block
+  std::int64_t rows = 0, cols = 0, chunk = 4096;
+  // attention over bh heads of (seq x d)
+  std::int64_t bh = 0, seq = 0, d = 64;
+  std::int64_t br = 64, bc = 64;
+  bool causal = false;
+
+  Op op() const { return info(schedule).op; }
+  std::string size_label() const;  // "8192x8192x256", "256x524288", "8x4096x64 causal"
+};
+
+// Default tile sizes of each schedule's kernel (the kernels are compiled for exactly these).
+void apply_kernel_tiles(Spec& s);
+
+// Problem sizes per op. A size string is "op:AxBxC[:causal]" or a preset:
+//   tiny  (sanitizer-sized, N not a multiple of the tile), small (inside L2), large (far beyond L2).
+struct SizeSet {
+  std::vector<std::vector<std::int64_t>> matmul;   // {m, n, k}
+  std::vector<std::vector<std::int64_t>> softmax;  // {rows, cols}
+  std::vector<std::vector<std::int64_t>> attn_fwd; // {bh, seq, d}
+  std::vector<std::vector<std::int64_t>> attn_bwd; // {bh, seq, d}
+};
+SizeSet parse_sizes(const std::string& list);  // throws std::invalid_argument
+
+// Expands schedules x sizes x dtypes x causal into concrete specs. dtypes empty = per-op default
+// (matmul: fp32 and bf16; softmax: fp32; attention: bf16). causal_modes: {false}, {true} or both.
+std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& sizes,
+                         const std::vector<Dtype>& dtypes, const std::vector<bool>& causal_modes);
+
+// ---- traffic ---------------------------------------------------------------------------------
+struct Bytes {
+  std::uint64_t read = 0, written = 0;
+  std::uint64_t total() const { return read + written; }
+};
+
+// Each input read once and each output written once.
+Bytes compulsory(const Spec& s);
+
+// What our kernel issues to global memory, array by array, if there were no cache. `streamed`
+// marks arrays whose re-reads/round trips are too large for L2 at the sizes we call "large";
+// the others are small panels (tiles of A/B, K/V, per-chunk statistics) that L2 serves after the
+// first touch.
+struct ArrayModel {
+  std::string name;
+  std::uint64_t read = 0, written = 0;
+  std::uint64_t size = 0;  // bytes of the array itself
+  bool streamed = false;
+};
+std::vector<ArrayModel> model_traffic(const Spec& s);
+Bytes model_total(const std::vector<ArrayModel>& a);
+// HBM traffic we expect with a cache that keeps small panels: streamed arrays as modelled,
+// every other array read at most once and written at most once.
+Bytes expected_hbm(const std::vector<ArrayModel>& a);
+
+// Useful FLOPs (matmul 2mnk; attention forward 4*d per visible (query,key) pair, backward 10*d).
+double flops(const Spec& s);
+// Relative-error tolerance, scaled by dtype: fp32 1e-4, bf16 1e-2.
+double tolerance(const Spec& s);
+bool within_tolerance(double rel_err, double tol);  // false for NaN
+
+// Counted bytes from the tile machine (sim/traffic.h); nullopt when flashsim_sim is not linked
+// or the count failed. `arrays` gets the per-array counts when non-null.
+struct CountedArray {
+  std::string name;
+  std::uint64_t read = 0, written = 0;
+};
+std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = nullptr,
+                             std::string* error = nullptr);
+bool have_counted();
+
+// Helpers used by the model and by tests.
+std::int64_t ceil_div(std::int64_t a, std::int64_t b);
+// Number of (query,key) pairs that attention computes for one head.
+double visible_pairs(std::int64_t n, bool causal);
+
+}  // namespace flashsim::gpu

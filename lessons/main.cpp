@@ -1,0 +1,24 @@
+// The `flashsim` executable: the simulator's commands plus the curriculum's.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "sim/cli.h"
+
+#ifndef FLASHSIM_VERSION
+#define FLASHSIM_VERSION "dev"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"flashsim: a cycle-counting toy machine for IO-aware GPU algorithms"};
+  app.set_version_flag("--version", FLASHSIM_VERSION);
+  app.require_subcommand(1);
+  int exit_code = 0;
+  flashsim::cli::register_run_command(app, exit_code);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : flashsim::cli::kExitBadInput;
+  }
+  return exit_code;
+}

@@ -1,0 +1,141 @@
+#include "sim/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "isa/assembler.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+
+namespace flashsim::cli {
+
+int guarded(const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const isa::AsmError& e) {
+    std::cerr << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const sim::MachineFault& e) {
+    std::cerr << e.what() << "\n";
+    return e.step == 0 ? kExitBadInput : kExitFault;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "flashsim: error: " << e.what() << "\n";
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "flashsim: error: out of memory\n";
+    return kExitFault;
+  }
+}
+
+namespace {
+
+struct RunArgs {
+  std::string file;
+  bool symbolic = false, json = false, no_table = false, f64 = false;
+  int regs = 0;
+  std::vector<std::string> inputs, costs, params;
+  std::uint64_t seed = 0;
+  bool seed_given = false;
+  std::uint64_t max_rows = 200;
+};
+
+std::vector<double> parse_values(const std::string& name, const std::string& list) {
+  std::vector<double> out;
+  std::size_t pos = 0;
+  while (pos <= list.size()) {
+    std::size_t end = list.find(',', pos);
+    if (end == std::string::npos) end = list.size();
+    std::string tok = list.substr(pos, end - pos);
+    try {
+      std::size_t used = 0;
+      double v = std::stod(tok, &used);
+      if (used != tok.size()) throw std::invalid_argument(tok);
+      out.push_back(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--input " + name + ": '" + tok + "' is not a number");
+    }
+    pos = end + 1;
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> split_eq(const std::string& s, const char* flag) {
+  auto eq = s.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw std::invalid_argument(std::string(flag) + " expects NAME=VALUE, got '" + s + "'");
+  return {s.substr(0, eq), s.substr(eq + 1)};
+}
+
+int do_run(const RunArgs& a) {
+  isa::AssembleOptions ao;
+  for (const auto& p : a.params) {
+    auto [k, v] = split_eq(p, "--param");
+    try {
+      ao.params[k] = std::stoll(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--param " + k + ": '" + v + "' is not an integer");
+    }
+  }
+  isa::Program prog = isa::assemble_file(a.file, ao);
+  sim::MachineOptions mo;
+  if (a.regs > 0) mo.regs = a.regs;
+  if (a.f64) mo.f64 = true;
+  if (a.seed_given) mo.seed = a.seed;
+  mo.symbolic = a.symbolic;
+  mo.history = false;
+  for (const auto& in : a.inputs) {
+    auto [k, v] = split_eq(in, "--input");
+    mo.inputs[k] = parse_values(k, v);
+  }
+  for (const auto& c : a.costs) {
+    auto [k, v] = split_eq(c, "--cost");
+    auto op = isa::find_mnemonic(k);
+    if (!op) throw std::invalid_argument("--cost: unknown opcode '" + k + "'");
+    try {
+      long long n = std::stoll(v);
+      if (n < 0) throw std::out_of_range(v);
+      mo.costs[*op] = static_cast<std::uint32_t>(n);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--cost " + k + ": '" + v + "' is not a cycle count");
+    }
+  }
+  sim::Machine m(std::move(prog), mo);
+  if (a.json) {
+    m.run();
+    sim::print_json(m, std::cout);
+    return kExitOk;
+  }
+  if (!a.no_table) {
+    sim::TableOptions t;
+    t.symbolic = a.symbolic;
+    t.max_rows = a.max_rows;
+    sim::print_step_table(m, std::cout, t);
+    std::cout << "\n";
+  } else {
+    m.run();
+  }
+  sim::print_cost_summary(m, std::cout);
+  sim::print_outputs(m, std::cout);
+  return kExitOk;
+}
+
+}  // namespace
+
+void register_run_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run = app.add_subcommand("run", "Run a trace and print its step table and costs");
+  run->add_option("file", args->file, "Trace file (flashsim assembly)")->required();
+  run->add_flag("--symbolic", args->symbolic, "Show register values as expressions, as the lessons do");
+  run->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  run->add_flag("--no-table", args->no_table, "Print only the cost summary and outputs");
+  run->add_option("--regs", args->regs, "Register count (overrides .regs)")->check(CLI::Range(1, 65535));
+  run->add_option("--input", args->inputs, "Input values, NAME=v1,v2,... (row-major)");
+  run->add_option("--seed", args->seed, "Seed for random inputs")->each([args](const std::string&) { args->seed_given = true; });
+  run->add_option("--cost", args->costs, "Cycle cost of an opcode, OP=C (e.g. LOAD=100)");
+  run->add_option("--param", args->params, "Override a .param, NAME=VALUE");
+  run->add_flag("--f64", args->f64, "Registers hold float64 instead of float32");
+  run->add_option("--max-rows", args->max_rows, "Rows of the step table to print");
+  run->callback([args, &exit_code] { exit_code = guarded([&] { return do_run(*args); }); });
+}
+
+}  // namespace flashsim::cli

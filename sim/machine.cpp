@@ -1,0 +1,751 @@
+#include "sim/machine.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "isa/assembler.h"
+
+namespace flashsim::sim {
+
+using isa::Opcode;
+using isa::Operand;
+
+MachineFault::MachineFault(std::uint64_t s, std::uint32_t l, std::string m)
+    : std::runtime_error("step " + std::to_string(s) + " (line " + std::to_string(l) + "): error: " + m),
+      step(s), line(l), message(std::move(m)) {}
+
+std::uint64_t Counters::of_class(isa::OpClass c) const {
+  std::uint64_t n = 0;
+  for (const auto& row : isa::kInstructionTable)
+    if (row.op_class == c) n += per_op[static_cast<std::size_t>(row.opcode)];
+  return n;
+}
+
+namespace {
+
+// splitmix64: a small, well-mixed generator so inputs are reproducible from a seed.
+struct SplitMix {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * (1.0 / 9007199254740992.0) * 2.0 - 1.0; }
+};
+
+std::string index_symbol(const isa::ArrayDecl& a, std::int64_t tr, std::int64_t tc) {
+  bool small = tr < 10 && tc < 10;
+  if (a.tile_rows == 1 && a.tile_cols == 1) {
+    if (a.rank == 1) return a.name + std::to_string(tr);
+    if (small) return a.name + std::to_string(tr) + std::to_string(tc);
+    return a.name + "[" + std::to_string(tr) + "][" + std::to_string(tc) + "]";
+  }
+  std::string s = a.name + "[" + std::to_string(tr) + "]";
+  if (a.rank == 2 && a.tile_grid_cols() > 1) s += "[" + std::to_string(tc) + "]";
+  return s;
+}
+
+// Parenthesise a sub-expression that binds looser than a product.
+std::string tight(const std::string& s) {
+  int depth = 0;
+  for (char ch : s) {
+    if (ch == '(') ++depth;
+    else if (ch == ')') --depth;
+    else if (depth == 0 && (ch == '+' || ch == '-' || ch == ' ')) return "(" + s + ")";
+  }
+  return s;
+}
+
+constexpr std::size_t kMaxSymbol = 72;
+
+}  // namespace
+
+Machine::Machine(isa::Program program, MachineOptions options)
+    : prog_(std::move(program)), opts_(std::move(options)), config_(prog_.config) {
+  if (opts_.f64) config_.f64 = *opts_.f64;
+  if (opts_.seed) config_.seed = *opts_.seed;
+  if (opts_.sram_bytes) config_.sram_bytes = *opts_.sram_bytes;
+  for (auto [op, c] : opts_.costs) config_.cycles[static_cast<std::size_t>(op)] = c;
+  if (opts_.regs) {
+    regs_ = *opts_.regs;
+    regs_source_ = "--regs";
+  } else if (prog_.config.regs) {
+    regs_ = *prog_.config.regs;
+    regs_source_ = ".regs directive";
+  } else {
+    regs_ = prog_.highest_reg + 1;
+    regs_source_ = "inferred: highest register used is R" + std::to_string(prog_.highest_reg);
+  }
+  if (regs_ < 1) regs_ = 1;
+  scalar_ = prog_.is_scalar();
+  check_static();
+  init_memory();
+  reset();
+}
+
+std::uint64_t Machine::element_bytes(std::uint32_t array) const {
+  int b = prog_.arrays[array].elem_bytes;
+  return static_cast<std::uint64_t>(b ? b : config_.elem_bytes);
+}
+
+void Machine::check_static() {
+  // Register range is a property of the text, so it is reported with the text's location.
+  for (const auto& in : prog_.code) {
+    const auto& info = isa::info(in.op);
+    for (int k = 0; k < info.operand_count; ++k) {
+      const Operand& o = in.operands[k];
+      if (o.kind == Operand::Kind::Reg && o.reg >= regs_)
+        throw isa::AsmError(prog_.name, in.loc.line, in.loc.col,
+                            "R" + std::to_string(o.reg) + " is outside the machine: it has " +
+                                std::to_string(regs_) + " registers (" + regs_source_ + ")");
+    }
+  }
+  // Inputs: arrays with a tile loaded before any store to it; outputs: arrays stored to.
+  is_input_.assign(prog_.arrays.size(), false);
+  is_output_.assign(prog_.arrays.size(), false);
+  std::vector<std::vector<bool>> stored(prog_.arrays.size());
+  for (std::size_t a = 0; a < prog_.arrays.size(); ++a)
+    stored[a].assign(static_cast<std::size_t>(prog_.arrays[a].tile_count()), false);
+  std::vector<bool> written(static_cast<std::size_t>(regs_), false);
+  static_ok_ = true;
+  for (const auto& in : prog_.code) {
+    const auto& info = isa::info(in.op);
+    for (int k = 0; k < info.operand_count; ++k) {
+      const Operand& o = in.operands[k];
+      if (o.kind == Operand::Kind::Mem) {
+        auto t = static_cast<std::size_t>(flat_tile(o));
+        if (info.operands[k] == isa::OperandKind::MemSrc && !stored[o.array][t]) is_input_[o.array] = true;
+        if (info.operands[k] == isa::OperandKind::MemDst) {
+          stored[o.array][t] = true;
+          is_output_[o.array] = true;
+        }
+      } else if (o.kind == Operand::Kind::Reg) {
+        if (info.operands[k] == isa::OperandKind::SrcReg && !written[o.reg]) static_ok_ = false;
+      }
+    }
+    for (int k = 0; k < info.operand_count; ++k)
+      if (info.operands[k] == isa::OperandKind::DstReg) written[in.operands[k].reg] = true;
+  }
+}
+
+void Machine::init_memory() {
+  for (const auto& [name, vals] : opts_.inputs) {
+    auto id = prog_.find_array(name);
+    if (!id) throw MachineFault(0, 0, "--input names '" + name + "', which the program never uses");
+    if (static_cast<std::int64_t>(vals.size()) != prog_.arrays[*id].elements())
+      throw MachineFault(0, 0, "--input " + name + " gives " + std::to_string(vals.size()) +
+                                   " values; the array has " + std::to_string(prog_.arrays[*id].elements()));
+  }
+  SplitMix rng{config_.seed};
+  initial_arrays_.assign(prog_.arrays.size(), {});
+  for (std::size_t i = 0; i < prog_.arrays.size(); ++i) {
+    const auto& a = prog_.arrays[i];
+    ArrayState& s = initial_arrays_[i];
+    auto n = static_cast<std::size_t>(a.elements());
+    if (auto it = opts_.inputs.find(a.name); it != opts_.inputs.end()) s.values = it->second;
+    else if (!a.input.empty()) s.values = a.input;
+    else if (a.fill) s.values.assign(n, *a.fill);
+    else if (opts_.compute_values) {
+      s.values.resize(n);
+      for (auto& v : s.values) v = rng.uniform();
+    }
+    if (opts_.compute_values && !config_.f64)
+      for (auto& v : s.values) v = static_cast<double>(static_cast<float>(v));
+    auto tiles = static_cast<std::size_t>(a.tile_count());
+    s.tile_reads.assign(tiles, 0);
+    s.tile_writes.assign(tiles, 0);
+    if (opts_.symbolic) {
+      s.symbols.resize(tiles);
+      for (std::int64_t t = 0; t < a.tile_count(); ++t)
+        s.symbols[static_cast<std::size_t>(t)] = index_symbol(a, t / a.tile_grid_cols(), t % a.tile_grid_cols());
+    }
+    if (!opts_.compute_values) s.values.clear();
+  }
+}
+
+void Machine::reset() {
+  pc_ = 0;
+  counters_ = {};
+  regs_state_.assign(static_cast<std::size_t>(regs_), Tile{});
+  reg_written_.assign(static_cast<std::size_t>(regs_), 0);
+  reg_sym_.assign(static_cast<std::size_t>(opts_.symbolic ? regs_ : 0), std::string());
+  arrays_ = initial_arrays_;
+  sram_in_use_ = sram_peak_ = 0;
+  undo_.clear();
+  value_pool_.clear();
+  meta_pool_.clear();
+  sym_pool_.clear();
+  sram_hist_.clear();
+}
+
+std::string Machine::value_symbol(std::uint32_t array, std::int64_t tile) const {
+  const auto& s = arrays_[array].symbols;
+  if (tile >= 0 && static_cast<std::size_t>(tile) < s.size()) return s[static_cast<std::size_t>(tile)];
+  const auto& a = prog_.arrays[array];
+  return index_symbol(a, tile / a.tile_grid_cols(), tile % a.tile_grid_cols());
+}
+
+std::uint64_t Machine::history_bytes() const {
+  return undo_.size() * sizeof(Undo) + value_pool_.size() * sizeof(double) + meta_pool_.size() * sizeof(Tile) +
+         sram_hist_.size() * 16;
+}
+
+void Machine::fault(const std::string& msg) const {
+  std::uint32_t line = pc_ < prog_.code.size() ? prog_.code[pc_].loc.line : 0;
+  throw MachineFault(pc_ + 1, line, msg);
+}
+
+std::int64_t Machine::flat_tile(const Operand& o) const {
+  return o.row * prog_.arrays[o.array].tile_grid_cols() + o.col;
+}
+
+void Machine::tile_extent(std::uint32_t array, std::int64_t tr, std::int64_t tc, std::int32_t& vr,
+                          std::int32_t& vc) const {
+  const auto& a = prog_.arrays[array];
+  vr = static_cast<std::int32_t>(std::min(a.tile_rows, a.rows - tr * a.tile_rows));
+  vc = static_cast<std::int32_t>(std::min(a.tile_cols, a.cols - tc * a.tile_cols));
+}
+
+void Machine::count_access(const isa::Instruction& in, int sign) {
+  auto op = static_cast<std::size_t>(in.op);
+  auto add = [sign](std::uint64_t& c, std::uint64_t v) { c = sign > 0 ? c + v : c - v; };
+  add(counters_.cycles, config_.cycles[op]);
+  add(counters_.instructions, 1);
+  add(counters_.per_op[op], 1);
+  if (in.op != Opcode::LOAD && in.op != Opcode::STORE) return;
+  const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
+  std::int32_t vr, vc;
+  tile_extent(m.array, m.row, m.col, vr, vc);
+  auto elems = static_cast<std::uint64_t>(vr) * static_cast<std::uint64_t>(vc);
+  auto bytes = elems * element_bytes(m.array);
+  ArrayState& a = arrays_[m.array];
+  auto t = static_cast<std::size_t>(flat_tile(m));
+  if (in.op == Opcode::LOAD) {
+    add(counters_.elem_reads, elems);
+    add(counters_.bytes_read, bytes);
+    add(a.elem_reads, elems);
+    add(a.bytes_read, bytes);
+    a.tile_reads[t] = static_cast<std::uint32_t>(a.tile_reads[t] + sign);
+  } else {
+    add(counters_.elem_writes, elems);
+    add(counters_.bytes_written, bytes);
+    add(a.elem_writes, elems);
+    add(a.bytes_written, bytes);
+    a.tile_writes[t] = static_cast<std::uint32_t>(a.tile_writes[t] + sign);
+  }
+}
+
+void Machine::record_reg_undo(int r) {
+  const Tile& t = regs_state_[static_cast<std::size_t>(r)];
+  Undo u{static_cast<std::uint32_t>(r), reg_written_[static_cast<std::size_t>(r)], 0, value_pool_.size(), kNone, kNone};
+  value_pool_.insert(value_pool_.end(), t.v.begin(), t.v.end());
+  if (!scalar_) {
+    u.meta = static_cast<std::uint32_t>(meta_pool_.size());
+    Tile shape = t;
+    shape.v.clear();
+    meta_pool_.push_back(std::move(shape));
+  }
+  if (opts_.symbolic) {
+    u.sym = static_cast<std::uint32_t>(sym_pool_.size());
+    sym_pool_.push_back(reg_sym_[static_cast<std::size_t>(r)]);
+  }
+  undo_.push_back(u);
+}
+
+void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
+  const auto& d = prog_.arrays[array];
+  Undo u{array | kMemBit, 0, static_cast<std::uint64_t>(tile), value_pool_.size(), kNone, kNone};
+  if (opts_.compute_values) {
+    std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
+    std::int32_t vr, vc;
+    tile_extent(array, tr, tc, vr, vc);
+    const auto& vals = arrays_[array].values;
+    for (std::int32_t i = 0; i < vr; ++i) {
+      auto base = static_cast<std::size_t>((tr * d.tile_rows + i) * d.cols + tc * d.tile_cols);
+      value_pool_.insert(value_pool_.end(), vals.begin() + static_cast<std::ptrdiff_t>(base),
+                         vals.begin() + static_cast<std::ptrdiff_t>(base + static_cast<std::size_t>(vc)));
+    }
+  }
+  if (opts_.symbolic) {
+    u.sym = static_cast<std::uint32_t>(sym_pool_.size());
+    sym_pool_.push_back(arrays_[array].symbols[static_cast<std::size_t>(tile)]);
+  }
+  undo_.push_back(u);
+}
+
+bool Machine::step_back() {
+  if (pc_ == 0 || undo_.empty()) return false;
+  Undo u = undo_.back();
+  undo_.pop_back();
+  const isa::Instruction& in = prog_.code[pc_ - 1];
+  if (u.target & kMemBit) {
+    std::uint32_t array = u.target & ~kMemBit;
+    const auto& d = prog_.arrays[array];
+    auto tile = static_cast<std::int64_t>(u.tile);
+    std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
+    std::int32_t vr, vc;
+    tile_extent(array, tr, tc, vr, vc);
+    auto& vals = arrays_[array].values;
+    if (opts_.compute_values) {
+      std::size_t p = u.pool;
+      for (std::int32_t i = 0; i < vr; ++i) {
+        auto base = static_cast<std::size_t>((tr * d.tile_rows + i) * d.cols + tc * d.tile_cols);
+        std::copy_n(value_pool_.begin() + static_cast<std::ptrdiff_t>(p), vc, vals.begin() + static_cast<std::ptrdiff_t>(base));
+        p += static_cast<std::size_t>(vc);
+      }
+    }
+    if (u.sym != kNone) {
+      arrays_[array].symbols[static_cast<std::size_t>(tile)] = std::move(sym_pool_[u.sym]);
+      sym_pool_.pop_back();
+    }
+  } else {
+    Tile& t = regs_state_[u.target];
+    if (u.meta != kNone) {
+      std::vector<double> keep = std::move(t.v);
+      t = std::move(meta_pool_[u.meta]);
+      meta_pool_.pop_back();
+      t.v = std::move(keep);
+    }
+    t.v.assign(value_pool_.begin() + static_cast<std::ptrdiff_t>(u.pool), value_pool_.end());
+    reg_written_[u.target] = static_cast<std::uint8_t>(u.flags & 1);
+    if (!reg_written_[u.target]) t = Tile{};
+    if (u.sym != kNone) {
+      reg_sym_[u.target] = std::move(sym_pool_[u.sym]);
+      sym_pool_.pop_back();
+    }
+  }
+  value_pool_.resize(u.pool);
+  if (!scalar_ && !sram_hist_.empty()) {
+    std::tie(sram_in_use_, sram_peak_) = sram_hist_.back();
+    sram_hist_.pop_back();
+  }
+  --pc_;
+  count_access(in, -1);
+  return true;
+}
+
+void Machine::run_to(std::uint64_t target) {
+  target = std::min<std::uint64_t>(target, prog_.code.size());
+  if (target < pc_ && opts_.history) {
+    while (pc_ > target) step_back();
+    return;
+  }
+  if (target < pc_) reset();
+  while (pc_ < target) step();
+}
+
+bool Machine::run_to_breakpoint(const std::set<std::uint32_t>& lines) {
+  if (done()) return false;
+  step();
+  while (!done()) {
+    if (lines.count(prog_.code[pc_].loc.line)) return true;
+    step();
+  }
+  return false;
+}
+
+void Machine::run() {
+  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values) {
+    if (opts_.history) run_scalar_fast<true>();
+    else run_scalar_fast<false>();
+    return;
+  }
+  while (!done()) step();
+}
+
+void Machine::set_symbol(int r, std::string s) {
+  if (s.size() > kMaxSymbol) s = "v" + std::to_string(pc_ + 1);  // "the value computed at step N"
+  reg_sym_[static_cast<std::size_t>(r)] = std::move(s);
+}
+
+void Machine::update_sram(int r, std::uint64_t old_bytes) {
+  const Tile& t = regs_state_[static_cast<std::size_t>(r)];
+  std::uint64_t now = static_cast<std::uint64_t>(t.rows) * static_cast<std::uint64_t>(t.cols) *
+                      static_cast<std::uint64_t>(config_.elem_bytes);
+  sram_in_use_ = sram_in_use_ - old_bytes + now;
+  sram_peak_ = std::max(sram_peak_, sram_in_use_);
+  if (config_.sram_bytes && sram_in_use_ > *config_.sram_bytes)
+    fault("the registers now hold " + std::to_string(sram_in_use_) + " bytes, more than the SRAM's " +
+          std::to_string(*config_.sram_bytes) + " bytes (R" + std::to_string(r) + " became a " +
+          std::to_string(t.rows) + "x" + std::to_string(t.cols) + " tile)");
+}
+
+void Machine::step() {
+  if (done()) return;
+  const isa::Instruction& in = prog_.code[pc_];
+  if (!scalar_) sram_hist_.emplace_back(sram_in_use_, sram_peak_);
+  std::size_t undo_mark = undo_.size();
+  try {
+    execute(in);
+  } catch (...) {
+    // Leave the machine as it was before the faulting step.
+    if (undo_.size() > undo_mark) {
+      ++pc_;
+      count_access(in, +1);
+      step_back();
+    } else if (!scalar_) {
+      sram_hist_.pop_back();
+    }
+    throw;
+  }
+  if (!opts_.history) {
+    undo_.clear();
+    value_pool_.clear();
+    meta_pool_.clear();
+    sym_pool_.clear();
+    sram_hist_.clear();
+  }
+  count_access(in, +1);
+  ++pc_;
+}
+
+
+namespace {
+
+// A register read, possibly transposed.
+struct View {
+  const Tile* t;
+  bool tr;
+  std::int32_t rows() const { return tr ? t->cols : t->rows; }
+  std::int32_t cols() const { return tr ? t->rows : t->cols; }
+  double at(std::int64_t i, std::int64_t j) const { return tr ? t->at(j, i) : t->at(i, j); }
+  std::int64_t row0() const { return tr ? t->col0 : t->row0; }
+  std::int64_t col0() const { return tr ? t->row0 : t->col0; }
+  std::int32_t valid_rows() const { return tr ? t->valid_cols : t->valid_rows; }
+  std::int32_t valid_cols() const { return tr ? t->valid_rows : t->valid_cols; }
+};
+
+std::string shape_text(std::int32_t r, std::int32_t c) { return std::to_string(r) + "x" + std::to_string(c); }
+
+}  // namespace
+
+void Machine::execute(const isa::Instruction& in) {
+  const auto& ops = in.operands;
+  const bool values = opts_.compute_values;
+  const std::string mn(isa::info(in.op).mnemonic);
+  auto view = [&](const Operand& o) {
+    if (!reg_written_[o.reg]) fault("R" + std::to_string(o.reg) + " is read before anything was written to it");
+    return View{&regs_state_[o.reg], o.transposed};
+  };
+  auto rnd = [&](double v) { return config_.f64 ? v : static_cast<double>(static_cast<float>(v)); };
+  auto sym = [&](const Operand& o) {
+    std::string s = reg_sym_[o.reg];
+    return o.transposed ? tight(s) + "^T" : s;
+  };
+  // Moves a computed tile into its destination register, keeping the undo log.
+  auto commit = [&](int r, Tile&& out, std::string symbol) {
+    if (opts_.history) record_reg_undo(r);
+    Tile& d = regs_state_[static_cast<std::size_t>(r)];
+    std::uint64_t old_bytes = reg_written_[static_cast<std::size_t>(r)]
+                                  ? static_cast<std::uint64_t>(d.rows) * static_cast<std::uint64_t>(d.cols) *
+                                        static_cast<std::uint64_t>(config_.elem_bytes)
+                                  : 0;
+    d = std::move(out);
+    reg_written_[static_cast<std::size_t>(r)] = 1;
+    if (opts_.symbolic) set_symbol(r, std::move(symbol));
+    if (!scalar_) update_sram(r, old_bytes);
+  };
+  auto shaped = [&](const View& like, std::int32_t rows, std::int32_t cols) {
+    Tile t;
+    t.rows = rows;
+    t.cols = cols;
+    t.row0 = like.row0();
+    t.col0 = like.col0();
+    t.valid_rows = std::min(like.valid_rows(), rows);
+    t.valid_cols = std::min(like.valid_cols(), cols);
+    if (values) t.v.resize(static_cast<std::size_t>(rows) * static_cast<std::size_t>(cols));
+    return t;
+  };
+
+  switch (in.op) {
+    case Opcode::LOAD: {
+      const Operand& m = ops[0];
+      const auto& d = prog_.arrays[m.array];
+      Tile t;
+      t.rows = static_cast<std::int32_t>(d.tile_rows);
+      t.cols = static_cast<std::int32_t>(d.tile_cols);
+      t.row0 = m.row * d.tile_rows;
+      t.col0 = m.col * d.tile_cols;
+      tile_extent(m.array, m.row, m.col, t.valid_rows, t.valid_cols);
+      if (values) {
+        t.v.assign(static_cast<std::size_t>(t.rows) * static_cast<std::size_t>(t.cols), 0.0);
+        const auto& src = arrays_[m.array].values;
+        for (std::int32_t i = 0; i < t.valid_rows; ++i)
+          for (std::int32_t j = 0; j < t.valid_cols; ++j)
+            t.v[static_cast<std::size_t>(i * t.cols + j)] =
+                src[static_cast<std::size_t>((t.row0 + i) * d.cols + t.col0 + j)];
+      }
+      std::string s = opts_.symbolic ? value_symbol(m.array, flat_tile(m)) : std::string();
+      commit(ops[1].reg, std::move(t), std::move(s));
+      return;
+    }
+    case Opcode::STORE: {
+      View v = view(ops[0]);
+      const Operand& m = ops[1];
+      const auto& d = prog_.arrays[m.array];
+      if (v.rows() != d.tile_rows || v.cols() != d.tile_cols)
+        fault("STORE of a " + shape_text(v.rows(), v.cols()) + " tile into '" + d.name + "', whose tiles are " +
+              shape_text(static_cast<std::int32_t>(d.tile_rows), static_cast<std::int32_t>(d.tile_cols)));
+      std::int64_t tile = flat_tile(m);
+      if (opts_.history) record_mem_undo(m.array, tile);
+      if (values) {
+        std::int32_t vr, vc;
+        tile_extent(m.array, m.row, m.col, vr, vc);
+        auto& dst = arrays_[m.array].values;
+        for (std::int32_t i = 0; i < vr; ++i)
+          for (std::int32_t j = 0; j < vc; ++j)
+            dst[static_cast<std::size_t>((m.row * d.tile_rows + i) * d.cols + m.col * d.tile_cols + j)] = v.at(i, j);
+      }
+      if (opts_.symbolic) arrays_[m.array].symbols[static_cast<std::size_t>(tile)] = sym(ops[0]);
+      return;
+    }
+    case Opcode::MAC_Z:
+    case Opcode::MAC: {
+      View a = view(ops[0]), b = view(ops[1]);
+      if (a.cols() != b.rows())
+        fault(mn + ": cannot multiply a " + shape_text(a.rows(), a.cols()) + " tile by a " +
+              shape_text(b.rows(), b.cols()) + " tile");
+      Tile out = shaped(a, a.rows(), b.cols());
+      out.col0 = b.col0();
+      out.valid_cols = b.valid_cols();
+      const View* c = nullptr;
+      View cv{};
+      if (in.op == Opcode::MAC) {
+        cv = view(ops[2]);
+        c = &cv;
+        if (cv.rows() != out.rows || cv.cols() != out.cols)
+          fault("MAC: the addend is a " + shape_text(cv.rows(), cv.cols()) + " tile but the product is " +
+                shape_text(out.rows, out.cols));
+      }
+      if (values) {
+        const std::int32_t K = a.cols();
+        for (std::int32_t i = 0; i < out.rows; ++i)
+          for (std::int32_t j = 0; j < out.cols; ++j) {
+            double acc = 0;
+            for (std::int32_t k = 0; k < K; ++k) acc += a.at(i, k) * b.at(k, j);
+            if (c) acc += c->at(i, j);
+            out.v[static_cast<std::size_t>(i * out.cols + j)] = rnd(acc);
+          }
+      }
+      std::string s;
+      if (opts_.symbolic) {
+        s = tight(sym(ops[0])) + "*" + tight(sym(ops[1]));
+        if (c) s = sym(ops[2]) + " + " + s;
+      }
+      commit(ops[in.op == Opcode::MAC ? 3 : 2].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::MAX:
+    case Opcode::SUB:
+    case Opcode::ADD:
+    case Opcode::MUL:
+    case Opcode::DIV: {
+      View a = view(ops[0]), b = view(ops[1]);
+      auto fits = [](std::int32_t x, std::int32_t y) { return x == y || x == 1 || y == 1; };
+      if (!fits(a.rows(), b.rows()) || !fits(a.cols(), b.cols()))
+        fault(mn + ": a " + shape_text(a.rows(), a.cols()) + " tile and a " + shape_text(b.rows(), b.cols()) +
+              " tile do not broadcast");
+      std::int32_t rows = std::max(a.rows(), b.rows()), cols = std::max(a.cols(), b.cols());
+      const View& like = (a.rows() == rows && a.cols() == cols) ? a : b;
+      Tile out = shaped(like, rows, cols);
+      if (values) {
+        for (std::int32_t i = 0; i < rows; ++i)
+          for (std::int32_t j = 0; j < cols; ++j) {
+            double x = a.at(a.rows() == 1 ? 0 : i, a.cols() == 1 ? 0 : j);
+            double y = b.at(b.rows() == 1 ? 0 : i, b.cols() == 1 ? 0 : j);
+            double r = 0;
+            switch (in.op) {
+              case Opcode::MAX: r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<double>::quiet_NaN() : std::max(x, y); break;
+              case Opcode::SUB: r = x - y; break;
+              case Opcode::ADD: r = x + y; break;
+              case Opcode::MUL: r = x * y; break;
+              default:
+                if (y == 0) {
+                  if (rows == 1 && cols == 1) fault("division by zero: R" + std::to_string(ops[1].reg) + " is 0");
+                  fault("division by zero: R" + std::to_string(ops[1].reg) + " is 0 at row " + std::to_string(i) +
+                        ", column " + std::to_string(j) + " of the tile");
+                }
+                r = x / y;
+            }
+            out.v[static_cast<std::size_t>(i * cols + j)] = rnd(r);
+          }
+      }
+      std::string s;
+      if (opts_.symbolic) {
+        std::string x = sym(ops[0]), y = sym(ops[1]);
+        // Light simplification keeps the lesson's tables readable: x - x = 0, 1*y = y, 0 + y = y.
+        switch (in.op) {
+          case Opcode::MAX: s = x == y ? x : "max(" + x + ", " + y + ")"; break;
+          case Opcode::SUB: s = x == y ? "0" : y == "0" ? x : x + " - " + tight(y); break;
+          case Opcode::ADD: s = x == "0" ? y : y == "0" ? x : x + " + " + y; break;
+          case Opcode::MUL: s = x == "1" ? y : y == "1" ? x : tight(x) + "*" + tight(y); break;
+          default: s = y == "1" ? x : tight(x) + "/" + tight(y);
+        }
+      }
+      commit(ops[2].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::EXP:
+    case Opcode::MOV: {
+      View a = view(ops[0]);
+      Tile out = shaped(a, a.rows(), a.cols());
+      if (values)
+        for (std::int32_t i = 0; i < a.rows(); ++i)
+          for (std::int32_t j = 0; j < a.cols(); ++j)
+            out.v[static_cast<std::size_t>(i * a.cols() + j)] =
+                in.op == Opcode::EXP ? rnd(std::exp(a.at(i, j))) : a.at(i, j);
+      std::string s = opts_.symbolic ? (in.op == Opcode::EXP ? (sym(ops[0]) == "0" ? "1" : "exp(" + sym(ops[0]) + ")") : sym(ops[0])) : "";
+      commit(ops[1].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::ROWMAX:
+    case Opcode::ROWSUM: {
+      View a = view(ops[0]);
+      Tile out = shaped(a, a.rows(), 1);
+      out.col0 = 0;
+      out.valid_cols = 1;
+      if (values)
+        for (std::int32_t i = 0; i < a.rows(); ++i) {
+          double acc = in.op == Opcode::ROWMAX ? -std::numeric_limits<double>::infinity() : 0.0;
+          for (std::int32_t j = 0; j < a.cols(); ++j)
+            acc = in.op == Opcode::ROWMAX ? std::max(acc, a.at(i, j)) : acc + a.at(i, j);
+          out.v[static_cast<std::size_t>(i)] = rnd(acc);
+        }
+      std::string s = opts_.symbolic ? std::string(in.op == Opcode::ROWMAX ? "rowmax(" : "rowsum(") + sym(ops[0]) + ")" : "";
+      commit(ops[1].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::kCount: break;
+  }
+  fault("unknown opcode");
+}
+
+template <bool kHistory>
+void Machine::run_scalar_fast() {
+  // The scalar machine's hot loop: values live in a flat array, counters are summed per
+  // opcode and folded in at the end. Same semantics as execute() on 1x1 tiles.
+  const std::size_t n = prog_.code.size();
+  std::vector<double> R(static_cast<std::size_t>(regs_), 0.0);
+  for (int r = 0; r < regs_; ++r)
+    if (reg_written_[static_cast<std::size_t>(r)]) R[static_cast<std::size_t>(r)] = regs_state_[static_cast<std::size_t>(r)].v[0];
+  std::vector<std::uint8_t> written = reg_written_;
+  std::vector<double*> base(arrays_.size());
+  std::vector<std::uint32_t*> reads(arrays_.size()), writes(arrays_.size());
+  std::vector<std::int64_t> cols(arrays_.size());
+  for (std::size_t a = 0; a < arrays_.size(); ++a) {
+    base[a] = arrays_[a].values.data();
+    reads[a] = arrays_[a].tile_reads.data();
+    writes[a] = arrays_[a].tile_writes.data();
+    cols[a] = prog_.arrays[a].tile_grid_cols();
+  }
+  std::vector<std::uint64_t> arr_reads(arrays_.size(), 0), arr_writes(arrays_.size(), 0);
+  std::array<std::uint64_t, isa::kOpcodeCount> per_op{};
+  const bool f64 = config_.f64;
+  const std::uint64_t start = pc_;
+  std::uint64_t i = pc_;
+  auto sync = [&] {
+    for (int r = 0; r < regs_; ++r) {
+      auto ur = static_cast<std::size_t>(r);
+      if (written[ur] && !reg_written_[ur]) {
+        Tile& t = regs_state_[ur];
+        t.rows = t.cols = t.valid_rows = t.valid_cols = 1;
+        t.v.assign(1, 0.0);
+      }
+      reg_written_[ur] = written[ur];
+      if (written[ur]) regs_state_[ur].v[0] = R[ur];
+    }
+    for (std::size_t k = 0; k < isa::kOpcodeCount; ++k) {
+      counters_.per_op[k] += per_op[k];
+      counters_.cycles += per_op[k] * config_.cycles[k];
+      counters_.instructions += per_op[k];
+    }
+    for (std::size_t a = 0; a < arrays_.size(); ++a) {
+      std::uint64_t eb = element_bytes(static_cast<std::uint32_t>(a));
+      arrays_[a].elem_reads += arr_reads[a];
+      arrays_[a].bytes_read += arr_reads[a] * eb;
+      arrays_[a].elem_writes += arr_writes[a];
+      arrays_[a].bytes_written += arr_writes[a] * eb;
+      counters_.elem_reads += arr_reads[a];
+      counters_.bytes_read += arr_reads[a] * eb;
+      counters_.elem_writes += arr_writes[a];
+      counters_.bytes_written += arr_writes[a] * eb;
+    }
+    pc_ = i;
+  };
+  auto save_reg = [&](std::uint16_t r) {
+    if constexpr (kHistory) {
+      undo_.push_back(Undo{r, written[r], 0, value_pool_.size(), kNone, kNone});
+      if (written[r]) value_pool_.push_back(R[r]);
+    }
+  };
+  if constexpr (kHistory) {
+    undo_.reserve(undo_.size() + (n - start));
+    value_pool_.reserve(value_pool_.size() + (n - start));
+  }
+  for (; i < n; ++i) {
+    const isa::Instruction& in = prog_.code[i];
+    const Operand* o = in.operands.data();
+    double r;
+    std::uint16_t dst;
+    switch (in.op) {
+      case Opcode::LOAD: {
+        std::int64_t e = o[0].row * cols[o[0].array] + o[0].col;
+        r = base[o[0].array][e];
+        ++reads[o[0].array][e];
+        ++arr_reads[o[0].array];
+        dst = o[1].reg;
+        break;
+      }
+      case Opcode::STORE: {
+        std::int64_t e = o[1].row * cols[o[1].array] + o[1].col;
+        if constexpr (kHistory) {
+          undo_.push_back(Undo{o[1].array | kMemBit, 0, static_cast<std::uint64_t>(e), value_pool_.size(), kNone, kNone});
+          value_pool_.push_back(base[o[1].array][e]);
+        }
+        base[o[1].array][e] = R[o[0].reg];
+        ++writes[o[1].array][e];
+        ++arr_writes[o[1].array];
+        ++per_op[static_cast<std::size_t>(Opcode::STORE)];
+        continue;
+      }
+      case Opcode::MAC_Z: r = R[o[0].reg] * R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::MAC: r = R[o[0].reg] * R[o[1].reg] + R[o[2].reg]; dst = o[3].reg; break;
+      case Opcode::MAX: {
+        double x = R[o[0].reg], y = R[o[1].reg];
+        r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<double>::quiet_NaN() : std::max(x, y);
+        dst = o[2].reg;
+        break;
+      }
+      case Opcode::SUB: r = R[o[0].reg] - R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::ADD: r = R[o[0].reg] + R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::MUL: r = R[o[0].reg] * R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::DIV:
+        if (R[o[1].reg] == 0) {
+          sync();
+          fault("division by zero: R" + std::to_string(o[1].reg) + " is 0");
+        }
+        r = R[o[0].reg] / R[o[1].reg];
+        dst = o[2].reg;
+        break;
+      case Opcode::EXP: r = std::exp(R[o[0].reg]); dst = o[1].reg; break;
+      case Opcode::MOV:
+      case Opcode::ROWMAX:
+      case Opcode::ROWSUM: r = R[o[0].reg]; dst = o[1].reg; break;
+      default: r = 0; dst = 0;
+    }
+    if (!f64) r = static_cast<double>(static_cast<float>(r));
+    save_reg(dst);
+    R[dst] = r;
+    written[dst] = 1;
+    ++per_op[static_cast<std::size_t>(in.op)];
+  }
+  sync();
+}
+
+template void Machine::run_scalar_fast<true>();
+template void Machine::run_scalar_fast<false>();
+
+}  // namespace flashsim::sim

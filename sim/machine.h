@@ -1,0 +1,161 @@
+// The machine: registers that each hold a tile (1x1 on the scalar machine), DRAM made of
+// named arrays, and counters for cycles and traffic. It executes an assembled trace one
+// instruction at a time, can step back through an undo log, and reports faults by step.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "isa/program.h"
+
+namespace flashsim::sim {
+
+// A register's content. On the scalar machine rows == cols == 1.
+struct Tile {
+  std::int32_t rows = 0, cols = 0;
+  std::int64_t row0 = 0, col0 = 0;           // global element coordinates of v[0] in its array
+  std::int32_t valid_rows = 0, valid_cols = 0;  // the part backed by real data; the rest is padding
+  std::vector<double> v;                      // row-major, rows * cols
+  double at(std::int64_t r, std::int64_t c) const { return v[static_cast<std::size_t>(r * cols + c)]; }
+};
+
+struct Counters {
+  std::uint64_t cycles = 0;
+  std::uint64_t instructions = 0;
+  std::array<std::uint64_t, isa::kOpcodeCount> per_op{};
+  std::uint64_t elem_reads = 0, elem_writes = 0;  // DRAM elements moved
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+
+  std::uint64_t count(isa::Opcode op) const { return per_op[static_cast<std::size_t>(op)]; }
+  std::uint64_t of_class(isa::OpClass c) const;
+};
+
+struct ArrayState {
+  std::vector<double> values;               // row-major elements
+  std::vector<std::uint32_t> tile_reads;    // LOADs per tile (per element on the scalar machine)
+  std::vector<std::uint32_t> tile_writes;   // STOREs per tile
+  std::uint64_t elem_reads = 0, elem_writes = 0;
+  std::uint64_t bytes_read = 0, bytes_written = 0;
+  std::vector<std::string> symbols;         // per tile, when symbolic tracking is on
+};
+
+// A fault while running: reported as "step N (line L): error: message".
+class MachineFault : public std::runtime_error {
+ public:
+  MachineFault(std::uint64_t step, std::uint32_t line, std::string message);
+  std::uint64_t step;  // 1-based step that faulted
+  std::uint32_t line;
+  std::string message;
+};
+
+struct MachineOptions {
+  std::optional<int> regs;                   // --regs: overrides the directive
+  std::optional<bool> f64;
+  bool symbolic = false;                     // keep a symbolic shadow of every value
+  bool history = true;                       // keep the undo log that step_back needs
+  bool compute_values = true;                // false: count traffic and cycles only
+  std::map<std::string, std::vector<double>> inputs;  // --input NAME=v,...
+  std::optional<std::uint64_t> seed;
+  std::map<isa::Opcode, std::uint32_t> costs;          // --cost OP=C
+  std::optional<std::uint64_t> sram_bytes;
+};
+
+class Machine {
+ public:
+  // Throws isa::AsmError for a register outside the machine (a property of the text) and
+  // MachineFault for inputs that do not fit.
+  explicit Machine(isa::Program program, MachineOptions options = {});
+
+  const isa::Program& program() const { return prog_; }
+  const isa::MachineConfig& config() const { return config_; }
+  int register_count() const { return regs_; }
+  // Where the register count came from: "--regs", ".regs directive" or "inferred ...".
+  const std::string& register_count_source() const { return regs_source_; }
+  std::uint64_t element_bytes(std::uint32_t array) const;
+
+  std::uint64_t pc() const { return pc_; }  // instructions executed so far
+  std::uint64_t size() const { return prog_.code.size(); }
+  bool done() const { return pc_ >= prog_.code.size(); }
+
+  void step();        // executes one instruction; throws MachineFault
+  bool step_back();   // undoes one; false at the start or without history
+  void run();         // to the end
+  // Runs until the next instruction's source line is a breakpoint (after at least one step).
+  bool run_to_breakpoint(const std::set<std::uint32_t>& lines);
+  void run_to(std::uint64_t target_pc);  // forward or back
+  void reset();
+
+  const Counters& counters() const { return counters_; }
+  const Tile& reg(int r) const { return regs_state_[static_cast<std::size_t>(r)]; }
+  bool reg_written(int r) const { return reg_written_[static_cast<std::size_t>(r)] != 0; }
+  const std::string& reg_symbol(int r) const { return reg_sym_[static_cast<std::size_t>(r)]; }
+  const ArrayState& array(std::uint32_t id) const { return arrays_[id]; }
+  bool is_input(std::uint32_t id) const { return is_input_[id]; }
+  bool is_output(std::uint32_t id) const { return is_output_[id]; }
+  std::uint64_t sram_in_use() const { return sram_in_use_; }
+  std::uint64_t sram_peak() const { return sram_peak_; }
+  bool symbolic() const { return opts_.symbolic; }
+  std::string value_symbol(std::uint32_t array, std::int64_t tile) const;
+  std::uint64_t history_bytes() const;
+
+ private:
+  struct Undo {
+    std::uint32_t target;   // register, or array | kMemBit
+    std::uint32_t flags;    // bit 0: register was written before
+    std::uint64_t tile;     // flat tile index for a memory target
+    std::uint64_t pool;     // offset of the old values in value_pool_
+    std::uint32_t meta;     // index of the old tile shape in meta_pool_, or kNone
+    std::uint32_t sym;      // index of the old symbol in sym_pool_, or kNone
+  };
+  static constexpr std::uint32_t kMemBit = 0x80000000u;
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+
+  void init_memory();
+  void check_static();
+  [[noreturn]] void fault(const std::string& msg) const;
+  void execute(const isa::Instruction& in);
+  template <bool kHistory>
+  void run_scalar_fast();
+  void record_reg_undo(int r);
+  void record_mem_undo(std::uint32_t array, std::int64_t tile);
+  const Tile& src(const isa::Operand& o);
+  void count_access(const isa::Instruction& in, int sign);
+  std::int64_t flat_tile(const isa::Operand& o) const;
+  void tile_extent(std::uint32_t array, std::int64_t tr, std::int64_t tc, std::int32_t& vr,
+                   std::int32_t& vc) const;
+  void update_sram(int r, std::uint64_t old_bytes);
+  void set_symbol(int r, std::string s);
+
+  isa::Program prog_;
+  MachineOptions opts_;
+  isa::MachineConfig config_;
+  int regs_ = 0;
+  std::string regs_source_;
+  bool scalar_ = true;
+  bool static_ok_ = true;  // no register is read before it is written
+
+  std::uint64_t pc_ = 0;
+  Counters counters_;
+  std::vector<Tile> regs_state_;
+  std::vector<std::uint8_t> reg_written_;
+  std::vector<std::string> reg_sym_;
+  std::vector<ArrayState> arrays_;
+  std::vector<ArrayState> initial_arrays_;
+  std::vector<bool> is_input_, is_output_;
+  std::uint64_t sram_in_use_ = 0, sram_peak_ = 0;
+
+  std::vector<Undo> undo_;
+  std::vector<double> value_pool_;
+  std::vector<Tile> meta_pool_;  // shape only (v left empty)
+  std::vector<std::string> sym_pool_;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;  // (in use, peak) before each tile step
+};
+
+}  // namespace flashsim::sim

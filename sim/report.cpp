@@ -1,0 +1,150 @@
+#include "sim/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+#include <sstream>
+
+namespace flashsim::sim {
+
+std::string format_value(double v) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v < 0 ? "-inf" : "inf";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string register_cell(const Machine& m, int r, bool symbolic) {
+  if (!m.reg_written(r)) return "";
+  const Tile& t = m.reg(r);
+  if (symbolic && m.symbolic()) return m.reg_symbol(r);
+  if (t.rows == 1 && t.cols == 1 && !t.v.empty()) return format_value(t.v[0]);
+  return std::to_string(t.rows) + "x" + std::to_string(t.cols) + " tile";
+}
+
+void print_step_table(Machine& m, std::ostream& os, const TableOptions& opt) {
+  m.reset();
+  const int regs = m.register_count();
+  std::vector<std::vector<std::string>> rows;
+  std::vector<std::string> header{"Step", "Instruction"};
+  for (int r = 0; r < regs; ++r) header.push_back("R" + std::to_string(r));
+  const auto& p = m.program();
+  std::uint64_t shown = std::min<std::uint64_t>(opt.max_rows, m.size());
+  while (!m.done()) {
+    std::uint64_t k = m.pc();
+    m.step();
+    if (k >= shown) continue;
+    std::vector<std::string> row{std::to_string(k + 1), isa::format_instruction(p, p.code[k])};
+    for (int r = 0; r < regs; ++r) row.push_back(register_cell(m, r, opt.symbolic));
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t c = 0; c < header.size(); ++c) {
+    width[c] = header[c].size();
+    for (const auto& row : rows) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string s;
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (c) s += " | ";
+      s += cells[c] + std::string(width[c] - cells[c].size(), ' ');
+    }
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    os << s << "\n";
+  };
+  line(header);
+  std::string rule;
+  for (std::size_t c = 0; c < header.size(); ++c) rule += (c ? "-+-" : "") + std::string(width[c], '-');
+  os << rule << "\n";
+  for (const auto& row : rows) line(row);
+  if (m.size() > shown) os << "... " << (m.size() - shown) << " more steps not shown\n";
+}
+
+void print_cost_summary(const Machine& m, std::ostream& os) {
+  const Counters& c = m.counters();
+  using isa::OpClass;
+  os << "cycles        " << c.cycles << "\n";
+  os << "instructions  " << c.instructions << " (";
+  bool first = true;
+  for (const auto& row : isa::kInstructionTable) {
+    auto n = c.count(row.opcode);
+    if (!n) continue;
+    os << (first ? "" : ", ") << row.mnemonic << " " << n;
+    first = false;
+  }
+  os << ")\n";
+  os << "LOADs " << c.of_class(OpClass::Load) << ", STOREs " << c.of_class(OpClass::Store) << ", MACs "
+     << c.of_class(OpClass::Mac) << ", other ops " << c.of_class(OpClass::Alu) << "\n";
+  os << "DRAM reads    " << c.elem_reads << " elements (" << c.bytes_read << " bytes)\n";
+  os << "DRAM writes   " << c.elem_writes << " elements (" << c.bytes_written << " bytes)\n";
+  os << "registers     " << m.register_count() << " (" << m.register_count_source() << ")\n";
+  if (m.config().sram_bytes || m.sram_peak() > 0)
+    os << "SRAM peak     " << m.sram_peak() << " bytes"
+       << (m.config().sram_bytes ? " of " + std::to_string(*m.config().sram_bytes) : std::string()) << "\n";
+}
+
+void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values) {
+  const auto& p = m.program();
+  for (std::uint32_t a = 0; a < p.arrays.size(); ++a) {
+    if (!m.is_output(a)) continue;
+    const auto& vals = m.array(a).values;
+    os << p.arrays[a].name << " =";
+    for (std::size_t i = 0; i < std::min(vals.size(), max_values); ++i) os << " " << format_value(vals[i]);
+    if (vals.size() > max_values) os << " ... (" << vals.size() << " values)";
+    os << "\n";
+  }
+}
+
+namespace {
+std::string json_string(const std::string& s) {
+  std::string o = "\"";
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') o += '\\', o += ch;
+    else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+      o += buf;
+    } else o += ch;
+  }
+  return o + "\"";
+}
+std::string json_number(double v) {
+  if (std::isnan(v) || std::isinf(v)) return "null";  // JSON has no NaN or infinity
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+}  // namespace
+
+void print_json(const Machine& m, std::ostream& os) {
+  const Counters& c = m.counters();
+  const auto& p = m.program();
+  os << "{\"program\":" << json_string(p.name) << ",\"cycles\":" << c.cycles << ",\"instructions\":" << c.instructions
+     << ",\"counts\":{";
+  bool first = true;
+  for (const auto& row : isa::kInstructionTable) {
+    os << (first ? "" : ",") << json_string(std::string(row.mnemonic)) << ":" << c.count(row.opcode);
+    first = false;
+  }
+  os << "},\"dram\":{\"reads\":" << c.elem_reads << ",\"writes\":" << c.elem_writes << ",\"bytes_read\":" << c.bytes_read
+     << ",\"bytes_written\":" << c.bytes_written << "},\"registers\":" << m.register_count()
+     << ",\"register_source\":" << json_string(m.register_count_source()) << ",\"sram_peak_bytes\":" << m.sram_peak()
+     << ",\"arrays\":{";
+  for (std::uint32_t a = 0; a < p.arrays.size(); ++a) {
+    const auto& d = p.arrays[a];
+    const auto& s = m.array(a);
+    os << (a ? "," : "") << json_string(d.name) << ":{\"shape\":[" << d.rows;
+    if (d.rank == 2) os << "," << d.cols;
+    os << "],\"tile\":[" << d.tile_rows;
+    if (d.rank == 2) os << "," << d.tile_cols;
+    os << "],\"input\":" << (m.is_input(a) ? "true" : "false") << ",\"output\":" << (m.is_output(a) ? "true" : "false")
+       << ",\"bytes_read\":" << s.bytes_read << ",\"bytes_written\":" << s.bytes_written << ",\"values\":[";
+    for (std::size_t i = 0; i < s.values.size(); ++i) os << (i ? "," : "") << json_number(s.values[i]);
+    os << "]}";
+  }
+  os << "}}\n";
+}
+
+}  // namespace flashsim::sim
