@@ -225,6 +225,14 @@ std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& 
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
+int rotation_sets(std::size_t input_bytes, std::size_t l2_bytes) {
+  if (input_bytes == 0) return 1;
+  if (input_bytes >= 2 * l2_bytes) return 1;
+  const std::size_t want = (3 * l2_bytes + input_bytes - 1) / input_bytes + 1;
+  return static_cast<int>(std::min<std::size_t>(8, std::max<std::size_t>(2, want)));
+}
+
+
 double visible_pairs(std::int64_t n, bool causal) {
   double dn = static_cast<double>(n);
   return causal ? dn * (dn + 1) / 2 : dn * dn;

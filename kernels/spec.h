@@ -123,6 +123,10 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = 
                              std::string* error = nullptr);
 bool have_counted();
 
+// Number of input copies to rotate through while timing: enough that 3x the L2 lies between two
+// uses of the same copy, at most 8; 1 when one set is already larger than 2x the L2.
+int rotation_sets(std::size_t input_bytes, std::size_t l2_bytes);
+
 // Helpers used by the model and by tests.
 std::int64_t ceil_div(std::int64_t a, std::int64_t b);
 // Number of (query,key) pairs that attention computes for one head.

@@ -1,0 +1,479 @@
+/*
+Kernels for the attention forward pass O = softmax(QK^T / sqrt(d) [+ causal mask]) V over
+batch*heads independent heads, Q, K, V, O of shape [bh, N, 64] (bf16 or fp32), fp32 arithmetic.
+N need not be a multiple of the 64 x 64 tile. Same schedules as the tile machine's AttentionForward.
+
+Build: part of the CMake build (target `attention_forward`); run ./attention_forward [version] [size...]
+  e.g. ./attention_forward 2 attn-fwd:2048x1024x64
+
+All kernels use 256-thread blocks on 64 x 64 tiles (br = bc = 64, d = 64); each thread owns a 4 x 4
+piece of every tile it computes (rows ty*4.., columns tx + 16j).
+
+version 1 is naive attention (AttentionForward::Naive), three kernels:
+  S = QK^T/sqrt(d) written to HBM in fp32 (masked entries -inf), P = softmax(S) row by row
+  (read S, write P, fp32), O = PV (read P). S and P are N x N per head. No causal skipping.
+./attention_forward 1
+
+version 2 is the FlashAttention-1 order (AttentionForward::FA1): the KV-block loop is outermost,
+one launch per KV block j; each block of that launch loads its Q tile and the K_j, V_j tiles,
+reads its O tile and its rows' m, l (fp32) from HBM (except at j = 0), updates them online and
+writes them back, normalized, as in Dao et al. 2022, Algorithm 1. Causal: Q tiles that see
+nothing of K_j are not launched.
+./attention_forward 2
+
+version 3 is the FlashAttention-2 order (AttentionForward::FA2): one block per Q tile keeps O, m, l
+in registers while it loops over the visible KV tiles, then writes O and logsumexp (fp32) once.
+./attention_forward 3
+
+CPU reference: kernels/reference.cpp attention_forward (double) on up to 2 heads (first and last);
+outputs checked: O (and logsumexp for version 3); tolerance fp32 1e-4, bf16 1e-2.
+*/
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+#include "kernels/attention.h"
+#include "kernels/cuda_util.cuh"
+#include "kernels/reference.h"
+
+namespace flashsim::gpu {
+
+// ----------------------------------------------------------------------------
+// GPU kernels
+
+namespace {
+
+// s[i][j] = scale * sum_k A[r_i][k] B[c_j][k] with r_i = ty*4+i, c_j = tx+16j (A, B padded tiles).
+__device__ __forceinline__ void tile_qk(const float* as, const float* bs, float (&s)[4][4], int tx, int ty) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[i][j] = 0.f;
+#pragma unroll 8
+  for (int k = 0; k < kHead; ++k) {
+    float a[4], b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = as[(ty * 4 + i) * kLd + k];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) b[j] = bs[(tx + 16 * j) * kLd + k];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) s[i][j] += a[i] * b[j];
+  }
+}
+
+// o[i][j] += sum_kv P[r_i][kv] V[kv][c_j] over kv < 64 (P, V padded tiles).
+__device__ __forceinline__ void tile_pv(const float* ps, const float* vs, float (&o)[4][4], int tx, int ty) {
+#pragma unroll 8
+  for (int kv = 0; kv < kTile; ++kv) {
+    float p[4], v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) p[i] = ps[(ty * 4 + i) * kLd + kv];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = vs[kv * kLd + tx + 16 * j];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) o[i][j] += p[i] * v[j];
+  }
+}
+
+// Applies scale and the masks (keys >= n, and key > query when causal) to a score tile.
+__device__ __forceinline__ void mask_scores(float (&s)[4][4], int row0, int col0, int n, bool causal, float scale,
+                                            int tx, int ty) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int r = row0 + ty * 4 + i, c = col0 + tx + 16 * j;
+      s[i][j] = (c >= n || (causal && c > r)) ? -INFINITY : s[i][j] * scale;
+    }
+}
+
+}  // namespace
+
+// ---- version 1: naive --------------------------------------------------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(256) attn_scores_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                          float* __restrict__ s_out, int n, bool causal, float scale) {
+  extern __shared__ float smem[];
+  float* qs = smem;
+  float* ks = smem + kTileFloats;
+  const int j = blockIdx.x, i = blockIdx.y, bh = blockIdx.z;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const std::size_t base = static_cast<std::size_t>(bh) * n * kHead;
+  load_tile(qs, q + base, i * kTile, n);
+  load_tile(ks, k + base, j * kTile, n);
+  __syncthreads();
+  float s[4][4];
+  tile_qk(qs, ks, s, tx, ty);
+  mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
+  float* out = s_out + static_cast<std::size_t>(bh) * n * n;
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int r = i * kTile + ty * 4 + a;
+    if (r >= n) continue;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int c = j * kTile + tx + 16 * b;
+      if (c < n) out[static_cast<std::size_t>(r) * n + c] = s[a][b];
+    }
+  }
+}
+
+// One block per row of S: the row is read once into shared memory, P written once.
+__global__ void __launch_bounds__(256) attn_softmax_rows_kernel(const float* __restrict__ s, float* __restrict__ p,
+                                                                int n) {
+  extern __shared__ float row[];
+  __shared__ float sh[32];
+  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * n;
+  float m = -INFINITY;
+  for (int c = threadIdx.x; c < n; c += blockDim.x) {
+    row[c] = s[off + c];
+    m = fmaxf(m, row[c]);
+  }
+  m = block_max(m, sh);  // contains __syncthreads, so row[] is complete afterwards
+  float l = 0.f;
+  for (int c = threadIdx.x; c < n; c += blockDim.x) l += __expf(row[c] - m);
+  l = block_sum(l, sh);
+  const float inv = 1.f / l;
+  for (int c = threadIdx.x; c < n; c += blockDim.x) p[off + c] = __expf(row[c] - m) * inv;
+}
+
+template <class T>
+__global__ void __launch_bounds__(256) attn_pv_kernel(const float* __restrict__ p, const T* __restrict__ v,
+                                                      T* __restrict__ o, int n) {
+  extern __shared__ float smem[];
+  float* ps = smem;
+  float* vs = smem + kTileFloats;
+  const int i = blockIdx.x, bh = blockIdx.y;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const std::size_t base = static_cast<std::size_t>(bh) * n * kHead;
+  const float* prow = p + static_cast<std::size_t>(bh) * n * n;
+  float acc[4][4] = {};
+  const int tc = (n + kTile - 1) / kTile;
+  for (int j = 0; j < tc; ++j) {
+    __syncthreads();
+    for (int t = threadIdx.x; t < kTile * kTile; t += blockDim.x) {
+      const int r = t / kTile, c = t % kTile, gr = i * kTile + r, gc = j * kTile + c;
+      ps[r * kLd + c] = (gr < n && gc < n) ? prow[static_cast<std::size_t>(gr) * n + gc] : 0.f;
+    }
+    load_tile(vs, v + base, j * kTile, n);
+    __syncthreads();
+    tile_pv(ps, vs, acc, tx, ty);
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int r = i * kTile + ty * 4 + a;
+    if (r >= n) continue;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) o[base + static_cast<std::size_t>(r) * kHead + tx + 16 * b] = from_f<T>(acc[a][b]);
+  }
+}
+
+// ---- version 2: FlashAttention-1 order, one launch per KV block ----------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(256) attn_fa1_step_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                            const T* __restrict__ v, T* __restrict__ o,
+                                                            float* __restrict__ m_buf, float* __restrict__ l_buf,
+                                                            int n, bool causal, float scale, int j, int i_first) {
+  extern __shared__ float smem[];
+  float* qs = smem;
+  float* ks = qs + kTileFloats;
+  float* vs = ks + kTileFloats;
+  float* ps = vs + kTileFloats;
+  const int i = blockIdx.x + i_first, bh = blockIdx.y;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const std::size_t base = static_cast<std::size_t>(bh) * n * kHead;
+  const std::size_t sbase = static_cast<std::size_t>(bh) * n;
+  load_tile(qs, q + base, i * kTile, n);
+  load_tile(ks, k + base, j * kTile, n);
+  load_tile(vs, v + base, j * kTile, n);
+  __syncthreads();
+  float s[4][4];
+  tile_qk(qs, ks, s, tx, ty);
+  mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
+  float mt[4], lt[4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    mt[a] = half_max(fmaxf(fmaxf(s[a][0], s[a][1]), fmaxf(s[a][2], s[a][3])));
+    const float sub = mt[a] == -INFINITY ? 0.f : mt[a];
+    float sum = 0.f;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      s[a][b] = __expf(s[a][b] - sub);
+      sum += s[a][b];
+      ps[(ty * 4 + a) * kLd + tx + 16 * b] = s[a][b];
+    }
+    lt[a] = half_sum(sum);
+  }
+  __syncthreads();
+  float pv[4][4] = {};
+  tile_pv(ps, vs, pv, tx, ty);
+  // All 16 threads of a row read its m, l before thread tx == 0 overwrites them.
+  float m_olds[4], l_olds[4];
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int r = i * kTile + ty * 4 + a;
+    m_olds[a] = (j > 0 && r < n) ? m_buf[sbase + r] : -INFINITY;
+    l_olds[a] = (j > 0 && r < n) ? l_buf[sbase + r] : 0.f;
+  }
+  __syncwarp();
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int r = i * kTile + ty * 4 + a;
+    if (r >= n) continue;  // padding rows are never stored
+    const float m_old = m_olds[a], l_old = l_olds[a];
+    const float m_new = fmaxf(m_old, mt[a]);
+    const float sub = m_new == -INFINITY ? 0.f : m_new;
+    const float c_old = l_old * __expf(m_old - sub);  // weight of the stored (normalized) O
+    const float c_new = __expf(mt[a] - sub);          // weight of this block's PV
+    const float l_new = c_old + c_new * lt[a];
+    const float inv = l_new > 0.f ? 1.f / l_new : 0.f;
+    T* orow = o + base + static_cast<std::size_t>(r) * kHead;
+#pragma unroll
+    for (int b = 0; b < 4; ++b) {
+      const int c = tx + 16 * b;
+      const float old = j > 0 ? to_f(orow[c]) : 0.f;
+      orow[c] = from_f<T>((c_old * old + c_new * pv[a][b]) * inv);
+    }
+    if (tx == 0) {
+      m_buf[sbase + r] = m_new;
+      l_buf[sbase + r] = l_new;
+    }
+  }
+}
+
+// ---- version 3: FlashAttention-2 order ---------------------------------------------------------
+
+template <class T>
+__global__ void __launch_bounds__(256) attn_fa2_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                       const T* __restrict__ v, T* __restrict__ o,
+                                                       float* __restrict__ lse, int n, bool causal, float scale) {
+  extern __shared__ float smem[];
+  float* qs = smem;
+  float* ks = qs + kTileFloats;
+  float* vs = ks + kTileFloats;
+  float* ps = vs + kTileFloats;
+  const int i = blockIdx.x, bh = blockIdx.y;
+  const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
+  const std::size_t base = static_cast<std::size_t>(bh) * n * kHead;
+  load_tile(qs, q + base, i * kTile, n);
+  float m[4], l[4], acc[4][4] = {};
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    m[a] = -INFINITY;
+    l[a] = 0.f;
+  }
+  const int last_row = min(n, (i + 1) * kTile) - 1;
+  const int tc = causal ? last_row / kTile + 1 : (n + kTile - 1) / kTile;
+  for (int j = 0; j < tc; ++j) {
+    __syncthreads();  // the previous iteration is done with ks, vs, ps
+    load_tile(ks, k + base, j * kTile, n);
+    load_tile(vs, v + base, j * kTile, n);
+    __syncthreads();
+    float s[4][4];
+    tile_qk(qs, ks, s, tx, ty);
+    mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
+#pragma unroll
+    for (int a = 0; a < 4; ++a) {
+      const float mt = half_max(fmaxf(fmaxf(s[a][0], s[a][1]), fmaxf(s[a][2], s[a][3])));
+      const float m_new = fmaxf(m[a], mt);
+      const float sub = m_new == -INFINITY ? 0.f : m_new;
+      const float alpha = __expf(m[a] - sub);
+      float sum = 0.f;
+#pragma unroll
+      for (int b = 0; b < 4; ++b) {
+        const float p = __expf(s[a][b] - sub);
+        sum += p;
+        ps[(ty * 4 + a) * kLd + tx + 16 * b] = p;
+        acc[a][b] *= alpha;
+      }
+      l[a] = l[a] * alpha + half_sum(sum);
+      m[a] = m_new;
+    }
+    __syncthreads();
+    tile_pv(ps, vs, acc, tx, ty);
+  }
+#pragma unroll
+  for (int a = 0; a < 4; ++a) {
+    const int r = i * kTile + ty * 4 + a;
+    if (r >= n) continue;
+    const float inv = 1.f / l[a];
+#pragma unroll
+    for (int b = 0; b < 4; ++b) o[base + static_cast<std::size_t>(r) * kHead + tx + 16 * b] = from_f<T>(acc[a][b] * inv);
+    if (tx == 0) lse[static_cast<std::size_t>(bh) * n + r] = m[a] + logf(l[a]);
+  }
+}
+
+// ----------------------------------------------------------------------------
+// kernel launchers
+
+namespace {
+
+float attn_scale() { return 1.f / std::sqrt(static_cast<float>(kHead)); }
+
+template <class K>
+void allow_smem(K kernel, int bytes) {
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+}
+
+}  // namespace
+
+template <class T>
+void attention_naive(const T* q, const T* k, const T* v, T* o, float* s, float* p, int bh, int n, bool causal) {
+  const int t = (n + kTile - 1) / kTile;
+  const int smem2 = 2 * kTileFloats * 4;
+  attn_scores_kernel<T><<<dim3(t, t, bh), 256, smem2>>>(q, k, s, n, causal, attn_scale());
+  CUDA_CHECK_LAUNCH();
+  const int row_bytes = n * 4;
+  if (row_bytes > 48 * 1024) allow_smem(attn_softmax_rows_kernel, row_bytes);
+  attn_softmax_rows_kernel<<<static_cast<unsigned>(bh) * n, 256, row_bytes>>>(s, p, n);
+  CUDA_CHECK_LAUNCH();
+  attn_pv_kernel<T><<<dim3(t, bh), 256, smem2>>>(p, v, o, n);
+  CUDA_CHECK_LAUNCH();
+}
+
+template <class T>
+void attention_fa1(const T* q, const T* k, const T* v, T* o, float* m, float* l, int bh, int n, bool causal) {
+  const int t = (n + kTile - 1) / kTile;
+  const int smem4 = 4 * kTileFloats * 4;
+  allow_smem(attn_fa1_step_kernel<T>, smem4);
+  for (int j = 0; j < t; ++j) {
+    const int i_first = causal ? (j * kTile) / kTile : 0;  // first Q tile with a row >= j*bc
+    attn_fa1_step_kernel<T><<<dim3(t - i_first, bh), 256, smem4>>>(q, k, v, o, m, l, n, causal, attn_scale(), j,
+                                                                  i_first);
+    CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <class T>
+void attention_fa2(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal) {
+  const int t = (n + kTile - 1) / kTile;
+  const int smem4 = 4 * kTileFloats * 4;
+  allow_smem(attn_fa2_kernel<T>, smem4);
+  attn_fa2_kernel<T><<<dim3(t, bh), 256, smem4>>>(q, k, v, o, lse, n, causal, attn_scale());
+  CUDA_CHECK_LAUNCH();
+}
+
+template void attention_fa2<float>(const float*, const float*, const float*, float*, float*, int, int, bool);
+template void attention_fa2<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
+                                           __nv_bfloat16*, float*, int, int, bool);
+
+// ----------------------------------------------------------------------------
+// workload
+
+namespace {
+
+class AttnFwdWorkload : public Workload {
+ public:
+  using Workload::Workload;
+  void setup(std::uint64_t seed) override {
+    const auto& s = spec_;
+    const std::size_t elems = static_cast<std::size_t>(s.bh * s.seq * s.d);
+    const std::size_t bytes = elems * dtype_bytes(s.dtype);
+    iq_ = add_input(bytes);
+    ik_ = add_input(bytes);
+    iv_ = add_input(bytes);
+    o_ = DevBuf(bytes);
+    const std::size_t stat = static_cast<std::size_t>(s.bh * s.seq) * 4;
+    if (s.schedule == Schedule::AttnNaive) {
+      const std::size_t sz = static_cast<std::size_t>(s.bh) * s.seq * s.seq * 4;
+      s_ = DevBuf(sz);
+      p_ = DevBuf(sz);
+    } else if (s.schedule == Schedule::AttnFA1) {
+      m_ = DevBuf(stat);
+      l_ = DevBuf(stat);
+    } else {
+      lse_ = DevBuf(stat);
+    }
+    fill_uniform(in(0, iq_), elems, s.dtype, seed, -2.f, 2.f);
+    fill_uniform(in(0, ik_), elems, s.dtype, seed + 1, -2.f, 2.f);
+    fill_uniform(in(0, iv_), elems, s.dtype, seed + 2, -1.f, 1.f);
+  }
+  void poison_outputs() override {
+    poison(o_);
+    if (s_.get()) poison(s_);
+    if (p_.get()) poison(p_);
+    if (m_.get()) poison(m_);
+    if (l_.get()) poison(l_);
+    if (lse_.get()) poison(lse_);
+  }
+  void run(int set) override {
+    if (spec_.dtype == Dtype::F32) go<float>(set); else go<__nv_bfloat16>(set);
+  }
+  double check(std::string* note) override {
+    const auto& s = spec_;
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::size_t per_head = static_cast<std::size_t>(s.seq * s.d);
+    std::uint64_t bad = count_nonfinite(o_.get(), per_head * s.bh, s.dtype);
+    if (lse_.get()) bad += count_nonfinite(lse_.get(), static_cast<std::size_t>(s.bh * s.seq), Dtype::F32);
+    auto heads = ref::pick_indices(s.bh, 2);
+    std::vector<float> got_o, want_o, got_l, want_l;
+    std::vector<std::vector<float>> wo(heads.size()), wl(heads.size());
+    std::vector<std::thread> th;
+    std::vector<std::vector<float>> hq(heads.size()), hk(heads.size()), hv(heads.size());
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      hq[h] = to_host(in(0, iq_), heads[h] * per_head, per_head, s.dtype);
+      hk[h] = to_host(in(0, ik_), heads[h] * per_head, per_head, s.dtype);
+      hv[h] = to_host(in(0, iv_), heads[h] * per_head, per_head, s.dtype);
+      wo[h].resize(per_head);
+      wl[h].resize(s.seq);
+    }
+    for (std::size_t h = 0; h < heads.size(); ++h)
+      th.emplace_back([&, h] {
+        ref::attention_forward(hq[h].data(), hk[h].data(), hv[h].data(), s.seq, s.d, s.causal, wo[h].data(),
+                               wl[h].data());
+      });
+    for (auto& t : th) t.join();
+    for (std::size_t h = 0; h < heads.size(); ++h) {
+      auto go = to_host(o_.get(), heads[h] * per_head, per_head, s.dtype);
+      got_o.insert(got_o.end(), go.begin(), go.end());
+      want_o.insert(want_o.end(), wo[h].begin(), wo[h].end());
+      if (lse_.get()) {
+        auto gl = to_host(lse_.get(), heads[h] * s.seq, s.seq, Dtype::F32);
+        got_l.insert(got_l.end(), gl.begin(), gl.end());
+        want_l.insert(want_l.end(), wl[h].begin(), wl[h].end());
+      }
+    }
+    double err = ref::rel_error(got_o, want_o);
+    if (lse_.get()) err = std::max(err, ref::rel_error(got_l, want_l));
+    std::ostringstream o;
+    o << heads.size() << " of " << s.bh << " heads checked (O" << (lse_.get() ? ", logsumexp" : "") << "); " << bad
+      << " non-finite outputs";
+    if (note) *note = o.str();
+    return bad ? INFINITY : err;
+  }
+
+ private:
+  template <class T>
+  void go(int set) {
+    const auto& s = spec_;
+    auto q = static_cast<const T*>(in(set, iq_)), k = static_cast<const T*>(in(set, ik_)),
+         v = static_cast<const T*>(in(set, iv_));
+    const int bh = static_cast<int>(s.bh), n = static_cast<int>(s.seq);
+    switch (s.schedule) {
+      case Schedule::AttnNaive: attention_naive(q, k, v, o_.as<T>(), s_.as<float>(), p_.as<float>(), bh, n, s.causal); break;
+      case Schedule::AttnFA1: attention_fa1(q, k, v, o_.as<T>(), m_.as<float>(), l_.as<float>(), bh, n, s.causal); break;
+      default: attention_fa2(q, k, v, o_.as<T>(), lse_.as<float>(), bh, n, s.causal); break;
+    }
+  }
+  int iq_ = 0, ik_ = 0, iv_ = 0;
+  DevBuf o_, s_, p_, m_, l_, lse_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
+  if (s.d != kHead || s.br != kTile || s.bc != kTile)
+    throw std::invalid_argument("attention kernels are compiled for d = 64 and 64 x 64 tiles");
+  if (s.schedule == Schedule::AttnNaive && s.seq * 4 > 200 * 1024)
+    throw std::invalid_argument("naive attention keeps one row of S in shared memory: N <= 51200");
+  return std::make_unique<AttnFwdWorkload>(s);
+}
+
+}  // namespace flashsim::gpu

@@ -1,0 +1,76 @@
+// Shared CUDA helpers for kernels/*.cu: error checks, dtype conversion, block reductions, and
+// the tile loader used by the attention kernels.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/workload.h"
+
+namespace flashsim::gpu {
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T> __device__ __forceinline__ T from_f(float x);
+template <> __device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <> __device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float warp_max(float v) {
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// Reductions over the 16 lanes of a half-warp (lanes 0-15 or 16-31).
+__device__ __forceinline__ float half_max(float v) {
+  for (int o = 8; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float half_sum(float v) {
+  for (int o = 8; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// Block-wide reductions; every thread gets the result. `sh` holds at least 32 floats and
+// blockDim.x is a multiple of 32. Contains two __syncthreads().
+__device__ __forceinline__ float block_max(float v, float* sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  v = warp_max(v);
+  __syncthreads();  // sh may still be read by a previous reduction
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  float r = lane < nw ? sh[lane] : -INFINITY;
+  return warp_max(r);
+}
+__device__ __forceinline__ float block_sum(float v, float* sh) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  v = warp_sum(v);
+  __syncthreads();
+  if (lane == 0) sh[warp] = v;
+  __syncthreads();
+  float r = lane < nw ? sh[lane] : 0.f;
+  return warp_sum(r);
+}
+
+// Attention tiles: 64 x 64, head dimension 64, 256 threads. Thread (ty = tid / 16, tx = tid % 16)
+// owns rows ty*4 .. ty*4+3 and columns tx, tx+16, tx+32, tx+48 of every 64 x 64 tile it computes.
+constexpr int kTile = 64;
+constexpr int kHead = 64;
+constexpr int kLd = 65;  // padded leading dimension of shared-memory tiles
+constexpr int kTileFloats = kTile * kLd;
+
+// Loads rows [row0, row0 + 64) of a (n x 64) matrix into a padded float tile; rows >= n become 0.
+template <class T>
+__device__ __forceinline__ void load_tile(float* dst, const T* src, int row0, int n) {
+  for (int t = threadIdx.x; t < kTile * kHead; t += blockDim.x) {
+    const int r = t / kHead, c = t % kHead;
+    const int g = row0 + r;
+    dst[r * kLd + c] = g < n ? to_f(src[static_cast<std::size_t>(g) * kHead + c]) : 0.f;
+  }
+}
+
+}  // namespace flashsim::gpu

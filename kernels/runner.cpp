@@ -1,0 +1,128 @@
+#include "kernels/runner.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+
+namespace flashsim::gpu {
+
+Runner::Runner(const RunOptions& opt) : opt_(opt), dev_(device_info()) {
+  if (!dev_.have_device) throw std::runtime_error("no CUDA device: " + dev_.why);
+  CUDA_CHECK(cudaSetDevice(0));
+  flusher_ = std::make_unique<L2Flusher>(dev_.l2_bytes);
+  if (opt_.profile) {
+    std::string why;
+    if (prof_.init(&why))
+      prof_status_ = "CUPTI range profiler (" + std::to_string(prof_.passes()) + " pass(es) per range)";
+    else
+      prof_status_ = "HBM counters unavailable: " + why;
+  } else {
+    prof_status_ = "profiling disabled (--no-profile)";
+  }
+}
+
+Row Runner::run(const Spec& s, std::uint64_t seed) {
+  Row row;
+  row.spec = s;
+  row.compulsory = compulsory(s);
+  auto arrays = model_traffic(s);
+  row.model = model_total(arrays);
+  row.expected = expected_hbm(arrays);
+  row.counted = counted(s);
+  row.tol = tolerance(s);
+
+  auto w = make_workload(s);
+  w->setup(seed);
+  // 1. validation run on poisoned outputs
+  w->poison_outputs();
+  w->run(0);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  if (opt_.check) {
+    row.rel_err = w->check(&row.note);
+    row.validated = true;
+  }
+  // 2. timing: warm-up, then the median of `repeats` event-timed runs over rotating input copies
+  w->make_sets(rotation_sets(w->input_bytes(), dev_.l2_bytes));
+  for (int i = 0; i < opt_.warmup; ++i) w->run(i % w->sets());
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const int reps = std::max(1, opt_.repeats);
+  std::vector<cudaEvent_t> ev(2 * reps);
+  for (auto& e : ev) CUDA_CHECK(cudaEventCreate(&e));
+  for (int r = 0; r < reps; ++r) {
+    CUDA_CHECK(cudaEventRecord(ev[2 * r]));
+    w->run(r % w->sets());
+    CUDA_CHECK(cudaEventRecord(ev[2 * r + 1]));
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> times(reps);
+  for (int r = 0; r < reps; ++r) CUDA_CHECK(cudaEventElapsedTime(&times[r], ev[2 * r], ev[2 * r + 1]));
+  for (auto& e : ev) CUDA_CHECK(cudaEventDestroy(e));
+  std::sort(times.begin(), times.end());
+  row.time_ms = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  if (w->sets() > 1) row.note += "; timed over " + std::to_string(w->sets()) + " rotating input sets";
+  w->make_sets(1);
+  // 3. one profiled range on set 0 after an L2 flush (the flush is outside the range)
+  if (prof_.ready()) {
+    std::string why;
+    auto m = prof_.measure(std::string(info(s.schedule).id) + " " + s.size_label(), [&] { flusher_->flush(); },
+                           [&] { w->run(0); }, &why);
+    if (m) {
+      row.measured = Bytes{static_cast<std::uint64_t>(m->dram_read_bytes + 0.5),
+                           static_cast<std::uint64_t>(m->dram_write_bytes + 0.5)};
+      row.l2 = Bytes{static_cast<std::uint64_t>(m->l2_read_sectors * 32 + 0.5),
+                     static_cast<std::uint64_t>(m->l2_write_sectors * 32 + 0.5)};
+      row.l2_red_bytes = m->l2_red_sectors * 32;
+      row.profiled_time_ms = m->gpu_time_ns * 1e-6;
+    } else {
+      row.note += "; profiling failed: " + why;
+    }
+  }
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return row;
+}
+
+int dev_main(Op op, int argc, char** argv) {
+  int version = 0;
+  std::string sizes = "small";
+  if (argc > 1) version = std::atoi(argv[1]);
+  if (argc > 2) {
+    sizes.clear();
+    for (int i = 2; i < argc; ++i) sizes += (i > 2 ? "," : "") + std::string(argv[i]);
+  }
+  auto dev = device_info();
+  if (!dev.have_device) {
+    std::fprintf(stderr, "no CUDA device (%s)\n", dev.why.c_str());
+    return 2;
+  }
+  try {
+    std::vector<Schedule> scheds;
+    for (const auto& i : all_schedules())
+      if (i.op == op && (version == 0 || i.version == version)) scheds.push_back(i.schedule);
+    if (scheds.empty()) {
+      std::fprintf(stderr, "no version %d for %s\n", version, op_name(op));
+      return 1;
+    }
+    RunOptions opt;
+    opt.profile = false;
+    Runner runner(opt);
+    std::printf("device: %s, L2 %.0f MB\n", dev.name.c_str(), dev.l2_bytes / 1e6);
+    const auto seed = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    bool all_ok = true;
+    int idx = 0;
+    for (const auto& spec : expand(scheds, parse_sizes(sizes), {}, {false, true})) {
+      Row r = runner.run(spec, seed + 7919ull * idx++);
+      const auto& in = info(spec.schedule);
+      std::printf("version %d (%s) %s %-20s | time %9.4f ms | %7.1f GB/s | %6.2f TFLOP/s | rel err %.1e (tol %.0e) %s\n",
+                  in.version, in.id, dtype_name(spec.dtype), spec.size_label().c_str(), r.time_ms, r.gbps(),
+                  r.tflops(), r.rel_err, r.tol, r.ok() ? "ok" : "FAIL");
+      all_ok = all_ok && r.ok();
+    }
+    return all_ok ? 0 : 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+}
+
+}  // namespace flashsim::gpu

@@ -1,0 +1,43 @@
+// Runs one Spec on the GPU: fresh inputs, poisoned outputs, validation against the CPU reference,
+// timing with CUDA events (warm-up, median, rotating input copies when they would fit in L2) and
+// one profiled range (after an L2 flush) for HBM/L2 bytes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "kernels/profiler.h"
+#include "kernels/report.h"
+#include "kernels/workload.h"
+
+namespace flashsim::gpu {
+
+struct RunOptions {
+  int warmup = 2;
+  int repeats = 10;
+  bool profile = true;
+  bool check = true;
+};
+
+class Runner {
+ public:
+  explicit Runner(const RunOptions& opt);  // requires a device (see device_info)
+  Row run(const Spec& s, std::uint64_t seed);
+  const DeviceInfo& device() const { return dev_; }
+  bool profiling() const { return prof_.ready(); }
+  const std::string& profiler_status() const { return prof_status_; }
+
+ private:
+  RunOptions opt_;
+  DeviceInfo dev_;
+  std::unique_ptr<L2Flusher> flusher_;
+  HbmProfiler prof_;
+  std::string prof_status_;
+};
+
+// llm.c-style per-file driver: ./matmul [version] [sizes...]. Validates and times every version
+// of the op (or just `version`), prints one timing line per version, returns 0 when all pass.
+int dev_main(Op op, int argc, char** argv);
+
+}  // namespace flashsim::gpu

@@ -1,0 +1,112 @@
+// The interface between the kernel files and the runner: one Workload per (schedule, size, dtype).
+// A workload owns its device buffers, draws fresh random inputs, poisons its outputs (NaN), runs its
+// kernels (asynchronously, on the default stream) and checks the result against the CPU reference.
+// This header is plain C++ plus the CUDA runtime API.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/spec.h"
+
+namespace flashsim::gpu {
+
+[[noreturn]] void cuda_fail(cudaError_t e, const char* what, const char* file, int line);
+#define CUDA_CHECK(x)                                                                   \
+  do {                                                                                  \
+    cudaError_t err_ = (x);                                                             \
+    if (err_ != cudaSuccess) ::flashsim::gpu::cuda_fail(err_, #x, __FILE__, __LINE__);  \
+  } while (0)
+// After every launch: catches bad configurations at once (errors inside kernels surface at the
+// next synchronising call, which is checked too).
+#define CUDA_CHECK_LAUNCH() CUDA_CHECK(cudaGetLastError())
+
+// An owning device allocation.
+class DevBuf {
+ public:
+  DevBuf() = default;
+  explicit DevBuf(std::size_t bytes);
+  ~DevBuf();
+  DevBuf(DevBuf&& o) noexcept;
+  DevBuf& operator=(DevBuf&& o) noexcept;
+  DevBuf(const DevBuf&) = delete;
+  DevBuf& operator=(const DevBuf&) = delete;
+  void* get() const { return p_; }
+  template <class T> T* as() const { return static_cast<T*>(p_); }
+  std::size_t bytes() const { return bytes_; }
+
+ private:
+  void* p_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+// Device helpers (kernels/util.cu).
+void fill_uniform(void* p, std::size_t n, Dtype dt, std::uint64_t seed, float lo, float hi);
+void poison(const DevBuf& b);  // every byte 0xff: NaN in fp32 and bf16
+std::uint64_t count_nonfinite(const void* p, std::size_t n, Dtype dt);
+// Copies n elements starting at element `offset` back to the host as floats.
+std::vector<float> to_host(const void* p, std::size_t offset, std::size_t n, Dtype dt);
+
+class L2Flusher {
+ public:
+  explicit L2Flusher(std::size_t l2_bytes);  // allocates 2x the L2
+  void flush();                              // reads the whole buffer (leaves no dirty lines)
+ private:
+  DevBuf buf_;
+  DevBuf sink_;
+};
+
+class Workload {
+ public:
+  explicit Workload(const Spec& s) : spec_(s) {}
+  virtual ~Workload() = default;
+  const Spec& spec() const { return spec_; }
+
+  // Allocates everything and draws fresh random inputs from `seed`.
+  virtual void setup(std::uint64_t seed) = 0;
+  virtual void poison_outputs() = 0;
+  // Launches the schedule on input set `set` (see make_sets); no synchronisation.
+  virtual void run(int set) = 0;
+  // Synchronises, scans every output element for NaN/inf, and compares against the CPU reference
+  // (a subset of rows/heads at large sizes, described in *note). Returns the relative error.
+  virtual double check(std::string* note) = 0;
+
+  // Input rotation for timing: copies of every input so that repeated runs do not find their
+  // inputs in L2. Set 0 is the original.
+  void make_sets(int n);
+  int sets() const { return static_cast<int>(sets_.size()); }
+  std::size_t input_bytes() const;
+
+ protected:
+  // Registers an input buffer of set 0; returns its index.
+  int add_input(std::size_t bytes);
+  void* in(int set, int idx) const { return sets_.at(set).at(idx).get(); }
+  Spec spec_;
+
+ private:
+  std::vector<std::vector<DevBuf>> sets_;
+};
+
+std::unique_ptr<Workload> make_matmul(const Spec& s);
+std::unique_ptr<Workload> make_softmax(const Spec& s);
+std::unique_ptr<Workload> make_attention_forward(const Spec& s);
+std::unique_ptr<Workload> make_attention_backward(const Spec& s);
+std::unique_ptr<Workload> make_workload(const Spec& s);
+
+// Device description; `have_device` false (with the reason) when there is no usable CUDA device.
+struct DeviceInfo {
+  bool have_device = false;
+  std::string why;
+  std::string name;
+  std::size_t l2_bytes = 0;
+  int sms = 0;
+};
+DeviceInfo device_info();
+
+}  // namespace flashsim::gpu

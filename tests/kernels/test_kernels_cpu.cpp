@@ -1,0 +1,467 @@
+// CPU-side tests of the kernels module: references against naive float64 math (and finite
+// differences), tolerance logic, compulsory minimum and traffic model formulas, CLI glue, reports.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <sstream>
+
+#include "kernels/reference.h"
+#include "kernels/report.h"
+#include "kernels/spec.h"
+
+using namespace flashsim::gpu;
+
+namespace {
+
+std::vector<float> random_vec(std::size_t n, std::mt19937& rng, float lo = -1.f, float hi = 1.f) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+// Naive float64 attention forward of one head: explicit S, row softmax, PV.
+void naive_attention(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v, int n,
+                     int d, bool causal, std::vector<double>& o, std::vector<double>& lse) {
+  o.assign(n * d, 0.0);
+  lse.assign(n, 0.0);
+  std::vector<double> s(n * n);
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n; ++j) {
+      double acc = 0;
+      for (int c = 0; c < d; ++c) acc += q[i * d + c] * k[j * d + c];
+      s[i * n + j] = (causal && j > i) ? -INFINITY : acc / std::sqrt(static_cast<double>(d));
+    }
+  for (int i = 0; i < n; ++i) {
+    double m = -INFINITY;
+    for (int j = 0; j < n; ++j) m = std::max(m, s[i * n + j]);
+    double l = 0;
+    for (int j = 0; j < n; ++j) l += std::exp(s[i * n + j] - m);
+    lse[i] = m + std::log(l);
+    for (int j = 0; j < n; ++j) {
+      const double p = std::exp(s[i * n + j] - m) / l;
+      for (int c = 0; c < d; ++c) o[i * d + c] += p * v[j * d + c];
+    }
+  }
+}
+
+std::vector<double> to_d(const std::vector<float>& v) { return {v.begin(), v.end()}; }
+
+Spec attn(Schedule sch, std::int64_t bh, std::int64_t n, bool causal, Dtype dt = Dtype::BF16) {
+  Spec s;
+  s.schedule = sch;
+  s.dtype = dt;
+  s.bh = bh;
+  s.seq = n;
+  s.d = 64;
+  s.causal = causal;
+  apply_kernel_tiles(s);
+  return s;
+}
+
+const ArrayModel& arr(const std::vector<ArrayModel>& a, const std::string& name) {
+  for (const auto& x : a)
+    if (x.name == name) return x;
+  FAIL("no array " << name);
+  return a.front();
+}
+
+}  // namespace
+
+TEST_CASE("bf16 rounding is round-to-nearest-even", "[kernels][reference]") {
+  using ref::bf16_round;
+  CHECK(bf16_round(1.0f) == 1.0f);
+  CHECK(bf16_round(1.0f + std::ldexp(1.0f, -8)) == 1.0f);                              // tie -> even
+  CHECK(bf16_round(1.0f + 3 * std::ldexp(1.0f, -8)) == 1.0f + std::ldexp(1.0f, -6));  // tie -> even
+  CHECK(bf16_round(1.0f + std::ldexp(1.0f, -7)) == 1.0f + std::ldexp(1.0f, -7));      // representable
+  CHECK(bf16_round(-2.5f) == -2.5f);
+  CHECK(std::isnan(bf16_round(NAN)));
+  CHECK(std::isinf(bf16_round(INFINITY)));
+  CHECK(ref::bf16_bits_to_float(0xffff) != ref::bf16_bits_to_float(0xffff));  // the poison pattern is NaN
+}
+
+TEST_CASE("relative error", "[kernels][reference]") {
+  std::vector<float> a = {3, 4}, b = {3, 4}, c = {3, 5}, z = {0, 0};
+  CHECK(ref::rel_error(a, b) == 0.0);
+  CHECK(ref::rel_error(c, a) == Approx(1.0 / 5.0));
+  CHECK(ref::rel_error(a, z) == Approx(5.0));  // zero reference: absolute norm
+  std::vector<float> bad = {3, NAN};
+  CHECK(std::isinf(ref::rel_error(bad, a)));
+  CHECK(std::isinf(ref::rel_error(std::vector<float>{1}, a)));
+}
+
+TEST_CASE("tolerance is scaled by dtype and rejects NaN", "[kernels][spec]") {
+  Spec s;
+  s.dtype = Dtype::F32;
+  CHECK(tolerance(s) == 1e-4);
+  s.dtype = Dtype::BF16;
+  CHECK(tolerance(s) == 1e-2);
+  CHECK(within_tolerance(5e-3, 1e-2));
+  CHECK_FALSE(within_tolerance(2e-2, 1e-2));
+  CHECK_FALSE(within_tolerance(NAN, 1e-2));
+  CHECK_FALSE(within_tolerance(INFINITY, 1e-2));
+}
+
+TEST_CASE("matmul reference matches naive float64", "[kernels][reference]") {
+  std::mt19937 rng(1);
+  const int m = 13, n = 11, k = 17;
+  auto a = random_vec(m * k, rng), b = random_vec(k * n, rng);
+  std::vector<std::int64_t> rows = {0, 5, 12};
+  std::vector<float> c(rows.size() * n);
+  ref::matmul_rows(a.data(), b.data(), n, k, rows, c.data());
+  for (std::size_t ri = 0; ri < rows.size(); ++ri)
+    for (int j = 0; j < n; ++j) {
+      double want = 0;
+      for (int kk = 0; kk < k; ++kk) want += static_cast<double>(a[rows[ri] * k + kk]) * b[kk * n + j];
+      CHECK(c[ri * n + j] == Approx(want).epsilon(1e-6).margin(1e-6));
+    }
+}
+
+TEST_CASE("softmax reference matches naive float64 and does not overflow", "[kernels][reference]") {
+  std::mt19937 rng(2);
+  auto x = random_vec(1000, rng, -40.f, 40.f);
+  x[17] = 300.f;  // exp(300) overflows float; the max subtraction must handle it
+  std::vector<float> y(x.size());
+  ref::softmax_row(x.data(), y.data(), static_cast<std::int64_t>(x.size()));
+  double m = -INFINITY, l = 0, total = 0;
+  for (float v : x) m = std::max(m, static_cast<double>(v));
+  for (float v : x) l += std::exp(v - m);
+  for (std::size_t j = 0; j < x.size(); ++j) {
+    CHECK(y[j] == Approx(std::exp(x[j] - m) / l).margin(1e-12));
+    total += y[j];
+  }
+  CHECK(total == Approx(1.0).epsilon(1e-6));
+}
+
+TEST_CASE("attention forward reference matches explicit float64 softmax(QK^T)V", "[kernels][reference]") {
+  std::mt19937 rng(3);
+  for (bool causal : {false, true}) {
+    const int n = 9, d = 5;
+    auto q = random_vec(n * d, rng, -2, 2), k = random_vec(n * d, rng, -2, 2), v = random_vec(n * d, rng);
+    std::vector<float> o(n * d), lse(n);
+    ref::attention_forward(q.data(), k.data(), v.data(), n, d, causal, o.data(), lse.data());
+    std::vector<double> wo, wl;
+    naive_attention(to_d(q), to_d(k), to_d(v), n, d, causal, wo, wl);
+    for (int x = 0; x < n * d; ++x) CHECK(o[x] == Approx(wo[x]).margin(1e-6));
+    for (int i = 0; i < n; ++i) CHECK(lse[i] == Approx(wl[i]).margin(1e-5));
+    if (causal)  // row 0 sees only key 0
+      for (int c = 0; c < d; ++c) CHECK(o[c] == Approx(v[c]).margin(1e-6));
+  }
+}
+
+TEST_CASE("attention backward reference matches finite differences of sum(dO * O)", "[kernels][reference]") {
+  std::mt19937 rng(4);
+  for (bool causal : {false, true}) {
+    const int n = 6, d = 4;
+    auto q = random_vec(n * d, rng, -1, 1), k = random_vec(n * d, rng, -1, 1), v = random_vec(n * d, rng);
+    auto dout = random_vec(n * d, rng);
+    std::vector<float> dq(n * d), dk(n * d), dv(n * d);
+    ref::attention_backward(q.data(), k.data(), v.data(), dout.data(), n, d, causal, dq.data(), dk.data(), dv.data());
+    auto loss = [&](const std::vector<double>& qq, const std::vector<double>& kk, const std::vector<double>& vv) {
+      std::vector<double> o, lse;
+      naive_attention(qq, kk, vv, n, d, causal, o, lse);
+      double l = 0;
+      for (int x = 0; x < n * d; ++x) l += o[x] * dout[x];
+      return l;
+    };
+    const double h = 1e-5;
+    auto qd = to_d(q), kd = to_d(k), vd = to_d(v);
+    for (int which = 0; which < 3; ++which) {
+      std::vector<double>& t = which == 0 ? qd : which == 1 ? kd : vd;
+      const std::vector<float>& g = which == 0 ? dq : which == 1 ? dk : dv;
+      for (int x = 0; x < n * d; ++x) {
+        const double keep = t[x];
+        t[x] = keep + h;
+        const double up = loss(qd, kd, vd);
+        t[x] = keep - h;
+        const double down = loss(qd, kd, vd);
+        t[x] = keep;
+        CHECK(g[x] == Approx((up - down) / (2 * h)).margin(1e-5));
+      }
+    }
+  }
+}
+
+TEST_CASE("pick_indices spreads and includes both ends", "[kernels][reference]") {
+  CHECK(ref::pick_indices(3, 16) == std::vector<std::int64_t>{0, 1, 2});
+  auto p = ref::pick_indices(100, 5);
+  CHECK(p == std::vector<std::int64_t>{0, 24, 49, 74, 99});
+  CHECK(ref::pick_indices(100, 1) == std::vector<std::int64_t>{0});
+  CHECK(ref::pick_indices(0, 4).empty());
+}
+
+TEST_CASE("schedule lists parse groups, keep canonical order and reject unknown names", "[kernels][cli]") {
+  CHECK(parse_schedules("all").size() == all_schedules().size());
+  CHECK(parse_schedules("softmax-online,matmul") ==
+        std::vector<Schedule>{Schedule::MatmulInner, Schedule::MatmulOuter, Schedule::SoftmaxOnline});
+  CHECK(parse_schedules("attention").size() == 5);
+  CHECK(parse_schedules("attn-fa1, attn-fa1") == std::vector<Schedule>{Schedule::AttnFA1});
+  CHECK_THROWS_AS(parse_schedules("attn-fa3"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_schedules(""), std::invalid_argument);
+}
+
+TEST_CASE("size lists parse presets and op:dims", "[kernels][cli]") {
+  auto s = parse_sizes("small, matmul:4096x4096x512,attn:2x100x64");
+  REQUIRE(s.matmul.size() == 2);
+  CHECK(s.matmul[1] == std::vector<std::int64_t>{4096, 4096, 512});
+  CHECK(s.attn_fwd.size() == 2);
+  CHECK(s.attn_bwd.back() == std::vector<std::int64_t>{2, 100, 64});
+  CHECK(parse_sizes("large").softmax.front() == std::vector<std::int64_t>{256, 524288});
+  CHECK_THROWS_AS(parse_sizes("huge"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_sizes("matmul:10x10"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_sizes("matmul:10x0x10"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_sizes("softmax:10xabc"), std::invalid_argument);
+  CHECK_THROWS_AS(parse_sizes("attn-fwd:2x128x128"), std::invalid_argument);  // d = 64 only
+  CHECK_THROWS_AS(parse_sizes("conv:1x2x3"), std::invalid_argument);
+}
+
+TEST_CASE("expand uses per-op default dtypes and both masks for attention", "[kernels][cli]") {
+  auto specs = expand(parse_schedules("matmul-inner,softmax-3pass,attn-fa2"), parse_sizes("tiny"), {}, {false, true});
+  // matmul: fp32 + bf16; softmax: fp32; attention: bf16 x {non-causal, causal}
+  REQUIRE(specs.size() == 5);
+  CHECK(specs[0].dtype == Dtype::F32);
+  CHECK(specs[1].dtype == Dtype::BF16);
+  CHECK(specs[2].schedule == Schedule::SoftmaxThree);
+  CHECK_FALSE(specs[3].causal);
+  CHECK(specs[4].causal);
+  CHECK(specs[0].bk == 16);
+  auto outer = expand({Schedule::MatmulOuter}, parse_sizes("tiny"), {Dtype::F32}, {false});
+  REQUIRE(outer.size() == 1);
+  CHECK(outer[0].bm == 256);
+  CHECK(outer[0].bk == 4);
+  CHECK(outer[0].size_label() == "100x72x40");
+  CHECK(specs[4].size_label() == "2x100x64 causal");
+}
+
+TEST_CASE("compulsory minimum: each input once, each output once", "[kernels][traffic]") {
+  Spec m;
+  m.schedule = Schedule::MatmulOuter;
+  m.dtype = Dtype::BF16;
+  m.m = 100; m.n = 200; m.k = 50;
+  CHECK(compulsory(m).read == (100 * 50 + 50 * 200) * 2);
+  CHECK(compulsory(m).written == 100 * 200 * 4);
+
+  Spec s;
+  s.schedule = Schedule::SoftmaxOnline;
+  s.dtype = Dtype::F32;
+  s.rows = 3; s.cols = 1000;
+  CHECK(compulsory(s).read == 12000);
+  CHECK(compulsory(s).written == 12000);
+
+  auto f = attn(Schedule::AttnFA1, 2, 100, true);
+  CHECK(compulsory(f).read == 3 * 2 * 100 * 64 * 2);
+  CHECK(compulsory(f).written == 2 * 100 * 64 * 2);
+  auto b = attn(Schedule::BwdAtomic, 2, 100, false);
+  CHECK(compulsory(b).read == 5 * 2 * 100 * 64 * 2 + 2 * 100 * 4);
+  CHECK(compulsory(b).written == 3 * 2 * 100 * 64 * 2);
+}
+
+TEST_CASE("traffic model of the matmul kernels", "[kernels][traffic]") {
+  Spec s;
+  s.schedule = Schedule::MatmulOuter;
+  s.dtype = Dtype::F32;
+  s.m = 1000; s.n = 600; s.k = 10;
+  apply_kernel_tiles(s);  // 256 x 256 x 4
+  auto a = model_traffic(s);
+  const std::uint64_t csz = 1000ull * 600 * 4;
+  CHECK(arr(a, "C").read == 2 * csz);  // 3 k-steps, the first only writes
+  CHECK(arr(a, "C").written == 3 * csz);
+  CHECK(arr(a, "A").read == 1000ull * 10 * 4 * 3);  // ceil(600/256) = 3 column tiles
+  CHECK(arr(a, "B").read == 10ull * 600 * 4 * 4);   // ceil(1000/256) = 4 row tiles
+  auto e = expected_hbm(a);
+  CHECK(e.read == 2 * csz + 1000ull * 10 * 4 + 10ull * 600 * 4);
+  CHECK(e.written == 3 * csz);
+  s.schedule = Schedule::MatmulInner;
+  apply_kernel_tiles(s);
+  a = model_traffic(s);
+  CHECK(arr(a, "C").read == 0);
+  CHECK(arr(a, "C").written == csz);
+  CHECK(arr(a, "A").read == 1000ull * 10 * 4 * 10);  // ceil(600/64)
+  CHECK(model_total(a).read == arr(a, "A").read + arr(a, "B").read);
+}
+
+TEST_CASE("traffic model of the softmax kernels", "[kernels][traffic]") {
+  Spec s;
+  s.schedule = Schedule::SoftmaxThree;
+  s.dtype = Dtype::BF16;
+  s.rows = 4; s.cols = 10000;
+  apply_kernel_tiles(s);
+  auto a = model_traffic(s);
+  CHECK(arr(a, "X").read == 3ull * 4 * 10000 * 2);
+  CHECK(arr(a, "Y").written == 4ull * 10000 * 2);
+  CHECK(arr(a, "m_partial").written == 4ull * 3 * 4);  // 3 chunks of 4096
+  s.schedule = Schedule::SoftmaxOnline;
+  a = model_traffic(s);
+  CHECK(arr(a, "X").read == 2ull * 4 * 10000 * 2);
+  CHECK(expected_hbm(a).read == 2ull * 4 * 10000 * 2 + 2 * 4 * 3 * 4);
+}
+
+TEST_CASE("traffic model of the attention forward kernels", "[kernels][traffic]") {
+  // N = 100 with 64-row tiles: tiles of 64 and 36 rows; causal visible tile pairs (0,0),(1,0),(1,1)
+  const std::uint64_t e = 2, d = 64, bh = 3, n = 100, t = bh * n * d * e;
+  auto fa1 = model_traffic(attn(Schedule::AttnFA1, 3, 100, true));
+  CHECK(arr(fa1, "Q").read == bh * (64 + 36 + 36) * d * e);
+  CHECK(arr(fa1, "O").read == bh * 36 * d * e);  // only tile 1 is revisited (at j = 1)
+  CHECK(arr(fa1, "O").written == bh * (64 + 36 + 36) * d * e);
+  CHECK(arr(fa1, "m").written == bh * (64 + 36 + 36) * 4);
+  CHECK(arr(fa1, "K").read == bh * (64 + 64 + 36) * d * e);
+  auto fa1n = model_traffic(attn(Schedule::AttnFA1, 3, 100, false));
+  CHECK(arr(fa1n, "O").read == t);       // Tc - 1 = 1 re-read of every row
+  CHECK(arr(fa1n, "O").written == 2 * t);
+  CHECK(arr(fa1n, "Q").read == 2 * t);
+  auto fa2 = model_traffic(attn(Schedule::AttnFA2, 3, 100, false));
+  CHECK(arr(fa2, "Q").read == t);
+  CHECK(arr(fa2, "K").read == 2 * t);  // once per Q tile
+  CHECK(arr(fa2, "lse").written == bh * n * 4);
+  CHECK(expected_hbm(fa2).read == compulsory(attn(Schedule::AttnFA2, 3, 100, false)).read);
+  auto naive = model_traffic(attn(Schedule::AttnNaive, 3, 100, true));
+  CHECK(arr(naive, "S").written == bh * n * n * 4);
+  CHECK(arr(naive, "S").read == bh * n * n * 4);
+  CHECK(arr(naive, "P").read == bh * n * n * 4);
+  CHECK(arr(naive, "S").streamed);
+  CHECK_FALSE(arr(naive, "Q").streamed);
+}
+
+TEST_CASE("traffic model of the attention backward kernels", "[kernels][traffic]") {
+  const std::uint64_t e = 2, d = 64, bh = 2, n = 128, t = bh * n * d * e;
+  auto two = model_traffic(attn(Schedule::BwdTwoPass, 2, 128, false));  // 2 x 2 tiles, all visible
+  CHECK(arr(two, "K").read == 2 * t + t);  // per Q tile in the dQ kernel + once in dK/dV
+  CHECK(arr(two, "dO").read == t + t + 2 * t);
+  CHECK(arr(two, "D").written == bh * n * 4);
+  auto at = model_traffic(attn(Schedule::BwdAtomic, 2, 128, true));  // causal: 3 visible pairs
+  const std::uint64_t acc = bh * n * d * 4;
+  CHECK(arr(at, "dQ_accum").read == bh * (64 + 64 + 64) * d * 4 + acc);
+  CHECK(arr(at, "dQ_accum").written == acc + bh * (64 + 64 + 64) * d * 4);
+  CHECK(arr(at, "dQ").written == t);
+  CHECK(expected_hbm(at).written == compulsory(attn(Schedule::BwdAtomic, 2, 128, true)).written + bh * n * 4 + acc);
+}
+
+TEST_CASE("flops and visible pairs", "[kernels][traffic]") {
+  CHECK(visible_pairs(4, false) == 16);
+  CHECK(visible_pairs(4, true) == 10);
+  Spec m;
+  m.schedule = Schedule::MatmulInner;
+  m.m = 2; m.n = 3; m.k = 4;
+  CHECK(flops(m) == 48);
+  CHECK(flops(attn(Schedule::AttnFA2, 2, 4, true)) == 4.0 * 64 * 10 * 2);
+  CHECK(flops(attn(Schedule::BwdTwoPass, 1, 4, false)) == 10.0 * 64 * 16);
+}
+
+TEST_CASE("input rotation for timing", "[kernels][traffic]") {
+  const std::size_t l2 = 50u << 20;
+  CHECK(rotation_sets(200u << 20, l2) == 1);
+  CHECK(rotation_sets(100u << 20, l2) == 1);
+  CHECK(rotation_sets(60u << 20, l2) == 4);
+  CHECK(rotation_sets(1u << 20, l2) == 8);
+  CHECK(rotation_sets(0, l2) == 1);
+}
+
+TEST_CASE("counted bytes come from the tile machine when it is linked", "[kernels][traffic]") {
+  std::string why;
+  auto c = counted(attn(Schedule::AttnFA2, 2, 100, false), nullptr, &why);
+  if (!have_counted()) {
+    CHECK_FALSE(c.has_value());
+    CHECK_FALSE(why.empty());
+    WARN("flashsim_sim is not built: " << why);
+  } else if (c) {
+    CHECK(c->read >= compulsory(attn(Schedule::AttnFA2, 2, 100, false)).read);
+  }
+}
+
+TEST_CASE("tile machine counts agree with the kernels' traffic model", "[kernels][traffic][!mayfail]") {
+  if (!have_counted()) {
+    WARN("flashsim_sim is not built; nothing to compare");
+    return;
+  }
+  std::vector<Spec> specs;
+  for (auto sch : {Schedule::MatmulInner, Schedule::MatmulOuter}) {
+    Spec s;
+    s.schedule = sch;
+    s.dtype = Dtype::BF16;
+    s.m = 300; s.n = 520; s.k = 70;
+    apply_kernel_tiles(s);
+    specs.push_back(s);
+  }
+  for (auto sch : {Schedule::SoftmaxThree, Schedule::SoftmaxOnline}) {
+    Spec s;
+    s.schedule = sch;
+    s.rows = 3; s.cols = 10000;
+    apply_kernel_tiles(s);
+    specs.push_back(s);
+  }
+  for (auto sch : {Schedule::AttnNaive, Schedule::AttnFA1, Schedule::AttnFA2, Schedule::BwdTwoPass, Schedule::BwdAtomic})
+    for (bool c : {false, true}) specs.push_back(attn(sch, 2, 100, c));
+  for (const auto& s : specs) {
+    std::vector<CountedArray> got;
+    std::string why;
+    auto c = counted(s, &got, &why);
+    INFO(info(s.schedule).id << " " << s.size_label() << " " << why);
+    REQUIRE(c.has_value());
+    for (const auto& m : model_traffic(s)) {
+      const CountedArray* hit = nullptr;
+      for (const auto& g : got)
+        if (g.name == m.name) hit = &g;
+      INFO("array " << m.name << ": model read " << m.read << " written " << m.written);
+      if (!hit) {
+        // arrays that only our implementation has (per-chunk partials, D, the dQ accumulator) may be
+        // named differently in the tile machine
+        WARN(info(s.schedule).id << ": the tile machine has no array named " << m.name);
+        continue;
+      }
+      CHECK(hit->read == m.read);
+      CHECK(hit->written == m.written);
+    }
+  }
+}
+
+TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernels][report]") {
+  CHECK(fmt_mib(1024.0 * 1024 * 1536) == "1536.0");
+  CHECK(fmt_rw(std::nullopt) == "-");
+  CHECK(fmt_rw(Bytes{1 << 20, 2 << 20}) == "1.0/2.0");
+  CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\n");
+
+  Row r;
+  r.spec.schedule = Schedule::SoftmaxThree;
+  r.spec.dtype = Dtype::F32;
+  r.spec.rows = 64;
+  r.spec.cols = 65536;
+  apply_kernel_tiles(r.spec);
+  r.compulsory = compulsory(r.spec);
+  auto a = model_traffic(r.spec);
+  r.model = model_total(a);
+  r.expected = expected_hbm(a);
+  r.time_ms = 0.1;
+  r.tol = 1e-4;
+  r.rel_err = 1e-7;
+  r.validated = true;
+  r.measured = Bytes{r.compulsory.read, r.compulsory.written};  // L2 held X: one read only
+  std::vector<Row> rows = {r};
+  CHECK(r.ok());
+  CHECK(r.gbps() == Approx((2.0 * 64 * 65536 * 4) / 1e-4 / 1e9));
+  CHECK_FALSE(r.streams_beyond(50e6));  // 16 MiB of X is inside L2
+  auto expl = l2_explanation(rows, 50e6);
+  CHECK(expl.find("softmax-3pass 64x65536") != std::string::npos);
+  CHECK(expl.find("L2") != std::string::npos);
+
+  std::ostringstream t, c, j;
+  print_table(t, rows, 50e6);
+  CHECK(t.str().find("softmax-3pass") != std::string::npos);
+  CHECK(t.str().find(" ok") != std::string::npos);
+  write_csv(c, rows);
+  const std::string csv = c.str();
+  CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
+  CHECK(c.str().rfind("schedule,file,version", 0) == 0);
+  write_json(j, rows, "dev \"x\"", "ok");
+  CHECK(j.str().find("\"schedule\": \"softmax-3pass\"") != std::string::npos);
+  CHECK(j.str().find("dev \\\"x\\\"") != std::string::npos);
+  CHECK(j.str().find("\"counted\": null") != std::string::npos);
+
+  // no explanation when measured matches the model
+  rows[0].measured = r.model;
+  CHECK(l2_explanation(rows, 50e6).empty());
+  // a failed check is reported
+  rows[0].rel_err = NAN;
+  CHECK_FALSE(rows[0].ok());
+}

@@ -1,0 +1,55 @@
+// GPU tests: every schedule validates against the CPU reference at small sizes (N not a multiple of
+// the tile, partial k-tiles and chunks), both dtypes, both masks. They skip with a message on
+// machines without a CUDA device. Nothing touches the GPU before a test case runs.
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+
+#include "kernels/runner.h"
+
+using namespace flashsim::gpu;
+
+namespace {
+
+bool have_gpu() {
+  auto d = device_info();
+  if (!d.have_device) {
+    WARN("no CUDA device (" << d.why << "): skipping GPU test");
+    std::fprintf(stderr, "no CUDA device (%s): skipping GPU test\n", d.why.c_str());
+  }
+  return d.have_device;
+}
+
+}  // namespace
+
+TEST_CASE("every schedule matches the CPU reference at small sizes", "[kernels][gpu]") {
+  if (!have_gpu()) return;
+  RunOptions opt;
+  opt.profile = false;
+  opt.warmup = 0;
+  opt.repeats = 1;
+  Runner runner(opt);
+  auto sizes = parse_sizes("tiny,matmul:65x130x7,softmax:2x4096,attn:1x64x64,attn:3x1x64,attn:1x129x64");
+  auto specs = expand(parse_schedules("all"), sizes, {Dtype::F32, Dtype::BF16}, {false, true});
+  std::uint64_t seed = 12345;
+  for (const auto& s : specs) {
+    Row r = runner.run(s, seed++);
+    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
+                             << " tol " << r.tol << " (" << r.note << ")");
+    CHECK(r.validated);
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") {
+  if (!have_gpu()) return;
+  auto specs = expand({Schedule::SoftmaxOnline, Schedule::AttnFA2}, parse_sizes("tiny"), {Dtype::F32}, {false});
+  for (const auto& s : specs) {
+    auto w = make_workload(s);
+    w->setup(7);
+    w->poison_outputs();  // and do not run
+    std::string note;
+    CHECK_FALSE(within_tolerance(w->check(&note), tolerance(s)));
+  }
+}
