@@ -46,7 +46,10 @@ class Assembler {
  private:
   // ---- errors -------------------------------------------------------------------------
   [[noreturn]] void fail(std::uint32_t line, std::size_t col, const std::string& msg) const {
-    throw AsmError(prog_.name, line, static_cast<std::uint32_t>(col), msg);
+    // Inside a loop the same line runs many times: say which iteration went wrong.
+    std::string where;
+    for (const auto& [name, value] : loop_vars_) where += (where.empty() ? " (at " : ", ") + name + " = " + std::to_string(value);
+    throw AsmError(prog_.name, line, static_cast<std::uint32_t>(col), where.empty() ? msg : msg + where + ")");
   }
 
   // ---- lines ----------------------------------------------------------------------------
@@ -115,7 +118,7 @@ class Assembler {
           return;  // caller advances past .end
         }
         if (word == "for") {
-          for_loop(i, c, depth);
+          for_loop(i, c, col, depth);
           continue;
         }
         if (depth > 0) fail(c.line(), col, "directive ." + word + " is not allowed inside a .for loop");
@@ -129,7 +132,8 @@ class Assembler {
     if (depth > 0) fail(for_lines_.back(), 1, ".for without a matching .end");
   }
 
-  void for_loop(std::size_t& i, Cursor& c, int depth);
+  void for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int depth);
+  std::size_t matching_end(std::size_t body);
 
   // ---- directives --------------------------------------------------------------------------
   void directive(const std::string& word, std::size_t col, Cursor& c);
@@ -316,7 +320,7 @@ class Assembler {
   std::vector<std::uint32_t> for_lines_;
 };
 
-void Assembler::for_loop(std::size_t& i, Cursor& c, int depth) {
+void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int depth) {
   // .for VAR in START..END [step S]   (END is exclusive)
   std::uint32_t line = c.line();
   std::size_t var_col = (c.skip_space(), c.col());
@@ -324,6 +328,7 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, int depth) {
   if (lookup(var)) c.fail_at(var_col, "'" + var + "' is already defined; pick another loop variable name");
   std::size_t in_col = (c.skip_space(), c.col());
   std::string in = c.ident("'in' after the loop variable");
+  for (auto& ch : in) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
   if (in != "in") c.fail_at(in_col, "expected 'in' after the loop variable, as in .for i in 0..n");
   std::int64_t start = c.expr();
   if (!(c.accept('.') && c.accept('.'))) c.fail("expected '..' between the loop bounds" + c.describe_here());
@@ -332,6 +337,7 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, int depth) {
   if (!c.done()) {
     std::size_t step_col = c.col();
     std::string kw = c.ident("'step' or the end of the line");
+    for (auto& ch : kw) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
     if (kw != "step") c.fail_at(step_col, "expected 'step' or the end of the line");
     step_col = (c.skip_space(), c.col());
     step = c.expr();
@@ -339,39 +345,38 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, int depth) {
   }
   c.expect_end();
 
-  for_lines_.push_back(line);
+  // Find the .end first, so a missing one is reported at this .for (and at its column) before
+  // any iteration runs. A loop that runs zero times is skipped here: its body is not assembled.
   std::size_t body = i + 1;
-  std::size_t after = body;
-  bool ran = false;
+  std::size_t after = matching_end(body);
+  if (after >= lines_.size()) fail(line, for_col, ".for without a matching .end");
+  for_lines_.push_back(line);
   for (std::int64_t v = start; v < end; v += step) {
     loop_vars_.emplace_back(var, v);
     std::size_t k = body;
     block(k, depth + 1);
-    after = k;
-    ran = true;
     loop_vars_.pop_back();
     if (__builtin_add_overflow(v, step, &v)) break;
     v -= step;
   }
-  if (!ran) {
-    // The body still has to be well formed; skip it by matching .for/.end pairs.
-    int nest = 0;
-    std::size_t k = body;
-    for (; k < lines_.size(); ++k) {
-      Cursor s(this, lines_[k]);
-      if (s.done() || s.peek() != '.') continue;
-      std::string w = s.word_after_dot();
-      if (w == "for") ++nest;
-      if (w == "end") {
-        if (nest == 0) break;
-        --nest;
-      }
-    }
-    if (k >= lines_.size()) fail(line, 1, ".for without a matching .end");
-    after = k;
-  }
   for_lines_.pop_back();
   i = after + 1;  // past .end
+}
+
+// Index of the .end that closes a loop whose body starts at lines_[body]; lines_.size() if none.
+std::size_t Assembler::matching_end(std::size_t body) {
+  int nest = 0;
+  for (std::size_t k = body; k < lines_.size(); ++k) {
+    Cursor s(this, lines_[k]);
+    if (s.done() || s.peek() != '.') continue;
+    std::string w = s.word_after_dot();
+    if (w == "for") ++nest;
+    if (w == "end") {
+      if (nest == 0) return k;
+      --nest;
+    }
+  }
+  return lines_.size();
 }
 
 void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
