@@ -1,0 +1,262 @@
+// The viewer executable: headless screenshots under xvfb-run (tag [xvfb]) checked against the
+// widget-state dump written alongside, and the no-display error.
+#include <catch2/catch.hpp>
+
+#include <stb_image.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+#include "viewer/theme.h"
+
+namespace fs = std::filesystem;
+using flashsim::viewer::theme::Rgb;
+namespace theme = flashsim::viewer::theme;
+
+namespace {
+
+const std::string kViewer = FLASHSIM_VIEWER_EXE;
+const std::string kXvfb = FLASHSIM_XVFB_RUN;
+const std::string kLessons = FLASHSIM_TEST_LESSONS_DIR;
+const std::string kData = FLASHSIM_TEST_DATA_DIR;
+
+struct Run {
+  int rc = -1;
+  std::string err;
+};
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path scratch(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("flashsim_viewer_tests_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+Run run(const std::string& command) {
+  fs::path err = scratch("stderr.txt");
+  int status = std::system((command + " 2>" + err.string()).c_str());
+  Run r;
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.err = slurp(err);
+  return r;
+}
+
+struct Image {
+  int w = 0, h = 0;
+  std::vector<unsigned char> px;  // RGB
+  Rgb at(int x, int y) const {
+    auto i = (static_cast<std::size_t>(y) * static_cast<std::size_t>(w) + static_cast<std::size_t>(x)) * 3;
+    return {px[i], px[i + 1], px[i + 2]};
+  }
+};
+
+Image load_png(const fs::path& p) {
+  Image img;
+  int n = 0;
+  unsigned char* data = stbi_load(p.string().c_str(), &img.w, &img.h, &n, 3);
+  REQUIRE(data != nullptr);
+  img.px.assign(data, data + static_cast<std::size_t>(img.w) * static_cast<std::size_t>(img.h) * 3);
+  stbi_image_free(data);
+  return img;
+}
+
+struct Box {
+  int x0, y0, x1, y1;
+};
+
+// Rectangles the frame reported ("rect NAME x0 y0 x1 y1" lines of the state dump).
+std::map<std::string, Box> rects(const std::string& state) {
+  std::map<std::string, Box> out;
+  std::istringstream in(state);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream ls(line);
+    std::string word, name;
+    Box b{};
+    if (ls >> word >> name >> b.x0 >> b.y0 >> b.x1 >> b.y1 && word == "rect") out[name] = b;
+  }
+  return out;
+}
+
+bool near(Rgb a, Rgb b, int tol = 8) {
+  return std::abs(a.r - b.r) <= tol && std::abs(a.g - b.g) <= tol && std::abs(a.b - b.b) <= tol;
+}
+
+// Share of the box's pixels that have colour c.
+double share(const Image& img, Box b, Rgb c) {
+  std::size_t hit = 0, all = 0;
+  for (int y = b.y0; y < b.y1; ++y)
+    for (int x = b.x0; x < b.x1; ++x, ++all) hit += near(img.at(x, y), c);
+  return all ? static_cast<double>(hit) / static_cast<double>(all) : 0.0;
+}
+
+// Share of the pixels on the box's outline (one pixel inside its edge) that have colour c.
+double outline_share(const Image& img, Box b, Rgb c) {
+  std::size_t hit = 0, all = 0;
+  for (int x = b.x0 + 1; x < b.x1 - 1; ++x) {
+    hit += near(img.at(x, b.y0), c) + near(img.at(x, b.y1 - 1), c);
+    all += 2;
+  }
+  for (int y = b.y0 + 1; y < b.y1 - 1; ++y) {
+    hit += near(img.at(b.x0, y), c) + near(img.at(b.x1 - 1, y), c);
+    all += 2;
+  }
+  return all ? static_cast<double>(hit) / static_cast<double>(all) : 0.0;
+}
+
+struct Shot {
+  Run run;
+  Image img;
+  std::string state;
+  std::map<std::string, Box> rect;
+};
+
+Shot screenshot(const std::string& name, const std::string& args) {
+  fs::path png = scratch(name + ".png");
+  fs::remove(png);
+  Shot s;
+  s.run = run(kXvfb + " -a -s '-screen 0 1280x800x24' " + kViewer + " --screenshot " + png.string() + " " + args);
+  INFO(s.run.err);
+  REQUIRE(fs::exists(png));
+  s.img = load_png(png);
+  s.state = slurp(png.string() + ".txt");
+  s.rect = rects(s.state);
+  return s;
+}
+
+void check_not_blank(const Image& img) {
+  REQUIRE(img.w == 1280);
+  REQUIRE(img.h == 800);
+  // A real frame has many distinct colours and no dominant one covering the whole image.
+  std::map<std::uint32_t, std::size_t> hist;
+  for (int y = 0; y < img.h; y += 4)
+    for (int x = 0; x < img.w; x += 4) {
+      Rgb c = img.at(x, y);
+      ++hist[(std::uint32_t{c.r} << 16) | (std::uint32_t{c.g} << 8) | c.b];
+    }
+  std::size_t most = 0;
+  for (auto& [c, n] : hist) most = std::max(most, n);
+  CHECK(hist.size() > 50);
+  CHECK(most < static_cast<std::size_t>((img.w / 4) * (img.h / 4) * 3 / 4));
+}
+
+bool has(const std::string& text, const std::string& needle) { return text.find(needle) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("screenshot at step 3 of the outer product shows row 3 of the lesson table", "[viewer][xvfb]") {
+  Shot s = screenshot("outer3", "--step 3 " + kLessons + "/03-outer-product/solution.fsa");
+  CHECK(s.run.rc == 0);
+  check_not_blank(s.img);
+  INFO(s.state);
+  CHECK(has(s.state, "step: 3/22"));
+  CHECK(has(s.state, "current: step 3 line 6: MAC_Z R0, R1, R2"));
+  CHECK(has(s.state, "changed: R2\n"));
+  CHECK(has(s.state, "R2: "));
+  CHECK(has(s.state, "| a00*b00"));
+  REQUIRE(s.rect.count("t0.current_line"));
+  REQUIRE(s.rect.count("t0.current_row"));
+  REQUIRE(s.rect.count("t0.changed.R2"));
+  CHECK_FALSE(s.rect.count("t0.changed.R1"));
+  CHECK(share(s.img, s.rect["t0.current_line"], theme::kCurrentLine) > 0.5);
+  CHECK(share(s.img, s.rect["t0.current_row"], theme::kCurrentLine) > 0.5);
+  CHECK(share(s.img, s.rect["t0.changed.R2"], theme::kChangedRegister) > 0.5);
+  REQUIRE(s.rect.count("t0.next_line"));
+  CHECK(share(s.img, s.rect["t0.next_line"], theme::kNextMarker) > 0.5);
+  // The current line sits just above the next one in the source pane.
+  CHECK(s.rect["t0.next_line"].y0 >= s.rect["t0.current_line"].y1);
+}
+
+TEST_CASE("screenshot after a LOAD marks the DRAM cell it read", "[viewer][xvfb]") {
+  Shot s = screenshot("outer4", "--step 4 " + kLessons + "/03-outer-product/solution.fsa");
+  CHECK(s.run.rc == 0);
+  INFO(s.state);
+  CHECK(has(s.state, "touched: b[0][1] read"));
+  CHECK(has(s.state, "changed: R1\n"));
+  REQUIRE(s.rect.count("t0.touched_cell"));
+  CHECK(outline_share(s.img, s.rect["t0.touched_cell"], theme::kTouchedCell) > 0.6);
+}
+
+TEST_CASE("screenshot shows breakpoints on the source lines given", "[viewer][xvfb]") {
+  Shot s = screenshot("bp", "--break 8 --break 1 " + kLessons + "/03-outer-product/solution.fsa");
+  INFO(s.state);
+  CHECK(has(s.state, "breakpoints: 8\n"));  // line 1 is a comment: no breakpoint
+  REQUIRE(s.rect.count("t0.breakpoint.8"));
+  CHECK(share(s.img, s.rect["t0.breakpoint.8"], theme::kBreakpoint) > 0.5);
+}
+
+TEST_CASE("screenshot of two softmax schedules compared in lockstep", "[viewer][xvfb]") {
+  Shot s = screenshot("compare", "--step 20 " + kLessons + "/05-safe-softmax/solution.fsa " + kLessons +
+                                     "/06-online-softmax/solution.fsa");
+  CHECK(s.run.rc == 0);
+  check_not_blank(s.img);
+  INFO(s.state);
+  CHECK(has(s.state, "traces: 2"));
+  CHECK(has(s.state, "[trace 0]\ntitle: 05-safe-softmax/solution.fsa\nfile: "));
+  CHECK(has(s.state, "[trace 1]\ntitle: 06-online-softmax/solution.fsa\n"));
+  CHECK(s.state.find("step: 20/") != s.state.rfind("step: 20/"));  // both at step 20
+  REQUIRE(s.rect.count("t0.current_line"));
+  REQUIRE(s.rect.count("t1.current_line"));
+  CHECK(s.rect["t0.current_line"].x1 <= s.rect["t1.current_line"].x0);  // side by side
+  CHECK(share(s.img, s.rect["t1.current_line"], theme::kCurrentLine) > 0.5);
+  REQUIRE(s.rect.count("plot.dot0"));
+  REQUIRE(s.rect.count("plot.dot1"));
+  CHECK(share(s.img, s.rect["plot.dot0"], theme::kTraceA) > 0.5);
+  CHECK(share(s.img, s.rect["plot.dot1"], theme::kTraceB) > 0.5);
+}
+
+TEST_CASE("generated schedules open by name with parameters", "[viewer][xvfb]") {
+  Shot s = screenshot("named", "--step 5 online-softmax:n=16");
+  CHECK(s.run.rc == 0);
+  INFO(s.state);
+  CHECK(has(s.state, "param: n = 16\n"));
+  CHECK(has(s.state, "step: 5/220\n"));
+}
+
+TEST_CASE("tile traces show tiles and the SRAM occupancy bar", "[viewer][xvfb]") {
+  Shot s = screenshot("tiles", "--step 2 " + kData + "/tile_matmul.fsa");
+  CHECK(s.run.rc == 0);
+  INFO(s.state);
+  CHECK(has(s.state, "touched: b[0][0] read"));
+  CHECK(has(s.state, "sram: in_use=128 peak=128 capacity=256"));
+  REQUIRE(s.rect.count("t0.sram_bar"));
+  REQUIRE(s.rect.count("t0.touched_cell"));
+  CHECK(outline_share(s.img, s.rect["t0.touched_cell"], theme::kTouchedCell) > 0.6);
+}
+
+TEST_CASE("a file that does not assemble shows its error in the app and on stderr", "[viewer][xvfb]") {
+  std::string bad = kData + "/bad_operand.fsa";
+  Shot s = screenshot("bad", bad);
+  CHECK(s.run.rc == 2);
+  CHECK(has(s.run.err, bad + ":3:1: error: ADD takes 3 operands"));
+  INFO(s.state);
+  CHECK(has(s.state, "error: " + bad + ":3:1: error: ADD takes 3 operands"));
+  CHECK(has(s.state, "traces: 0"));
+  REQUIRE(s.rect.count("error_banner"));
+  CHECK(share(s.img, s.rect["error_banner"], theme::kErrorBanner) > 0.5);
+}
+
+TEST_CASE("without a display the viewer says so and exits 1", "[viewer]") {
+  Run r = run("env -u DISPLAY -u WAYLAND_DISPLAY " + kViewer + " " + kLessons + "/01-dot-product/solution.fsa");
+  CHECK(r.rc == 1);
+  CHECK(r.err == "flashsim-viewer: error: cannot open a window (no display; set DISPLAY or run under xvfb-run)\n");
+}
+
+TEST_CASE("bad command lines exit 2", "[viewer]") {
+  CHECK(run(kViewer + " --param n " + kLessons + "/01-dot-product/solution.fsa").rc == 2);
+  CHECK(run(kViewer + " a.fsa b.fsa c.fsa").rc == 2);
+  Run list = run(kViewer + " --list > " + scratch("list.txt").string());
+  CHECK(list.rc == 0);
+  CHECK(has(slurp(scratch("list.txt")), "06-online-softmax n=8"));
+}

@@ -1,0 +1,331 @@
+// The viewer's state model, without a window: what each pane shows at step k.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "isa/assembler.h"
+#include "viewer/catalog.h"
+#include "viewer/model.h"
+
+using namespace flashsim;
+using viewer::LoadRequest;
+using viewer::Model;
+using viewer::Touch;
+using viewer::Trace;
+
+namespace {
+
+const std::string kLessons = FLASHSIM_TEST_LESSONS_DIR;
+const std::string kData = FLASHSIM_TEST_DATA_DIR;
+
+LoadRequest file(const std::string& path, std::map<std::string, std::int64_t> params = {}) {
+  LoadRequest r;
+  r.path = path;
+  r.params = std::move(params);
+  return r;
+}
+LoadRequest lesson(const std::string& name, std::map<std::string, std::int64_t> params = {}) {
+  return file(kLessons + "/" + name + "/solution.fsa", std::move(params));
+}
+
+std::uint32_t line_of(const Trace& t, const std::string& text) {
+  const auto& lines = t.program().source_lines;
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].find(text) != std::string::npos) return static_cast<std::uint32_t>(i + 1);
+  FAIL("no line contains " << text);
+  return 0;
+}
+
+std::uint64_t bytes_after(Trace& t, std::uint64_t k) {
+  t.seek(k);
+  return t.dram_bytes();
+}
+
+}  // namespace
+
+TEST_CASE("at step 0 nothing is current and the first instruction is next", "[viewer]") {
+  Trace t(lesson("03-outer-product"));
+  CHECK(t.step() == 0);
+  CHECK(t.size() == 22);
+  CHECK_FALSE(t.current_index());
+  CHECK(t.current_line() == 0);
+  CHECK(t.next_line() == line_of(t, "LOAD a[0][0], R0"));
+  CHECK(t.changed_registers().empty());
+  CHECK_FALSE(t.touched());
+  REQUIRE(t.next_touch());
+  CHECK(t.next_touch()->array == *t.program().find_array("a"));
+  for (int r = 0; r < t.machine().register_count(); ++r) CHECK_FALSE(t.register_row(r).written);
+}
+
+TEST_CASE("step k highlights the lesson table's row k: instruction, changed register, touched cell", "[viewer]") {
+  Trace t(lesson("03-outer-product"));
+  REQUIRE(t.machine().symbolic());
+  t.step_forward();  // 1: LOAD a[0][0], R0
+  CHECK(t.current_line() == line_of(t, "LOAD a[0][0], R0"));
+  CHECK(t.changed_registers() == std::vector<int>{0});
+  CHECK(t.register_row(0).symbolic == "a00");
+  CHECK(t.register_row(0).changed);
+  REQUIRE(t.touched());
+  CHECK(*t.touched() == Touch{*t.program().find_array("a"), 0, false});
+  t.step_forward();  // 2: LOAD b[0][0], R1
+  t.step_forward();  // 3: MAC_Z R0, R1, R2
+  CHECK(t.instruction_text(*t.current_index()) == "MAC_Z R0, R1, R2");
+  CHECK(t.changed_registers() == std::vector<int>{2});
+  auto r2 = t.register_row(2);
+  CHECK(r2.changed);
+  CHECK(r2.symbolic == "a00*b00");
+  CHECK_FALSE(r2.numeric.empty());
+  CHECK_FALSE(t.register_row(1).changed);
+  CHECK_FALSE(t.register_row(3).written);
+  CHECK_FALSE(t.touched());  // a MAC touches no DRAM
+  // The heat map counts what has been read so far.
+  auto b = *t.program().find_array("b");
+  CHECK(t.machine().array(b).tile_reads == std::vector<std::uint32_t>{1, 0, 0, 0});
+  t.seek(22);  // STORE R5, c[1][1]
+  REQUIRE(t.touched());
+  CHECK(*t.touched() == Touch{*t.program().find_array("c"), 3, true});
+  CHECK(t.machine().array(b).tile_reads == std::vector<std::uint32_t>{2, 1, 2, 1});
+  CHECK(t.max_tile_reads(b) == 2);
+  CHECK(t.next_line() == 0);
+}
+
+TEST_CASE("stepping back restores registers, counters, heat map and line counts", "[viewer]") {
+  Trace t(lesson("03-outer-product"));
+  t.seek(3);
+  std::string at3 = viewer::dump_trace(t);
+  t.step_forward();
+  CHECK(t.changed_registers() == std::vector<int>{1});
+  REQUIRE(t.step_back());
+  CHECK(viewer::dump_trace(t) == at3);
+  t.step_back();
+  t.step_back();
+  CHECK(t.changed_registers() == std::vector<int>{0});
+  CHECK_FALSE(t.register_row(2).written);
+  CHECK(t.machine().counters().cycles == 1);
+  CHECK(t.line_hits(line_of(t, "LOAD b[0][0], R1")) == 0);
+  t.step_back();
+  CHECK_FALSE(t.step_back());  // nothing before step 0
+  CHECK(t.step() == 0);
+}
+
+TEST_CASE("the counting pass agrees with the machine's counters over the whole trace", "[viewer]") {
+  for (auto req : {lesson("01-dot-product"), lesson("03-outer-product"), lesson("06-online-softmax", {{"n", 12}}),
+                   file(kData + "/tile_matmul.fsa")}) {
+    Trace t(req);
+    t.seek(t.size());
+    REQUIRE(t.done());
+    const auto& live = t.machine().counters();
+    const auto& pass = t.final_counters();
+    CHECK(pass.cycles == live.cycles);
+    CHECK(pass.per_op == live.per_op);
+    CHECK(pass.bytes_read == live.bytes_read);
+    CHECK(pass.bytes_written == live.bytes_written);
+    CHECK(pass.elem_reads == live.elem_reads);
+    for (std::uint32_t a = 0; a < t.program().arrays.size(); ++a) {
+      const auto& s = t.machine().array(a);
+      CHECK(t.max_tile_reads(a) == *std::max_element(s.tile_reads.begin(), s.tile_reads.end()));
+      CHECK(t.max_tile_writes(a) == *std::max_element(s.tile_writes.begin(), s.tile_writes.end()));
+    }
+    CHECK(t.bytes_series().total() == live.bytes_read + live.bytes_written);
+  }
+}
+
+TEST_CASE("bytes over time: exact at every step of a short trace", "[viewer]") {
+  Trace t(lesson("03-outer-product"));
+  const auto& s = t.bytes_series();
+  CHECK(s.stride == 1);
+  REQUIRE(s.samples.size() == 23);
+  for (std::uint64_t k = 0; k <= 22; ++k) CHECK(s.at(k) == bytes_after(t, k));
+}
+
+TEST_CASE("bytes over time stays small and exact at its samples on a long trace", "[viewer]") {
+  Trace t(lesson("06-online-softmax", {{"n", 3000}}));
+  const auto& s = t.bytes_series();
+  CHECK(t.size() == 14 * 3000 - 4);
+  CHECK(s.samples.size() <= viewer::kMaxSeriesSamples + 1);
+  CHECK(s.stride > 1);
+  for (std::uint64_t i : {0ull, 1ull, 7ull, 100ull, 1000ull, static_cast<unsigned long long>(s.samples.size() - 2)}) {
+    std::uint64_t k = i * s.stride;
+    CHECK(s.at(k) == bytes_after(t, k));
+  }
+  CHECK(s.at(t.size()) == bytes_after(t, t.size()));
+}
+
+TEST_CASE("breakpoints sit on lines with code; run to breakpoint stops before that line", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("06-online-softmax")));
+  Trace& t = *m.trace(0);
+  CHECK_FALSE(t.toggle_breakpoint(1));  // a comment
+  CHECK_FALSE(t.toggle_breakpoint(999));
+  std::uint32_t body = line_of(t, "MUL R2, R3, R2");
+  REQUIRE(t.toggle_breakpoint(body));
+  REQUIRE(m.run_to_breakpoint());
+  CHECK(t.next_line() == body);
+  CHECK(t.line_hits(body) == 0);
+  REQUIRE(m.run_to_breakpoint());  // one loop iteration later
+  CHECK(t.next_line() == body);
+  CHECK(t.line_hits(body) == 1);
+  REQUIRE(t.toggle_breakpoint(body));  // off again
+  CHECK(t.breakpoints().empty());
+  CHECK_FALSE(m.run_to_breakpoint());  // runs to the end
+  CHECK(t.done());
+}
+
+TEST_CASE("lockstep: two traces step together; the shorter one waits at its end", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("05-safe-softmax", {{"n", 8}})));
+  REQUIRE(m.open(1, lesson("06-online-softmax", {{"n", 8}})));
+  REQUIRE(m.compare());
+  Trace& a = *m.trace(0);
+  Trace& b = *m.trace(1);
+  for (int i = 0; i < 10; ++i) m.step();
+  CHECK(a.step() == 10);
+  CHECK(b.step() == 10);
+  m.step_back();
+  CHECK(a.step() == 9);
+  CHECK(b.step() == 9);
+  std::uint64_t shorter = std::min(a.size(), b.size()), longer = std::max(a.size(), b.size());
+  REQUIRE(shorter < longer);
+  m.seek(longer);
+  CHECK(a.done());
+  CHECK(b.done());
+  CHECK(m.step_index() == longer);
+  m.step_back();  // only the longer trace was at the shared position
+  CHECK(m.step_index() == longer - 1);
+  CHECK(std::min(a.step(), b.step()) == shorter);
+  // Online softmax reads x twice; the three-pass one three times.
+  CHECK(b.final_counters().elem_reads == 2 * 8);
+  CHECK(a.final_counters().elem_reads == 3 * 8);
+  // A trace opened later joins at the shared step.
+  m.seek(5);
+  REQUIRE(m.open(1, lesson("03-outer-product")));
+  CHECK(m.trace(1)->step() == 5);
+  m.close(0);
+  CHECK_FALSE(m.compare());
+  CHECK(m.trace(0)->title() == "03-outer-product/solution.fsa");
+}
+
+TEST_CASE("the animated run advances speed x time steps and pauses where it must", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("03-outer-product")));
+  m.set_speed(10);
+  CHECK(m.tick(1.0) == 0);  // not running
+  m.run();
+  CHECK(m.tick(0.5) == 5);
+  CHECK(m.tick(0.05) == 0);  // half a step carried...
+  CHECK(m.tick(0.05) == 1);  // ...and completed
+  CHECK(m.step_index() == 6);
+  CHECK(m.tick(0.5, 2) == 2);  // the per-frame budget caps the work
+  m.set_speed(1000);
+  m.tick(10.0);
+  CHECK(m.all_done());
+  CHECK_FALSE(m.running());
+  m.reset();
+  REQUIRE(m.trace(0)->toggle_breakpoint(line_of(*m.trace(0), "STORE R2, c[0][0]")));
+  m.run();
+  m.tick(10.0);
+  CHECK_FALSE(m.running());
+  CHECK(m.step_index() == 18);
+}
+
+TEST_CASE("a file that does not assemble reports FILE:LINE:COL and keeps what was open", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("01-dot-product")));
+  CHECK_FALSE(m.open(0, file(kData + "/bad_operand.fsa")));
+  CHECK(m.error().find("bad_operand.fsa:3:1: error: ADD takes 3 operands") != std::string::npos);
+  REQUIRE(m.trace(0));
+  CHECK(m.trace(0)->title() == "01-dot-product/solution.fsa");
+  CHECK(m.dump().find("error: ") != std::string::npos);
+  CHECK_FALSE(m.open(1, file(kData + "/no_such_file.fsa")));
+  CHECK(m.error().find("no_such_file.fsa") != std::string::npos);
+  CHECK_FALSE(m.compare());
+}
+
+TEST_CASE("a runtime fault stops the run and names its step and line", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, file(kData + "/div_zero.fsa")));
+  m.set_speed(100);
+  m.run();
+  m.tick(1.0);
+  CHECK_FALSE(m.running());
+  Trace& t = *m.trace(0);
+  CHECK(t.step() == 2);
+  CHECK(t.fault() == "step 3 (line 6): error: division by zero: R1 is 0");
+  CHECK(m.dump().find("fault: step 3 (line 6)") != std::string::npos);
+  m.step_back();
+  CHECK(t.fault().empty());
+}
+
+TEST_CASE("tile traces: tiles as heat-map cells, tile registers, SRAM", "[viewer]") {
+  Trace t(file(kData + "/tile_matmul.fsa"));
+  REQUIRE(t.tile_machine());
+  auto a = *t.program().find_array("a");
+  CHECK(t.program().arrays[a].tile_count() == 4);
+  t.seek(3);  // MAC_Z of two 4x4 tiles
+  auto r2 = t.register_row(2);
+  CHECK(r2.changed);
+  CHECK(r2.numeric.rfind("4x4 @(0,0)", 0) == 0);
+  CHECK(t.machine().sram_in_use() == 3 * 64);
+  t.seek(t.size());
+  // Each tile of A is loaded once per output tile column: twice.
+  CHECK(t.machine().array(a).tile_reads == std::vector<std::uint32_t>{2, 2, 2, 2});
+  CHECK(t.max_tile_writes(*t.program().find_array("c")) == 1);
+  CHECK(dump_trace(t).find("sram: in_use=192 peak=192 capacity=256") != std::string::npos);
+}
+
+TEST_CASE("long traces start without the symbolic shadow", "[viewer]") {
+  Trace big(lesson("06-online-softmax", {{"n", 15000}}));
+  CHECK(big.size() > viewer::kSymbolicLimit);
+  CHECK_FALSE(big.machine().symbolic());
+  big.seek(big.size() / 2);
+  CHECK(big.register_row(0).symbolic.empty());
+  CHECK_FALSE(big.register_row(0).numeric.empty());
+  Trace small(lesson("06-online-softmax"));
+  CHECK(small.machine().symbolic());
+}
+
+TEST_CASE("budgets read the counters the lessons name", "[viewer]") {
+  Trace t(lesson("03-outer-product"));
+  t.seek(t.size());
+  const auto& c = t.machine().counters();
+  CHECK(viewer::budget_value(c, "cycles") == 22u);
+  CHECK(viewer::budget_value(c, "loads") == 10u);
+  CHECK(viewer::budget_value(c, "stores") == 4u);
+  CHECK(viewer::budget_value(c, "macs") == 8u);
+  CHECK(viewer::budget_value(c, "MAC_Z") == 4u);
+  CHECK(viewer::budget_value(c, "dram_reads") == 10u);
+  CHECK_FALSE(viewer::budget_value(c, "nonsense"));
+  t.set_lesson("03-outer-product", {{"cycles", 22}, {"loads", 10}});
+  CHECK(viewer::dump_trace(t).find("budget: cycles 22/22 (whole trace 22)") != std::string::npos);
+}
+
+TEST_CASE("catalog: lessons by name, parameters from .param lines", "[viewer]") {
+  auto cat = viewer::full_catalog(kLessons);
+  const auto* online = viewer::find_entry(cat, "online-softmax");
+  REQUIRE(online);
+  CHECK(online->name == "06-online-softmax");
+  REQUIRE(online->params.size() == 1);
+  CHECK(online->params[0].name == "n");
+  CHECK(online->params[0].value == 8);
+  CHECK(viewer::find_entry(cat, "06-online-softmax") == online);
+  CHECK(viewer::find_entry(cat, "no-such-thing") == nullptr);
+  Model m;
+  REQUIRE(m.open(0, online->request({{"n", 16}})));
+  CHECK(m.trace(0)->size() == 14 * 16 - 4);
+  CHECK(m.trace(0)->params()[0].value == 16);
+
+  auto spec = viewer::parse_spec("online-softmax:n=16,k=-2");
+  CHECK(spec.first == "online-softmax");
+  CHECK(spec.second == std::map<std::string, std::int64_t>{{"n", 16}, {"k", -2}});
+  CHECK(viewer::parse_spec("plain").second.empty());
+  CHECK_THROWS_AS(viewer::parse_spec("x:n=abc"), std::invalid_argument);
+  CHECK_THROWS_AS(viewer::parse_spec("x:n"), std::invalid_argument);
+
+  auto params = viewer::scan_params({"# .param hidden = 3", ".param n = 8", "  .param m=2  # two", ".param e = n*2"});
+  REQUIRE(params.size() == 3);
+  CHECK(params[0].name == "n");
+  CHECK(params[1].name == "m");
+  CHECK(params[1].value == 2);
+  CHECK(params[2].name == "e");
+}

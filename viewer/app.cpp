@@ -1,0 +1,1079 @@
+#include "viewer/app.h"
+
+#include <GLFW/glfw3.h>
+#include <imgui.h>
+#include <imgui_stdlib.h>
+#include <backends/imgui_impl_glfw.h>
+#include <backends/imgui_impl_opengl3.h>
+#include <stb_image_write.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "sim/report.h"
+#include "viewer/theme.h"
+
+namespace flashsim::viewer {
+
+namespace {
+
+ImU32 rgb(theme::Rgb c, int alpha = 255) { return IM_COL32(c.r, c.g, c.b, alpha); }
+ImVec4 rgbv(theme::Rgb c, float alpha = 1.0f) { return ImVec4(c.r / 255.f, c.g / 255.f, c.b / 255.f, alpha); }
+theme::Rgb trace_color(int slot) { return slot == 0 ? theme::kTraceA : theme::kTraceB; }
+
+constexpr ImU32 kTextDim = IM_COL32(140, 148, 160, 255);
+constexpr ImU32 kText = IM_COL32(225, 228, 232, 255);
+constexpr ImU32 kRowHover = IM_COL32(50, 56, 66, 255);
+constexpr ImU32 kGridEmpty = IM_COL32(36, 40, 48, 255);
+
+std::string human_bytes(std::uint64_t b) {
+  char buf[32];
+  if (b < 10'000) std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  else if (b < 10'000'000) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else if (b < 10'000'000'000ull) std::snprintf(buf, sizeof buf, "%.1f MiB", b / 1048576.0);
+  else std::snprintf(buf, sizeof buf, "%.1f GiB", b / 1073741824.0);
+  return buf;
+}
+
+std::string with_commas(std::uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return s;
+}
+
+// Reads: dark slate -> blue -> cyan -> pale yellow, so a hot cell stands out at a glance.
+ImU32 heat(float t) {
+  t = std::clamp(t, 0.0f, 1.0f);
+  struct Stop {
+    float t, r, g, b;
+  };
+  static constexpr Stop stops[] = {
+      {0.00f, 52, 60, 78}, {0.25f, 40, 90, 170}, {0.55f, 30, 160, 200}, {0.80f, 120, 210, 160}, {1.00f, 250, 235, 140}};
+  for (std::size_t i = 1; i < std::size(stops); ++i) {
+    if (t <= stops[i].t) {
+      float u = (t - stops[i - 1].t) / (stops[i].t - stops[i - 1].t);
+      auto mix = [&](float a, float b) { return static_cast<int>(a + (b - a) * u); };
+      return IM_COL32(mix(stops[i - 1].r, stops[i].r), mix(stops[i - 1].g, stops[i].g), mix(stops[i - 1].b, stops[i].b), 255);
+    }
+  }
+  return IM_COL32(250, 235, 140, 255);
+}
+
+void text_clipped(ImDrawList* dl, ImFont* font, ImVec2 pos, ImU32 color, const std::string& s, float max_x) {
+  ImVec4 clip(pos.x, pos.y, max_x, pos.y + 1000.0f);
+  dl->AddText(font, font->FontSize, pos, color, s.data(), s.data() + s.size(), 0.0f, &clip);
+}
+
+constexpr int kPaneFlags = ImGuiWindowFlags_NoMove | ImGuiWindowFlags_NoResize | ImGuiWindowFlags_NoCollapse |
+                           ImGuiWindowFlags_NoSavedSettings | ImGuiWindowFlags_NoBringToFrontOnFocus;
+
+}  // namespace
+
+App::App(Model& model, AppOptions options) : model_(model), opts_(std::move(options)) {
+  glfwSetErrorCallback([](int, const char*) {});  // our own message says what to do
+  if (!glfwInit())
+    throw NoDisplay("cannot open a window (no display; set DISPLAY or run under xvfb-run)");
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  window_ = glfwCreateWindow(opts_.width, opts_.height, "flashsim viewer", nullptr, nullptr);
+  if (!window_) {
+    glfwTerminate();
+    throw NoDisplay("cannot open a window (no OpenGL 3 context on this display)");
+  }
+  glfwMakeContextCurrent(window_);
+  glfwSwapInterval(opts_.vsync ? 1 : 0);
+  IMGUI_CHECKVERSION();
+  ImGui::CreateContext();
+  ImGuiIO& io = ImGui::GetIO();
+  io.IniFilename = nullptr;  // fixed layout; nothing to remember between runs
+  setup_style();
+  ImGui_ImplGlfw_InitForOpenGL(window_, true);
+  ImGui_ImplOpenGL3_Init("#version 130");
+  catalog_ = full_catalog(opts_.lessons_dir);
+  last_reported_error_ = model_.error();  // the caller has already printed it
+  last_time_ = glfwGetTime();
+}
+
+App::~App() {
+  ImGui_ImplOpenGL3_Shutdown();
+  ImGui_ImplGlfw_Shutdown();
+  ImGui::DestroyContext();
+  glfwDestroyWindow(window_);
+  glfwTerminate();
+}
+
+void App::setup_style() {
+  ImGuiIO& io = ImGui::GetIO();
+  // DejaVu reads far better than the built-in bitmap font; fall back to it when absent.
+  const char* sans = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf";
+  const char* mono = "/usr/share/fonts/truetype/dejavu/DejaVuSansMono.ttf";
+  std::error_code ec;
+  if (std::filesystem::exists(sans, ec) && std::filesystem::exists(mono, ec)) {
+    io.Fonts->AddFontFromFileTTF(sans, 15.0f);
+    mono_font_ = io.Fonts->AddFontFromFileTTF(mono, 15.0f);
+  } else {
+    io.Fonts->AddFontDefault();
+    mono_font_ = io.Fonts->Fonts[0];
+  }
+  ImGui::StyleColorsDark();
+  ImGuiStyle& s = ImGui::GetStyle();
+  s.WindowRounding = 0;
+  s.FrameRounding = 4;
+  s.GrabRounding = 4;
+  s.WindowBorderSize = 1;
+  s.WindowPadding = ImVec2(8, 6);
+  s.FramePadding = ImVec2(8, 4);
+  s.ItemSpacing = ImVec2(8, 5);
+  ImVec4* c = s.Colors;
+  c[ImGuiCol_WindowBg] = ImVec4(0.105f, 0.115f, 0.135f, 1.0f);
+  c[ImGuiCol_ChildBg] = ImVec4(0.105f, 0.115f, 0.135f, 1.0f);
+  c[ImGuiCol_TitleBg] = ImVec4(0.16f, 0.18f, 0.22f, 1.0f);
+  c[ImGuiCol_TitleBgActive] = ImVec4(0.16f, 0.18f, 0.22f, 1.0f);
+  c[ImGuiCol_MenuBarBg] = ImVec4(0.13f, 0.14f, 0.17f, 1.0f);
+  c[ImGuiCol_Border] = ImVec4(0.24f, 0.26f, 0.31f, 1.0f);
+  c[ImGuiCol_Button] = ImVec4(0.22f, 0.27f, 0.36f, 1.0f);
+  c[ImGuiCol_ButtonHovered] = ImVec4(0.29f, 0.37f, 0.50f, 1.0f);
+  c[ImGuiCol_ButtonActive] = ImVec4(0.34f, 0.45f, 0.62f, 1.0f);
+  c[ImGuiCol_FrameBg] = ImVec4(0.17f, 0.19f, 0.23f, 1.0f);
+  c[ImGuiCol_PlotHistogram] = ImVec4(0.30f, 0.62f, 0.40f, 1.0f);
+}
+
+bool App::should_close() const { return glfwWindowShouldClose(window_); }
+
+void App::frame(double dt) {
+  auto t0 = std::chrono::steady_clock::now();
+  glfwPollEvents();
+  double now = glfwGetTime();
+  if (dt < 0) dt = now - last_time_;
+  last_time_ = now;
+  // A frame never spends more than ~8 ms stepping, whatever the speed asks for.
+  model_.tick(dt, 100'000);
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  marks_.clear();
+  draw_ui();
+  ImGui::Render();
+  auto t1 = std::chrono::steady_clock::now();
+  int w, h;
+  glfwGetFramebufferSize(window_, &w, &h);
+  glViewport(0, 0, w, h);
+  glClearColor(0.08f, 0.085f, 0.1f, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
+  glFinish();
+  auto t2 = std::chrono::steady_clock::now();
+  ui_ms_ = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  render_ms_ = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  if (!model_.error().empty() && model_.error() != last_reported_error_ && opts_.report_error)
+    opts_.report_error(model_.error());
+  last_reported_error_ = model_.error();
+}
+
+void App::present() { glfwSwapBuffers(window_); }
+
+std::string App::save_screenshot(const std::string& path) const {
+  int w, h;
+  glfwGetFramebufferSize(window_, &w, &h);
+  std::vector<unsigned char> pixels(static_cast<std::size_t>(w) * static_cast<std::size_t>(h) * 4);
+  glReadBuffer(GL_BACK);
+  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glReadPixels(0, 0, w, h, GL_RGBA, GL_UNSIGNED_BYTE, pixels.data());
+  // OpenGL's rows run bottom-up; PNG's top-down.
+  std::vector<unsigned char> flipped(pixels.size());
+  auto row = static_cast<std::size_t>(w) * 4;
+  for (int y = 0; y < h; ++y)
+    std::copy_n(pixels.data() + static_cast<std::size_t>(h - 1 - y) * row, row, flipped.data() + static_cast<std::size_t>(y) * row);
+  for (std::size_t i = 3; i < flipped.size(); i += 4) flipped[i] = 255;
+  if (!stbi_write_png(path.c_str(), w, h, 4, flipped.data(), static_cast<int>(row)))
+    return "cannot write " + path;
+  return "";
+}
+
+std::string App::layout_dump() const {
+  std::ostringstream os;
+  for (const auto& m : marks_)
+    os << "rect " << m.name << " " << static_cast<int>(m.x0) << " " << static_cast<int>(m.y0) << " "
+       << static_cast<int>(m.x1) << " " << static_cast<int>(m.y1) << "\n";
+  return os.str();
+}
+
+void App::mark(const std::string& name, float x0, float y0, float x1, float y1) {
+  // Only what is on screen counts: a mark clipped away by its pane is not a visible highlight.
+  ImVec2 cmin = ImGui::GetWindowDrawList()->GetClipRectMin(), cmax = ImGui::GetWindowDrawList()->GetClipRectMax();
+  x0 = std::max(x0, cmin.x), y0 = std::max(y0, cmin.y), x1 = std::min(x1, cmax.x), y1 = std::min(y1, cmax.y);
+  if (x1 > x0 && y1 > y0) marks_.push_back({name, x0, y0, x1, y1});
+}
+
+std::string App::pane_title(int slot, const char* pane) const {
+  std::string s = pane;
+  if (model_.compare()) s = std::string(slot == 0 ? "A: " : "B: ") + pane;
+  return s + "##" + pane + std::to_string(slot);
+}
+
+bool App::begin_pane(const char* title, int slot, Rect r, int extra_flags) {
+  ImGui::SetNextWindowPos(ImVec2(r.x, r.y));
+  ImGui::SetNextWindowSize(ImVec2(r.w, r.h));
+  bool tinted = slot >= 0 && model_.compare();
+  if (tinted) {
+    theme::Rgb c = trace_color(slot);
+    ImVec4 bg(c.r / 255.f * 0.32f + 0.06f, c.g / 255.f * 0.32f + 0.06f, c.b / 255.f * 0.32f + 0.07f, 1.0f);
+    ImGui::PushStyleColor(ImGuiCol_TitleBg, bg);
+    ImGui::PushStyleColor(ImGuiCol_TitleBgActive, bg);
+  }
+  bool open = ImGui::Begin(title, nullptr, kPaneFlags | extra_flags);
+  if (tinted) ImGui::PopStyleColor(2);
+  return open;
+}
+
+void App::end_pane() { ImGui::End(); }
+
+// ---- the frame --------------------------------------------------------------------------
+
+void App::draw_ui() {
+  handle_keys();
+  ImVec2 display = ImGui::GetIO().DisplaySize;
+  float y = draw_menu_bar();
+  const float toolbar_h = 44;
+  draw_toolbar({0, y, display.x, toolbar_h});
+  y += toolbar_h;
+  if (!model_.error().empty()) {
+    float banner_h = 58;
+    draw_error_banner({0, y, display.x, banner_h});
+    y += banner_h;
+  }
+  Rect body{0, y, display.x, display.y - y};
+  if (model_.trace_count() == 0) draw_welcome(body);
+  else if (model_.compare()) layout_compare(body);
+  else layout_single(body);
+  open_dialog();
+  if (show_keys_) {
+    ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+    if (ImGui::Begin("Keys", &show_keys_, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings)) {
+      ImGui::Text("Space       run / pause");
+      ImGui::Text("Right       step forward");
+      ImGui::Text("Left        step back");
+      ImGui::Text("Home        reset to step 0");
+      ImGui::Text("B           run to the next breakpoint");
+      ImGui::Text("Click a source line to toggle a breakpoint;");
+      ImGui::Text("click a trace row to jump to that step.");
+    }
+    ImGui::End();
+  }
+}
+
+void App::handle_keys() {
+  ImGuiIO& io = ImGui::GetIO();
+  if (io.WantTextInput || ImGui::IsPopupOpen(nullptr, ImGuiPopupFlags_AnyPopupId)) return;
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Space), false)) model_.running() ? model_.pause() : model_.run();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_RightArrow))) {
+    model_.pause();
+    model_.step();
+  }
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_LeftArrow))) model_.step_back();
+  if (ImGui::IsKeyPressed(ImGui::GetKeyIndex(ImGuiKey_Home), false)) model_.reset();
+  if (ImGui::IsKeyPressed(GLFW_KEY_B, false)) model_.run_to_breakpoint();
+}
+
+float App::draw_menu_bar() {
+  float h = 0;
+  if (ImGui::BeginMainMenuBar()) {
+    if (ImGui::BeginMenu("File")) {
+      if (ImGui::MenuItem("Open...", "")) {
+        open_requested_ = true;
+        open_slot_ = 0;
+      }
+      if (ImGui::MenuItem("Compare with...", "")) {
+        open_requested_ = true;
+        open_slot_ = model_.trace_count() == 0 ? 0 : 1;
+      }
+      if (ImGui::MenuItem("Close second trace", nullptr, false, model_.compare())) model_.close(1);
+      ImGui::Separator();
+      if (ImGui::MenuItem("Quit", "Ctrl+Q")) glfwSetWindowShouldClose(window_, 1);
+      ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("Open generated")) {
+      std::string group;
+      for (std::size_t i = 0; i < catalog_.size(); ++i) {
+        if (catalog_[i].group != group) {
+          group = catalog_[i].group;
+          ImGui::TextDisabled("%s", group.c_str());
+        }
+        if (ImGui::MenuItem(catalog_[i].name.c_str())) {
+          open_requested_ = true;
+          open_slot_ = 0;
+          selected_entry_ = static_cast<int>(i);
+          dialog_params_.clear();
+          for (const auto& p : catalog_[i].params) dialog_params_[p.name] = p.value;
+        }
+        if (ImGui::IsItemHovered() && !catalog_[i].description.empty()) ImGui::SetTooltip("%s", catalog_[i].description.c_str());
+      }
+      if (catalog_.empty()) ImGui::TextDisabled("no lesson folder found (--lessons-dir)");
+      ImGui::EndMenu();
+    }
+    if (ImGui::BeginMenu("View")) {
+      ImGui::MenuItem("Symbolic values", nullptr, &show_symbolic_);
+      ImGui::MenuItem("Keys...", nullptr, &show_keys_);
+      ImGui::EndMenu();
+    }
+    if (ImGui::GetIO().KeyCtrl && ImGui::IsKeyPressed(GLFW_KEY_Q, false)) glfwSetWindowShouldClose(window_, 1);
+    h = ImGui::GetWindowSize().y;
+    ImGui::EndMainMenuBar();
+  }
+  return h;
+}
+
+void App::draw_toolbar(Rect r) {
+  ImGui::SetNextWindowPos(ImVec2(r.x, r.y));
+  ImGui::SetNextWindowSize(ImVec2(r.w, r.h));
+  ImGui::PushStyleVar(ImGuiStyleVar_WindowPadding, ImVec2(8, 8));
+  ImGui::Begin("##toolbar", nullptr, kPaneFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar);
+  ImGui::PopStyleVar();
+  bool any = model_.trace_count() > 0;
+  if (!any) ImGui::BeginDisabled();
+  if (ImGui::Button("|< Reset")) model_.reset();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Back to step 0 (Home)");
+  ImGui::SameLine();
+  if (ImGui::Button("< Back")) model_.step_back();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Undo one step (Left)");
+  ImGui::SameLine();
+  if (ImGui::Button("Step >")) {
+    model_.pause();
+    model_.step();
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Execute one instruction (Right)");
+  ImGui::SameLine();
+  if (model_.running()) {
+    ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.55f, 0.35f, 0.12f, 1));
+    if (ImGui::Button(" Pause ")) model_.pause();
+    ImGui::PopStyleColor();
+  } else {
+    ImGui::PushStyleColor(ImGuiCol_Button, ImVec4(0.16f, 0.42f, 0.26f, 1));
+    if (ImGui::Button("  Run  ")) model_.run();
+    ImGui::PopStyleColor();
+  }
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Run at the chosen speed; stops at breakpoints (Space)");
+  ImGui::SameLine();
+  if (ImGui::Button("Run to breakpoint >|")) model_.run_to_breakpoint();
+  if (ImGui::IsItemHovered()) ImGui::SetTooltip("Run until the next instruction sits on a breakpoint line (B)");
+  ImGui::SameLine();
+  ImGui::SetNextItemWidth(190);
+  float speed = static_cast<float>(model_.speed());
+  if (ImGui::SliderFloat("##speed", &speed, 1.0f, 1'000'000.0f, "speed %.0f steps/s", ImGuiSliderFlags_Logarithmic))
+    model_.set_speed(speed);
+  ImGui::SameLine();
+  std::uint64_t k = model_.step_index(), lo = 0, hi = std::max<std::uint64_t>(1, model_.max_steps());
+  std::string fmt = "step %llu of " + with_commas(model_.max_steps());
+  ImGui::SetNextItemWidth(std::max(160.0f, r.w - ImGui::GetCursorPosX() - 260));
+  if (ImGui::SliderScalar("##step", ImGuiDataType_U64, &k, &lo, &hi, fmt.c_str())) {
+    model_.pause();
+    model_.seek(k);
+  }
+  if (!any) ImGui::EndDisabled();
+  ImGui::SameLine();
+  // Status: a fault wins, then done / running / paused.
+  std::string status = "no trace";
+  ImVec4 color(0.6f, 0.64f, 0.7f, 1);
+  for (int s = 0; s < 2; ++s)
+    if (const Trace* t = model_.trace(s); t && !t->fault().empty()) {
+      status = "fault";
+      color = ImVec4(1.0f, 0.4f, 0.4f, 1);
+    }
+  if (status != "fault" && any) {
+    if (model_.running()) status = "running", color = ImVec4(0.5f, 0.9f, 0.6f, 1);
+    else if (model_.all_done()) status = "done";
+    else status = "paused";
+  }
+  ImGui::TextColored(color, "%s", status.c_str());
+  ImGui::SameLine();
+  if (ImGui::SmallButton("keys")) show_keys_ = !show_keys_;
+  ImGui::End();
+}
+
+void App::draw_error_banner(Rect r) {
+  ImGui::SetNextWindowPos(ImVec2(r.x, r.y));
+  ImGui::SetNextWindowSize(ImVec2(r.w, r.h));
+  ImGui::PushStyleColor(ImGuiCol_WindowBg, rgbv(theme::kErrorBanner));
+  ImGui::Begin("##error", nullptr, kPaneFlags | ImGuiWindowFlags_NoTitleBar | ImGuiWindowFlags_NoScrollbar);
+  ImGui::PopStyleColor();
+  mark("error_banner", r.x, r.y, r.x + r.w, r.y + r.h);
+  ImGui::PushFont(static_cast<ImFont*>(mono_font_));
+  ImGui::PushTextWrapPos(r.w - 110);
+  ImGui::TextUnformatted(model_.error().c_str());
+  ImGui::PopTextWrapPos();
+  ImGui::PopFont();
+  ImGui::SetCursorPos(ImVec2(r.w - 96, 16));
+  if (ImGui::Button("Dismiss")) model_.clear_error();
+  ImGui::End();
+}
+
+void App::draw_welcome(Rect r) {
+  begin_pane("Welcome", -1, r);
+  ImGui::Spacing();
+  ImGui::TextUnformatted("No trace is open.");
+  ImGui::TextDisabled("Open an assembly file (File > Open...) or a lesson trace / generated schedule:");
+  ImGui::Spacing();
+  for (std::size_t i = 0; i < catalog_.size(); ++i) {
+    if (ImGui::Button(catalog_[i].name.c_str(), ImVec2(260, 0))) open_entry(0, catalog_[i], {});
+    ImGui::SameLine();
+    ImGui::TextDisabled("%s", catalog_[i].description.c_str());
+  }
+  end_pane();
+}
+
+void App::layout_single(Rect b) {
+  float left = std::floor(b.w * 0.375f), mid = std::floor(b.w * 0.26f), right = b.w - left - mid;
+  float src_h = std::floor(b.h * 0.52f);
+  source_pane(0, {b.x, b.y, left, src_h}, false);
+  if (begin_pane(pane_title(0, "Trace (loops expanded)").c_str(), 0, {b.x, b.y + src_h, left, b.h - src_h}))
+    trace_lines(0);
+  end_pane();
+  float reg_h = std::floor(b.h * 0.46f);
+  registers_pane(0, {b.x + left, b.y, mid, reg_h});
+  counters_pane(0, {b.x + left, b.y + reg_h, mid, b.h - reg_h});
+  float dram_h = std::floor(b.h * 0.64f);
+  dram_pane(0, {b.x + left + mid, b.y, right, dram_h});
+  plot_pane({b.x + left + mid, b.y + dram_h, right, b.h - dram_h}, false);
+}
+
+void App::layout_compare(Rect b) {
+  float top = std::floor(b.h * 0.74f), half = std::floor(b.w * 0.5f);
+  for (int s = 0; s < 2; ++s) {
+    float x = b.x + s * half, w = s == 0 ? half : b.w - half;
+    float src_w = std::floor(w * 0.56f), src_h = std::floor(top * 0.55f);
+    source_pane(s, {x, b.y, src_w, src_h}, true);
+    registers_pane(s, {x + src_w, b.y, w - src_w, src_h});
+    dram_pane(s, {x, b.y + src_h, src_w, top - src_h});
+    counters_pane(s, {x + src_w, b.y + src_h, w - src_w, top - src_h});
+  }
+  plot_pane({b.x, b.y + top, b.w, b.h - top}, true);
+}
+
+// ---- source and trace --------------------------------------------------------------------
+
+void App::source_pane(int slot, Rect r, bool with_trace_tab) {
+  Trace* t = model_.trace(slot);
+  std::string title = pane_title(slot, ("Source: " + t->title()).c_str());
+  if (begin_pane(title.c_str(), slot, r)) {
+    if (with_trace_tab) {
+      if (ImGui::BeginTabBar("##srctabs")) {
+        if (ImGui::BeginTabItem("Source")) {
+          ImGui::BeginChild("##src");
+          source_lines(slot);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        if (ImGui::BeginTabItem("Trace (loops expanded)")) {
+          ImGui::BeginChild("##trc");
+          trace_lines(slot);
+          ImGui::EndChild();
+          ImGui::EndTabItem();
+        }
+        ImGui::EndTabBar();
+      }
+    } else {
+      source_lines(slot);
+    }
+  }
+  end_pane();
+}
+
+void App::source_lines(int slot) {
+  Trace& t = *model_.trace(slot);
+  const auto& lines = t.program().source_lines;
+  ImFont* mono = static_cast<ImFont*>(mono_font_);
+  const float row_h = mono->FontSize + 7;
+  // Loop bodies get an "executed k of n times" column; straight-line files do not need it.
+  bool loops = false;
+  for (std::uint32_t l = 1; l <= lines.size() && !loops; ++l) loops = t.line_total(l) > 1;
+  const float code_x = loops ? 132 : 66;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  std::uint32_t current = t.current_line(), next = t.next_line();
+  // Follow the execution: keep the current line in view when it changes.
+  std::uint32_t follow = current ? current : next;
+  if (follow && scrolled_to_[slot][0] != follow) {
+    float y = (static_cast<float>(follow) - 1) * row_h;
+    float view = ImGui::GetWindowHeight();
+    if (y < ImGui::GetScrollY() || y + row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
+    scrolled_to_[slot][0] = follow;
+  }
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));  // rows exactly row_h apart, as the clipper assumes
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(lines.size()), row_h);
+  const float width = ImGui::GetContentRegionAvail().x;
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      auto line = static_cast<std::uint32_t>(i + 1);
+      ImVec2 p = ImGui::GetCursorScreenPos();
+      ImGui::PushID(i);
+      bool clicked = ImGui::InvisibleButton("##line", ImVec2(width, row_h));
+      bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      bool code = t.line_has_code(line);
+      if (clicked && code) t.toggle_breakpoint(line);
+      if (hovered && code) ImGui::SetTooltip("Line %u: executed %llu of %llu times so far. Click to toggle a breakpoint.", line,
+                                             static_cast<unsigned long long>(t.line_hits(line)),
+                                             static_cast<unsigned long long>(t.line_total(line)));
+      ImVec2 q(p.x + width, p.y + row_h);
+      if (line == current) {
+        dl->AddRectFilled(p, q, rgb(theme::kCurrentLine));
+        mark(prefix + "current_line", p.x, p.y, q.x, q.y);
+      } else if (hovered && code) {
+        dl->AddRectFilled(p, q, kRowHover);
+      }
+      if (t.breakpoints().count(line)) {
+        dl->AddCircleFilled(ImVec2(p.x + 9, p.y + row_h * 0.5f), 5.5f, rgb(theme::kBreakpoint));
+        mark(prefix + "breakpoint." + std::to_string(line), p.x + 4, p.y + row_h * 0.5f - 4, p.x + 14, p.y + row_h * 0.5f + 4);
+      }
+      if (line == next) {
+        float cy = p.y + row_h * 0.5f;
+        dl->AddTriangleFilled(ImVec2(p.x + 18, cy - 5), ImVec2(p.x + 18, cy + 5), ImVec2(p.x + 27, cy), rgb(theme::kNextMarker));
+        mark(prefix + "next_line", p.x + 18, cy - 3, p.x + 24, cy + 3);
+      }
+      char num[16];
+      std::snprintf(num, sizeof num, "%3u", line);
+      dl->AddText(mono, mono->FontSize, ImVec2(p.x + 30, p.y + 3), kTextDim, num);
+      if (t.line_total(line) > 1) {
+        std::string hits = std::to_string(t.line_hits(line)) + "/" + std::to_string(t.line_total(line));
+        ImVec2 sz = mono->CalcTextSizeA(mono->FontSize, 1e9f, 0, hits.c_str());
+        float hx = p.x + code_x - 10 - sz.x;
+        dl->AddText(mono, mono->FontSize, ImVec2(hx, p.y + 3), t.line_hits(line) ? IM_COL32(150, 200, 160, 255) : kTextDim, hits.c_str());
+      }
+      const std::string& text = lines[static_cast<std::size_t>(i)];
+      auto first = text.find_first_not_of(" \t");
+      bool comment = first != std::string::npos && text[first] == '#';
+      bool directive = first != std::string::npos && text[first] == '.';
+      ImU32 col = comment ? IM_COL32(120, 150, 120, 255) : directive ? IM_COL32(200, 160, 230, 255) : kText;
+      text_clipped(dl, mono, ImVec2(p.x + code_x, p.y + 3), col, text, p.x + width);
+    }
+  }
+  clipper.End();
+  ImGui::PopStyleVar();
+}
+
+void App::trace_lines(int slot) {
+  Trace& t = *model_.trace(slot);
+  ImFont* mono = static_cast<ImFont*>(mono_font_);
+  const float row_h = mono->FontSize + 7;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  auto cur = t.current_index();
+  std::uint64_t focus = cur ? *cur : 0;
+
+  if (scrolled_to_[slot][1] != t.step()) {
+    float y = static_cast<float>(focus) * row_h;
+    float view = ImGui::GetWindowHeight();
+    if (y < ImGui::GetScrollY() || y + row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
+    scrolled_to_[slot][1] = t.step();
+  }
+  // Only the visible rows are formatted, so a million-step trace costs the same as ten.
+  ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));
+  ImGuiListClipper clipper;
+  clipper.Begin(static_cast<int>(t.size()), row_h);
+  const float width = ImGui::GetContentRegionAvail().x;
+  while (clipper.Step()) {
+    for (int i = clipper.DisplayStart; i < clipper.DisplayEnd; ++i) {
+      auto index = static_cast<std::uint64_t>(i);
+      ImVec2 p = ImGui::GetCursorScreenPos();
+      ImGui::PushID(i);
+      bool clicked = ImGui::InvisibleButton("##row", ImVec2(width, row_h));
+      bool hovered = ImGui::IsItemHovered();
+      ImGui::PopID();
+      if (clicked) {
+        model_.pause();
+        model_.seek(index + 1);
+      }
+      ImVec2 q(p.x + width, p.y + row_h);
+      bool executed = index < t.step();
+      if (cur && index == *cur) {
+        dl->AddRectFilled(p, q, rgb(theme::kCurrentLine));
+        mark(prefix + "current_row", p.x, p.y, q.x, q.y);
+      } else if (hovered) {
+        dl->AddRectFilled(p, q, kRowHover);
+      }
+      if (index == t.step() && !t.done()) {
+        float cy = p.y + row_h * 0.5f;
+        dl->AddTriangleFilled(ImVec2(p.x + 4, cy - 5), ImVec2(p.x + 4, cy + 5), ImVec2(p.x + 13, cy), rgb(theme::kNextMarker));
+      }
+      const auto& in = t.program().code[index];
+      char head[48];
+      std::snprintf(head, sizeof head, "%7llu  L%-3u", static_cast<unsigned long long>(index + 1), in.loc.line);
+      dl->AddText(mono, mono->FontSize, ImVec2(p.x + 14, p.y + 3), kTextDim, head);
+      float ix = p.x + 14 + mono->CalcTextSizeA(mono->FontSize, 1e9f, 0, head).x + 8;
+      text_clipped(dl, mono, ImVec2(ix, p.y + 3), executed ? kText : IM_COL32(170, 176, 186, 255), t.instruction_text(index), p.x + width);
+    }
+  }
+  clipper.End();
+  ImGui::PopStyleVar();
+}
+
+// ---- registers, counters -------------------------------------------------------------------
+
+void App::registers_pane(int slot, Rect r) {
+  Trace& t = *model_.trace(slot);
+  if (begin_pane(pane_title(slot, "Registers").c_str(), slot, r)) {
+    const auto& m = t.machine();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImFont* mono = static_cast<ImFont*>(mono_font_);
+    const std::string prefix = "t" + std::to_string(slot) + ".";
+    if (t.tile_machine()) {
+      std::uint64_t cap = m.config().sram_bytes.value_or(0);
+      std::uint64_t scale = cap ? cap : std::max<std::uint64_t>(1, m.sram_peak());
+      char overlay[96];
+      std::snprintf(overlay, sizeof overlay, "SRAM %s of %s  (peak %s)", human_bytes(m.sram_in_use()).c_str(),
+                    cap ? human_bytes(cap).c_str() : "no limit", human_bytes(m.sram_peak()).c_str());
+      float frac = static_cast<float>(m.sram_in_use()) / static_cast<float>(scale);
+      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, frac > 0.9f ? ImVec4(0.8f, 0.35f, 0.25f, 1) : ImVec4(0.30f, 0.55f, 0.80f, 1));
+      ImGui::ProgressBar(frac, ImVec2(-1, 0), overlay);
+      ImGui::PopStyleColor();
+      ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
+      mark(prefix + "sram_bar", a.x, a.y, b.x, b.y);
+      if (cap) {
+        float px = a.x + (b.x - a.x) * std::min(1.0f, static_cast<float>(m.sram_peak()) / static_cast<float>(cap));
+        dl->AddLine(ImVec2(px, a.y), ImVec2(px, b.y), IM_COL32(255, 220, 120, 255), 2);
+      }
+    }
+    bool sym = show_symbolic_ && m.symbolic();
+    const float row_h = mono->FontSize + 6;
+    const float width = ImGui::GetContentRegionAvail().x;
+    const float value_x = 44, sym_x = sym ? std::min(width * 0.45f, 130.0f) + value_x : width;
+    ImVec2 h = ImGui::GetCursorScreenPos();
+    dl->AddText(ImVec2(h.x + 4, h.y), kTextDim, "Reg");
+    dl->AddText(ImVec2(h.x + value_x, h.y), kTextDim, "Value");
+    if (sym) dl->AddText(ImVec2(h.x + sym_x, h.y), kTextDim, "Symbolic");
+    ImGui::Dummy(ImVec2(width, row_h));
+    ImGui::BeginChild("##regs");
+    ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));
+    ImGuiListClipper clipper;
+    clipper.Begin(m.register_count(), row_h);
+    while (clipper.Step()) {
+      for (int reg = clipper.DisplayStart; reg < clipper.DisplayEnd; ++reg) {
+        RegisterRow row = t.register_row(reg);
+        ImVec2 p = ImGui::GetCursorScreenPos();
+        ImGui::PushID(reg);
+        ImGui::InvisibleButton("##reg", ImVec2(width, row_h));
+        bool hovered = ImGui::IsItemHovered();
+        ImGui::PopID();
+        ImVec2 q(p.x + width, p.y + row_h);
+        if (row.changed) {
+          dl = ImGui::GetWindowDrawList();
+          dl->AddRectFilled(p, q, rgb(theme::kChangedRegister));
+          mark(prefix + "changed." + row.name, p.x, p.y, q.x, q.y);
+        } else if (reg % 2) {
+          ImGui::GetWindowDrawList()->AddRectFilled(p, q, IM_COL32(24, 27, 33, 255));
+        }
+        dl = ImGui::GetWindowDrawList();
+        dl->AddText(mono, mono->FontSize, ImVec2(p.x + 4, p.y + 3), row.changed ? IM_COL32(255, 255, 255, 255) : kTextDim, row.name.c_str());
+        text_clipped(dl, mono, ImVec2(p.x + value_x, p.y + 3), row.written ? kText : kTextDim,
+                     row.written ? row.numeric : std::string("-"), p.x + sym_x - 6);
+        if (sym) text_clipped(dl, mono, ImVec2(p.x + sym_x, p.y + 3), IM_COL32(235, 205, 140, 255), row.symbolic, q.x);
+        if (hovered && row.written) {
+          ImGui::BeginTooltip();
+          ImGui::Text("%s = %s", row.name.c_str(), row.numeric.c_str());
+          if (!row.symbolic.empty()) ImGui::Text("symbolic: %s", row.symbolic.c_str());
+          const sim::Tile& tile = m.reg(reg);
+          if (tile.rows * tile.cols > 1 && !tile.v.empty()) {
+            for (int i = 0; i < std::min(tile.rows, 8); ++i) {
+              std::string line;
+              for (int j = 0; j < std::min(tile.cols, 8); ++j) line += sim::format_value(tile.at(i, j)) + "  ";
+              if (tile.cols > 8) line += "...";
+              ImGui::TextUnformatted(line.c_str());
+            }
+            if (tile.rows > 8) ImGui::TextUnformatted("...");
+          }
+          ImGui::EndTooltip();
+        }
+      }
+    }
+    clipper.End();
+    ImGui::PopStyleVar();
+    ImGui::EndChild();
+  }
+  end_pane();
+}
+
+void App::counters_pane(int slot, Rect r) {
+  Trace& t = *model_.trace(slot);
+  if (begin_pane(pane_title(slot, "Counters").c_str(), slot, r)) {
+    const auto& c = t.machine().counters();
+    const auto& total = t.final_counters();
+    ImGui::Text("Cycles");
+    ImGui::SameLine(110);
+    ImGui::TextColored(ImVec4(1, 0.85f, 0.45f, 1), "%s", with_commas(c.cycles).c_str());
+    ImGui::SameLine();
+    ImGui::TextDisabled("of %s", with_commas(total.cycles).c_str());
+    ImGui::Text("DRAM reads");
+    ImGui::SameLine(110);
+    ImGui::Text("%s elem  %s", with_commas(c.elem_reads).c_str(), human_bytes(c.bytes_read).c_str());
+    ImGui::Text("DRAM writes");
+    ImGui::SameLine(110);
+    ImGui::Text("%s elem  %s", with_commas(c.elem_writes).c_str(), human_bytes(c.bytes_written).c_str());
+    // Lesson budgets: the bar is the count so far against the limit; it turns red when the
+    // whole trace would exceed it.
+    for (const auto& b : t.budgets()) {
+      auto now = budget_value(c, b.counter).value_or(0), whole = budget_value(total, b.counter).value_or(0);
+      float frac = b.limit ? static_cast<float>(now) / static_cast<float>(b.limit) : 1.0f;
+      bool over = whole > b.limit;
+      char overlay[96];
+      std::snprintf(overlay, sizeof overlay, "%s %llu / %llu budget%s", b.counter.c_str(), static_cast<unsigned long long>(now),
+                    static_cast<unsigned long long>(b.limit), over ? " (trace exceeds it)" : "");
+      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, over ? ImVec4(0.80f, 0.30f, 0.25f, 1) : ImVec4(0.30f, 0.62f, 0.40f, 1));
+      ImGui::ProgressBar(std::min(frac, 1.0f), ImVec2(-1, 0), overlay);
+      ImGui::PopStyleColor();
+      ImVec2 a = ImGui::GetItemRectMin(), bb = ImGui::GetItemRectMax();
+      mark("t" + std::to_string(slot) + ".budget." + b.counter, a.x, a.y, bb.x, bb.y);
+    }
+    if (t.budgets().empty() && !t.lesson().empty()) ImGui::TextDisabled("lesson %s has no budget", t.lesson().c_str());
+    if (ImGui::BeginTable("##ops", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY)) {
+      ImGui::TableSetupScrollFreeze(0, 1);
+      ImGui::TableSetupColumn("Opcode");
+      ImGui::TableSetupColumn("now", ImGuiTableColumnFlags_WidthFixed, 70);
+      ImGui::TableSetupColumn("trace", ImGuiTableColumnFlags_WidthFixed, 70);
+      ImGui::TableHeadersRow();
+      for (const auto& row : isa::kInstructionTable) {
+        if (!total.count(row.opcode)) continue;
+        ImGui::TableNextRow();
+        ImGui::TableNextColumn();
+        ImGui::TextUnformatted(row.mnemonic.data(), row.mnemonic.data() + row.mnemonic.size());
+        if (ImGui::IsItemHovered()) ImGui::SetTooltip("%.*s  (%u cycle%s)", static_cast<int>(row.syntax.size()), row.syntax.data(),
+                                                      t.machine().config().cycles[static_cast<std::size_t>(row.opcode)],
+                                                      t.machine().config().cycles[static_cast<std::size_t>(row.opcode)] == 1 ? "" : "s");
+        ImGui::TableNextColumn();
+        ImGui::Text("%s", with_commas(c.count(row.opcode)).c_str());
+        ImGui::TableNextColumn();
+        ImGui::TextDisabled("%s", with_commas(total.count(row.opcode)).c_str());
+      }
+      ImGui::EndTable();
+    }
+  }
+  end_pane();
+}
+
+// ---- DRAM heat maps ------------------------------------------------------------------------
+
+void App::dram_pane(int slot, Rect r) {
+  Trace& t = *model_.trace(slot);
+  if (begin_pane(pane_title(slot, "DRAM").c_str(), slot, r, ImGuiWindowFlags_HorizontalScrollbar)) {
+    const auto& p = t.program();
+    const auto& m = t.machine();
+    ImDrawList* dl = ImGui::GetWindowDrawList();
+    ImFont* mono = static_cast<ImFont*>(mono_font_);
+    const std::string prefix = "t" + std::to_string(slot) + ".";
+    auto touched = t.touched();
+    auto next = t.next_touch();
+    // Legend.
+    {
+      ImVec2 a = ImGui::GetCursorScreenPos();
+      ImGui::TextDisabled("reads");
+      ImGui::SameLine();
+      ImVec2 g = ImGui::GetCursorScreenPos();
+      for (int i = 0; i < 60; ++i) dl->AddRectFilled(ImVec2(g.x + i, g.y + 4), ImVec2(g.x + i + 1, g.y + 14), heat(i / 59.0f));
+      ImGui::Dummy(ImVec2(62, 16));
+      ImGui::SameLine();
+      ImGui::TextDisabled("low..high  writes");
+      ImGui::SameLine();
+      ImVec2 w = ImGui::GetCursorScreenPos();
+      dl->AddRectFilled(ImVec2(w.x, w.y + 9), ImVec2(w.x + 18, w.y + 14), IM_COL32(240, 130, 60, 255));
+      ImGui::Dummy(ImVec2(20, 16));
+      ImGui::SameLine();
+      ImGui::TextDisabled("band");
+      ImGui::SameLine();
+      ImVec2 o = ImGui::GetCursorScreenPos();
+      dl->AddRect(ImVec2(o.x, o.y + 3), ImVec2(o.x + 14, o.y + 15), rgb(theme::kTouchedCell), 0, 0, 2.5f);
+      ImGui::Dummy(ImVec2(16, 16));
+      ImGui::SameLine();
+      ImGui::TextDisabled("this step");
+      (void)a;
+    }
+    for (std::uint32_t id = 0; id < p.arrays.size(); ++id) {
+      const auto& d = p.arrays[id];
+      const auto& s = m.array(id);
+      ImGui::Spacing();
+      std::string head = d.name + (d.rank == 2 ? "[" + std::to_string(d.rows) + "][" + std::to_string(d.cols) + "]"
+                                               : "[" + std::to_string(d.rows) + "]");
+      if (d.tile_rows * d.tile_cols > 1) head += "  tiles " + std::to_string(d.tile_rows) + "x" + std::to_string(d.tile_cols);
+      ImGui::TextColored(ImVec4(0.85f, 0.88f, 0.95f, 1), "%s", head.c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("%s%sread %s, written %s", m.is_input(id) ? "in  " : "", m.is_output(id) ? "out  " : "",
+                          human_bytes(s.bytes_read).c_str(), human_bytes(s.bytes_written).c_str());
+      const std::int64_t tiles = d.tile_count();
+      const std::int64_t gc = d.tile_grid_cols();
+      const float avail = std::max(40.0f, ImGui::GetContentRegionAvail().x - 2);
+      float cell;
+      std::int64_t per_row, rows;
+      if (d.rank == 1) {
+        cell = std::clamp(avail / static_cast<float>(tiles), 9.0f, 52.0f);
+        per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, static_cast<std::int64_t>(avail / cell)));
+        rows = (tiles + per_row - 1) / per_row;
+      } else {
+        cell = std::clamp(avail / static_cast<float>(gc), 8.0f, 52.0f);
+        per_row = gc;
+        rows = d.tile_grid_rows();
+      }
+      const float scale_r = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_reads(id)));
+      const float scale_w = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_writes(id)));
+      ImVec2 origin = ImGui::GetCursorScreenPos();
+      ImVec2 grid(static_cast<float>(per_row) * cell, static_cast<float>(rows) * cell);
+      ImGui::InvisibleButton(("##grid" + std::to_string(id)).c_str(), ImVec2(std::max(grid.x, 1.0f), std::max(grid.y, 1.0f)));
+      bool hovered = ImGui::IsItemHovered();
+      // Only the cells inside the pane's clip rectangle are drawn.
+      ImVec2 cmin = dl->GetClipRectMin(), cmax = dl->GetClipRectMax();
+      auto r0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.y - origin.y) / cell));
+      auto r1 = std::min<std::int64_t>(rows, static_cast<std::int64_t>((cmax.y - origin.y) / cell) + 1);
+      auto c0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.x - origin.x) / cell));
+      auto c1 = std::min<std::int64_t>(per_row, static_cast<std::int64_t>((cmax.x - origin.x) / cell) + 1);
+      const float gap = cell >= 14 ? 2.0f : 1.0f;
+      for (std::int64_t gr = r0; gr < r1; ++gr) {
+        for (std::int64_t gcol = c0; gcol < c1; ++gcol) {
+          std::int64_t tile = gr * per_row + gcol;
+          if (tile >= tiles) break;
+          auto ti = static_cast<std::size_t>(tile);
+          ImVec2 a(origin.x + static_cast<float>(gcol) * cell, origin.y + static_cast<float>(gr) * cell);
+          ImVec2 b(a.x + cell - gap, a.y + cell - gap);
+          std::uint32_t reads = s.tile_reads[ti], writes = s.tile_writes[ti];
+          dl->AddRectFilled(a, b, reads ? heat(0.15f + 0.85f * static_cast<float>(reads) / scale_r) : kGridEmpty, cell >= 14 ? 3.0f : 0.0f);
+          if (writes) {
+            float band = std::max(2.0f, (cell - gap) * 0.28f);
+            int alpha = static_cast<int>(120 + 135 * std::min(1.0f, static_cast<float>(writes) / scale_w));
+            dl->AddRectFilled(ImVec2(a.x, b.y - band), b, IM_COL32(240, 130, 60, alpha));
+          }
+          if (cell >= 26 && (reads || writes)) {
+            std::string label = std::to_string(reads);
+            if (writes) label += "/" + std::to_string(writes);
+            ImVec2 sz = mono->CalcTextSizeA(mono->FontSize * 0.85f, 1e9f, 0, label.c_str());
+            if (sz.x < cell - 4)
+              dl->AddText(mono, mono->FontSize * 0.85f, ImVec2(a.x + (cell - gap - sz.x) * 0.5f, a.y + 3),
+                          reads > scale_r * 0.6f ? IM_COL32(20, 24, 30, 255) : IM_COL32(235, 240, 245, 255), label.c_str());
+          }
+          if (next && next->array == id && next->tile == tile)
+            dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(b.x - 1, b.y - 1), rgb(theme::kNextMarker), 0, 0, 1.5f);
+          if (touched && touched->array == id && touched->tile == tile) {
+            dl->AddRect(a, b, rgb(theme::kTouchedCell), cell >= 14 ? 3.0f : 0.0f, 0, cell >= 14 ? 3.0f : 2.0f);
+            mark(prefix + "touched_cell", a.x, a.y, b.x, b.y);
+          }
+        }
+      }
+      if (hovered) {
+        ImVec2 mp = ImGui::GetIO().MousePos;
+        auto gcol = static_cast<std::int64_t>((mp.x - origin.x) / cell), gr = static_cast<std::int64_t>((mp.y - origin.y) / cell);
+        std::int64_t tile = gr * per_row + gcol;
+        if (gcol >= 0 && gcol < per_row && tile >= 0 && tile < tiles) {
+          auto ti = static_cast<std::size_t>(tile);
+          std::int64_t tr = tile / gc, tc = tile % gc;
+          ImGui::BeginTooltip();
+          if (d.rank == 2) ImGui::Text("%s[%lld][%lld]", d.name.c_str(), static_cast<long long>(tr), static_cast<long long>(tc));
+          else ImGui::Text("%s[%lld]", d.name.c_str(), static_cast<long long>(tr));
+          ImGui::Text("read %u times, written %u times", s.tile_reads[ti], s.tile_writes[ti]);
+          if (d.tile_rows == 1 && d.tile_cols == 1 && ti < s.values.size())
+            ImGui::Text("value %s", sim::format_value(s.values[ti]).c_str());
+          if (m.symbolic()) ImGui::Text("holds %s", m.value_symbol(id, tile).c_str());
+          ImGui::EndTooltip();
+        }
+      }
+    }
+  }
+  end_pane();
+}
+
+// ---- bytes over time ----------------------------------------------------------------------
+
+void App::plot_pane(Rect r, bool with_table) {
+  if (begin_pane("DRAM bytes over time##plot", -1, r, ImGuiWindowFlags_NoScrollbar)) {
+    ImVec2 avail = ImGui::GetContentRegionAvail();
+    if (with_table) {
+      ImGui::BeginChild("##cmp", ImVec2(430, avail.y));
+      compare_table();
+      ImGui::EndChild();
+      ImGui::SameLine();
+      avail.x -= 438;
+    }
+    bytes_plot(avail.x, avail.y);
+  }
+  end_pane();
+}
+
+void App::compare_table() {
+  const Trace* a = model_.trace(0);
+  const Trace* b = model_.trace(1);
+  if (!ImGui::BeginTable("##compare", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH)) return;
+  ImGui::TableSetupColumn("now (whole trace)");
+  ImGui::TableSetupColumn("A", ImGuiTableColumnFlags_WidthFixed, 140);
+  ImGui::TableSetupColumn("B", ImGuiTableColumnFlags_WidthFixed, 140);
+  ImGui::TableNextRow(ImGuiTableRowFlags_Headers);
+  ImGui::TableNextColumn();
+  ImGui::TextDisabled("now (whole trace)");
+  ImGui::TableNextColumn();
+  ImGui::TextColored(rgbv(theme::kTraceA), "A");
+  ImGui::TableNextColumn();
+  ImGui::TextColored(rgbv(theme::kTraceB), "B");
+  auto row = [&](const char* name, auto get, bool bytes) {
+    ImGui::TableNextRow();
+    ImGui::TableNextColumn();
+    ImGui::TextUnformatted(name);
+    for (const Trace* t : {a, b}) {
+      ImGui::TableNextColumn();
+      std::uint64_t now = get(t->machine().counters()), whole = get(t->final_counters());
+      std::string s = bytes ? human_bytes(now) + " (" + human_bytes(whole) + ")" : with_commas(now) + " (" + with_commas(whole) + ")";
+      ImGui::TextUnformatted(s.c_str());
+    }
+  };
+  row("step", [](const sim::Counters& c) { return c.instructions; }, false);
+  row("cycles", [](const sim::Counters& c) { return c.cycles; }, false);
+  row("LOADs", [](const sim::Counters& c) { return c.of_class(isa::OpClass::Load); }, false);
+  row("STOREs", [](const sim::Counters& c) { return c.of_class(isa::OpClass::Store); }, false);
+  row("MACs", [](const sim::Counters& c) { return c.of_class(isa::OpClass::Mac); }, false);
+  row("other ops", [](const sim::Counters& c) { return c.of_class(isa::OpClass::Alu); }, false);
+  row("DRAM bytes", [](const sim::Counters& c) { return c.bytes_read + c.bytes_written; }, true);
+  ImGui::EndTable();
+}
+
+void App::bytes_plot(float width, float height) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImVec2 o = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(width, height));
+  const float left = 74, bottom = 22, top = 22, right = 12;
+  ImVec2 a(o.x + left, o.y + top), b(o.x + width - right, o.y + height - bottom);
+  if (b.x - a.x < 40 || b.y - a.y < 20) return;
+  std::uint64_t xmax = std::max<std::uint64_t>(1, model_.max_steps()), ymax = 1;
+  for (int s = 0; s < 2; ++s)
+    if (const Trace* t = model_.trace(s)) ymax = std::max(ymax, t->bytes_series().total());
+  dl->AddRectFilled(a, b, IM_COL32(20, 23, 29, 255));
+  for (int i = 0; i <= 4; ++i) {
+    float y = b.y - (b.y - a.y) * static_cast<float>(i) / 4.0f;
+    dl->AddLine(ImVec2(a.x, y), ImVec2(b.x, y), IM_COL32(48, 54, 64, 255));
+    std::string label = human_bytes(static_cast<std::uint64_t>(static_cast<double>(ymax) * i / 4.0));
+    ImVec2 sz = ImGui::CalcTextSize(label.c_str());
+    dl->AddText(ImVec2(a.x - sz.x - 6, y - sz.y * 0.5f), kTextDim, label.c_str());
+  }
+  dl->AddText(ImVec2(a.x, b.y + 3), kTextDim, "step 0");
+  std::string end = "step " + with_commas(xmax);
+  dl->AddText(ImVec2(b.x - ImGui::CalcTextSize(end.c_str()).x, b.y + 3), kTextDim, end.c_str());
+  auto px = [&](std::uint64_t step) { return a.x + (b.x - a.x) * static_cast<float>(static_cast<double>(step) / static_cast<double>(xmax)); };
+  auto py = [&](std::uint64_t bytes) { return b.y - (b.y - a.y) * static_cast<float>(static_cast<double>(bytes) / static_cast<double>(ymax)); };
+  float legend_x = a.x + 8;
+  for (int s = 0; s < 2; ++s) {
+    const Trace* t = model_.trace(s);
+    if (!t) continue;
+    const auto& series = t->bytes_series();
+    // One point per two pixels: the cost is the plot's width, not the trace's length.
+    std::vector<ImVec2> done, ahead;
+    const int columns = std::max(2, static_cast<int>((b.x - a.x) / 2));
+    for (int i = 0; i <= columns; ++i) {
+      auto step = static_cast<std::uint64_t>(static_cast<double>(xmax) * i / columns);
+      if (step > t->size()) step = t->size();
+      ImVec2 pt(px(step), py(series.at(step)));
+      (step <= t->step() ? done : ahead).push_back(pt);
+      if (step == t->size()) break;
+    }
+    if (!done.empty() && !ahead.empty()) ahead.insert(ahead.begin(), done.back());
+    theme::Rgb c = trace_color(s);
+    if (ahead.size() > 1) dl->AddPolyline(ahead.data(), static_cast<int>(ahead.size()), rgb(c, 90), 0, 1.5f);
+    if (done.size() > 1) dl->AddPolyline(done.data(), static_cast<int>(done.size()), rgb(c), 0, 2.5f);
+    ImVec2 dot(px(t->step()), py(t->dram_bytes()));
+    dl->AddCircleFilled(dot, 4.5f, rgb(c));
+    mark("plot.dot" + std::to_string(s), dot.x - 2, dot.y - 2, dot.x + 2, dot.y + 2);
+    std::string legend = (model_.compare() ? std::string(s == 0 ? "A " : "B ") : std::string()) + t->title() + ": " +
+                         human_bytes(t->dram_bytes()) + " of " + human_bytes(series.total());
+    dl->AddRectFilled(ImVec2(legend_x, o.y + 6), ImVec2(legend_x + 10, o.y + 16), rgb(c));
+    dl->AddText(ImVec2(legend_x + 14, o.y + 2), kText, legend.c_str());
+    legend_x += 14 + ImGui::CalcTextSize(legend.c_str()).x + 20;
+  }
+  float cx = px(model_.step_index());
+  dl->AddLine(ImVec2(cx, a.y), ImVec2(cx, b.y), IM_COL32(255, 255, 255, 110), 1.0f);
+}
+
+// ---- opening traces -----------------------------------------------------------------------
+
+void App::open_entry(int slot, const CatalogEntry& e, const std::map<std::string, std::int64_t>& params) {
+  LoadRequest req;
+  try {
+    req = e.request(params);
+  } catch (const std::exception& ex) {
+    model_.set_error(e.name + ": " + ex.what());
+    return;
+  }
+  if (model_.open(slot, req) && opts_.on_open) opts_.on_open(*model_.trace(slot));
+}
+
+void App::open_path(int slot, const std::string& path, const std::map<std::string, std::int64_t>& params) {
+  LoadRequest req;
+  req.path = path;
+  req.params = params;
+  if (model_.open(slot, req) && opts_.on_open) opts_.on_open(*model_.trace(slot));
+}
+
+void App::open_dialog() {
+  if (open_requested_) {
+    ImGui::OpenPopup("Open trace");
+    open_requested_ = false;
+  }
+  ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(720, 520), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Open trace", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  ImGui::TextDisabled("Open into");
+  ImGui::SameLine();
+  ImGui::RadioButton("A (main trace)", &open_slot_, 0);
+  ImGui::SameLine();
+  ImGui::RadioButton("B (compare side by side)", &open_slot_, 1);
+  ImGui::Separator();
+  ImGui::TextUnformatted("Lesson traces and generated schedules");
+  ImGui::BeginChild("##catalog", ImVec2(0, 230), true);
+  std::string group;
+  for (std::size_t i = 0; i < catalog_.size(); ++i) {
+    if (catalog_[i].group != group) {
+      group = catalog_[i].group;
+      ImGui::TextDisabled("%s", group.c_str());
+    }
+    std::string label = catalog_[i].name + "##" + std::to_string(i);
+    if (ImGui::Selectable(label.c_str(), selected_entry_ == static_cast<int>(i), ImGuiSelectableFlags_DontClosePopups)) {
+      selected_entry_ = static_cast<int>(i);
+      dialog_params_.clear();
+      for (const auto& p : catalog_[i].params) dialog_params_[p.name] = p.value;
+      dialog_path_.clear();
+    }
+    ImGui::SameLine(240);
+    ImGui::TextDisabled("%s", catalog_[i].description.c_str());
+  }
+  ImGui::EndChild();
+  ImGui::TextUnformatted("...or an assembly file");
+  ImGui::SetNextItemWidth(-1);
+  if (ImGui::InputTextWithHint("##path", "path/to/trace.fsa", &dialog_path_)) {
+    selected_entry_ = -1;
+    dialog_params_.clear();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(dialog_path_, ec)) {
+      std::ifstream in(dialog_path_);
+      std::vector<std::string> lines;
+      for (std::string l; lines.size() < 500 && std::getline(in, l);) lines.push_back(l);
+      for (const auto& p : scan_params(lines)) dialog_params_[p.name] = p.value;
+    }
+  }
+  if (!dialog_params_.empty()) {
+    ImGui::TextUnformatted("Parameters");
+    for (auto& [name, value] : dialog_params_) {
+      ImGui::SetNextItemWidth(160);
+      ImGui::InputScalar(name.c_str(), ImGuiDataType_S64, &value);
+    }
+  }
+  ImGui::Spacing();
+  bool can_open = selected_entry_ >= 0 || !dialog_path_.empty();
+  if (!can_open) ImGui::BeginDisabled();
+  if (ImGui::Button("Open", ImVec2(120, 0))) {
+    if (selected_entry_ >= 0) open_entry(open_slot_, catalog_[static_cast<std::size_t>(selected_entry_)], dialog_params_);
+    else open_path(open_slot_, dialog_path_, dialog_params_);
+    ImGui::CloseCurrentPopup();
+  }
+  if (!can_open) ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel", ImVec2(120, 0))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
+}  // namespace flashsim::viewer

@@ -1,0 +1,113 @@
+// The ImGui + GLFW drawing layer over viewer::Model: one window, fixed panes, screenshots.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "viewer/catalog.h"
+#include "viewer/model.h"
+
+struct GLFWwindow;
+
+namespace flashsim::viewer {
+
+// No window could be opened (no display, or no OpenGL 3 context).
+class NoDisplay : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct AppOptions {
+  int width = 1280, height = 800;
+  bool vsync = true;
+  std::string lessons_dir;   // where the Open dialog finds the lesson traces
+  // Called with every error the app raises (assembler errors from the Open dialog); the
+  // executable prints them on stderr.
+  std::function<void(const std::string&)> report_error;
+  // Applies a lesson's budgets to a freshly opened trace (set by main when --lesson is given).
+  std::function<void(Trace&)> on_open;
+};
+
+// A screen rectangle of something the frame highlighted, for the screenshot test.
+struct Mark {
+  std::string name;  // "t0.current_line", "t0.changed.R2", "t0.touched_cell", "error_banner", ...
+  float x0, y0, x1, y1;
+};
+
+class App {
+ public:
+  // Opens the window; throws NoDisplay when none can be made.
+  App(Model& model, AppOptions options);
+  ~App();
+  App(const App&) = delete;
+  App& operator=(const App&) = delete;
+
+  bool should_close() const;
+  // One frame: input, the animated run, the UI and its rendering (not yet presented).
+  // `dt` < 0 uses the wall clock.
+  void frame(double dt = -1);
+  void present();
+  // Writes the frame just rendered as a PNG. Returns "" or an error message.
+  std::string save_screenshot(const std::string& path) const;
+
+  const std::vector<Mark>& marks() const { return marks_; }
+  std::string layout_dump() const;  // one "rect NAME x0 y0 x1 y1" line per mark
+  double last_ui_ms() const { return ui_ms_; }
+  double last_render_ms() const { return render_ms_; }
+
+ private:
+  struct Rect {
+    float x, y, w, h;
+  };
+  void setup_style();
+  void draw_ui();
+  void handle_keys();
+  float draw_menu_bar();
+  void draw_toolbar(Rect r);
+  void draw_error_banner(Rect r);
+  void draw_welcome(Rect r);
+  void layout_single(Rect r);
+  void layout_compare(Rect r);
+  void source_pane(int slot, Rect r, bool with_trace_tab);
+  void source_lines(int slot);
+  void trace_lines(int slot);
+  void registers_pane(int slot, Rect r);
+  void counters_pane(int slot, Rect r);
+  void dram_pane(int slot, Rect r);
+  void plot_pane(Rect r, bool with_table);
+  void bytes_plot(float width, float height);
+  void compare_table();
+  void open_dialog();
+  bool begin_pane(const char* title, int slot, Rect r, int extra_flags = 0);
+  void end_pane();
+  void mark(const std::string& name, float x0, float y0, float x1, float y1);
+  std::string pane_title(int slot, const char* pane) const;
+  void open_entry(int slot, const CatalogEntry& e, const std::map<std::string, std::int64_t>& params);
+  void open_path(int slot, const std::string& path, const std::map<std::string, std::int64_t>& params);
+
+  Model& model_;
+  AppOptions opts_;
+  GLFWwindow* window_ = nullptr;
+  std::vector<Mark> marks_;
+  double last_time_ = 0;
+  double ui_ms_ = 0, render_ms_ = 0;
+  void* mono_font_ = nullptr;  // ImFont*
+  bool show_symbolic_ = true;
+  bool show_keys_ = false;
+  std::uint64_t scrolled_to_[2][2] = {{~0ull, ~0ull}, {~0ull, ~0ull}};  // [slot][source, trace]
+
+  // Open dialog state.
+  bool open_requested_ = false;
+  int open_slot_ = 0;
+  std::vector<CatalogEntry> catalog_;
+  int selected_entry_ = -1;
+  std::map<std::string, std::int64_t> dialog_params_;
+  std::string dialog_path_;
+  std::string last_reported_error_;
+};
+
+}  // namespace flashsim::viewer

@@ -1,0 +1,495 @@
+#include "viewer/model.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <sstream>
+
+#include "isa/assembler.h"
+#include "sim/report.h"
+
+namespace flashsim::viewer {
+
+using isa::Opcode;
+using isa::Operand;
+
+namespace {
+
+std::string default_title(const std::string& path) {
+  // "lessons/03-outer-product/solution.fsa" -> "03-outer-product/solution.fsa"
+  auto last = path.find_last_of('/');
+  if (last == std::string::npos || last == 0) return path;
+  auto before = path.find_last_of('/', last - 1);
+  return before == std::string::npos ? path : path.substr(before + 1);
+}
+
+std::string trim(const std::string& s) {
+  std::size_t a = 0, b = s.size();
+  while (a < b && std::isspace(static_cast<unsigned char>(s[a]))) ++a;
+  while (b > a && std::isspace(static_cast<unsigned char>(s[b - 1]))) --b;
+  return s.substr(a, b - a);
+}
+
+std::optional<Touch> memory_operand(const isa::Program& p, const isa::Instruction& in) {
+  if (in.op != Opcode::LOAD && in.op != Opcode::STORE) return std::nullopt;
+  const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
+  const auto& a = p.arrays[m.array];
+  return Touch{m.array, m.row * a.tile_grid_cols() + m.col, in.op == Opcode::STORE};
+}
+
+std::string touch_text(const isa::Program& p, const Touch& t) {
+  const auto& a = p.arrays[t.array];
+  std::int64_t tr = t.tile / a.tile_grid_cols(), tc = t.tile % a.tile_grid_cols();
+  std::string s = a.name + "[" + std::to_string(tr) + "]";
+  if (a.rank == 2) s += "[" + std::to_string(tc) + "]";
+  return s + (t.write ? " write" : " read");
+}
+
+}  // namespace
+
+std::uint64_t BytesSeries::at(std::uint64_t step) const {
+  if (samples.empty()) return 0;
+  if (step >= steps) return samples.back();
+  return samples[std::min<std::size_t>(static_cast<std::size_t>(step / stride), samples.size() - 1)];
+}
+
+std::vector<ParamDecl> scan_params(const std::vector<std::string>& lines) {
+  std::vector<ParamDecl> out;
+  for (const auto& raw : lines) {
+    std::string s = trim(raw.substr(0, raw.find('#')));
+    if (s.rfind(".param", 0) != 0 || s.size() < 7 || !std::isspace(static_cast<unsigned char>(s[6]))) continue;
+    auto eq = s.find('=');
+    if (eq == std::string::npos) continue;
+    std::string name = trim(s.substr(6, eq - 6));
+    std::string value = trim(s.substr(eq + 1));
+    if (name.empty()) continue;
+    ParamDecl d{name, 0};
+    try {
+      std::size_t used = 0;
+      d.value = std::stoll(value, &used);
+      if (used != value.size()) d.value = 0;  // an expression: the dialog starts from 0
+    } catch (const std::exception&) {
+      d.value = 0;
+    }
+    out.push_back(d);
+  }
+  return out;
+}
+
+std::optional<std::uint64_t> budget_value(const sim::Counters& c, const std::string& counter) {
+  if (counter == "cycles") return c.cycles;
+  if (counter == "instructions") return c.instructions;
+  if (counter == "loads") return c.of_class(isa::OpClass::Load);
+  if (counter == "stores") return c.of_class(isa::OpClass::Store);
+  if (counter == "macs") return c.of_class(isa::OpClass::Mac);
+  if (counter == "dram_reads") return c.elem_reads;
+  if (counter == "dram_writes") return c.elem_writes;
+  if (auto op = isa::find_mnemonic(counter)) return c.count(*op);
+  return std::nullopt;
+}
+
+// ---- Trace ---------------------------------------------------------------------------------
+
+Trace::Trace(const LoadRequest& request) : request_(request) {
+  isa::Program prog;
+  if (request.program) {
+    prog = *request.program;
+    request_.program.reset();  // the machine keeps the only copy of a possibly huge trace
+  } else {
+    isa::AssembleOptions opts;
+    opts.params = request.params;
+    prog = isa::assemble_file(request.path, opts);
+  }
+  path_ = request.program ? prog.name : request.path;
+  title_ = request.title.empty() ? default_title(path_) : request.title;
+  params_ = scan_params(prog.source_lines);
+  for (auto& p : params_)
+    if (auto it = request.params.find(p.name); it != request.params.end()) p.value = it->second;
+
+  sim::MachineOptions opts;
+  opts.regs = request.regs;
+  opts.symbolic = request.symbolic.value_or(prog.code.size() <= kSymbolicLimit);
+  std::size_t lines = prog.source_lines.size() + 1;
+  for (const auto& in : prog.code) lines = std::max<std::size_t>(lines, in.loc.line + 1);
+  line_hits_.assign(lines, 0);
+  line_total_.assign(lines, 0);
+  for (const auto& in : prog.code) ++line_total_[in.loc.line];
+  machine_ = std::make_unique<sim::Machine>(std::move(prog), std::move(opts));
+  prepass();
+}
+
+void Trace::prepass() {
+  // Whole-trace traffic straight from the code (the same arithmetic as the machine's
+  // counters), so the heat-map scale and the bytes plot cost one cheap pass, not a second run.
+  const isa::Program& p = program();
+  const auto& cfg = machine_->config();
+  const std::uint64_t n = p.code.size();
+  std::vector<std::vector<std::uint32_t>> reads(p.arrays.size()), writes(p.arrays.size());
+  for (std::size_t a = 0; a < p.arrays.size(); ++a) {
+    reads[a].assign(static_cast<std::size_t>(p.arrays[a].tile_count()), 0);
+    writes[a].assign(static_cast<std::size_t>(p.arrays[a].tile_count()), 0);
+  }
+  series_ = {};
+  series_.steps = n;
+  series_.stride = std::max<std::uint64_t>(1, (n + kMaxSeriesSamples - 2) / (kMaxSeriesSamples - 1));
+  series_.samples.reserve(kMaxSeriesSamples + 1);
+  series_.samples.push_back(0);
+  final_counters_ = {};
+  std::uint64_t bytes = 0;
+  for (std::uint64_t i = 0; i < n; ++i) {
+    const isa::Instruction& in = p.code[i];
+    auto op = static_cast<std::size_t>(in.op);
+    final_counters_.cycles += cfg.cycles[op];
+    ++final_counters_.instructions;
+    ++final_counters_.per_op[op];
+    if (auto t = memory_operand(p, in)) {
+      const auto& d = p.arrays[t->array];
+      const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
+      auto vr = static_cast<std::uint64_t>(std::min(d.tile_rows, d.rows - m.row * d.tile_rows));
+      auto vc = static_cast<std::uint64_t>(std::min(d.tile_cols, d.cols - m.col * d.tile_cols));
+      std::uint64_t elems = vr * vc, b = elems * machine_->element_bytes(t->array);
+      bytes += b;
+      auto tile = static_cast<std::size_t>(t->tile);
+      if (t->write) {
+        ++writes[t->array][tile];
+        final_counters_.elem_writes += elems;
+        final_counters_.bytes_written += b;
+      } else {
+        ++reads[t->array][tile];
+        final_counters_.elem_reads += elems;
+        final_counters_.bytes_read += b;
+      }
+    }
+    if ((i + 1) % series_.stride == 0 || i + 1 == n) series_.samples.push_back(bytes);
+  }
+  final_max_reads_.assign(p.arrays.size(), 0);
+  final_max_writes_.assign(p.arrays.size(), 0);
+  for (std::size_t a = 0; a < p.arrays.size(); ++a) {
+    for (auto c : reads[a]) final_max_reads_[a] = std::max(final_max_reads_[a], c);
+    for (auto c : writes[a]) final_max_writes_[a] = std::max(final_max_writes_[a], c);
+  }
+}
+
+void Trace::count_line(std::uint64_t index, int sign) {
+  auto line = program().code[index].loc.line;
+  line_hits_[line] = static_cast<std::uint64_t>(static_cast<std::int64_t>(line_hits_[line]) + sign);
+}
+
+void Trace::set_lesson(std::string name, std::vector<Budget> budgets) {
+  lesson_ = std::move(name);
+  budgets_ = std::move(budgets);
+}
+
+bool Trace::step_forward() {
+  if (machine_->done()) return false;
+  try {
+    machine_->step();
+  } catch (const sim::MachineFault& f) {
+    fault_ = f.what();
+    return false;
+  }
+  count_line(machine_->pc() - 1, +1);
+  fault_.clear();
+  return true;
+}
+
+bool Trace::step_back() {
+  if (!machine_->step_back()) return false;
+  count_line(machine_->pc(), -1);
+  fault_.clear();
+  return true;
+}
+
+void Trace::reset() {
+  machine_->reset();
+  std::fill(line_hits_.begin(), line_hits_.end(), 0);
+  fault_.clear();
+}
+
+void Trace::seek(std::uint64_t k) {
+  k = std::min(k, size());
+  if (k == 0) return reset();
+  while (step() > k && step_back()) {
+  }
+  while (step() < k && step_forward()) {
+  }
+}
+
+bool Trace::line_has_code(std::uint32_t line) const {
+  return line < line_total_.size() && line_total_[line] > 0;
+}
+
+bool Trace::toggle_breakpoint(std::uint32_t line) {
+  if (!line_has_code(line)) return false;
+  if (!breakpoints_.erase(line)) breakpoints_.insert(line);
+  return true;
+}
+
+bool Trace::at_breakpoint() const {
+  return !breakpoints_.empty() && !done() && breakpoints_.count(program().code[step()].loc.line);
+}
+
+std::optional<std::uint64_t> Trace::current_index() const {
+  if (step() == 0) return std::nullopt;
+  return step() - 1;
+}
+
+std::uint32_t Trace::current_line() const {
+  auto i = current_index();
+  return i ? program().code[*i].loc.line : 0;
+}
+
+std::uint32_t Trace::next_line() const { return done() ? 0 : program().code[step()].loc.line; }
+
+std::string Trace::instruction_text(std::uint64_t index) const {
+  return isa::format_instruction(program(), program().code[index]);
+}
+
+std::vector<int> Trace::changed_registers() const {
+  std::vector<int> out;
+  auto i = current_index();
+  if (!i) return out;
+  const isa::Instruction& in = program().code[*i];
+  const auto& info = isa::info(in.op);
+  for (int k = 0; k < info.operand_count; ++k)
+    if (info.operands[static_cast<std::size_t>(k)] == isa::OperandKind::DstReg)
+      out.push_back(in.operands[static_cast<std::size_t>(k)].reg);
+  return out;
+}
+
+RegisterRow Trace::register_row(int r) const {
+  RegisterRow row;
+  row.name = "R" + std::to_string(r);
+  row.written = machine_->reg_written(r);
+  auto changed = changed_registers();
+  row.changed = std::find(changed.begin(), changed.end(), r) != changed.end();
+  if (!row.written) return row;
+  const sim::Tile& t = machine_->reg(r);
+  if (t.rows == 1 && t.cols == 1) {
+    if (!t.v.empty()) row.numeric = sim::format_value(t.v[0]);
+  } else {
+    row.numeric = std::to_string(t.rows) + "x" + std::to_string(t.cols) + " @(" + std::to_string(t.row0) + "," +
+                  std::to_string(t.col0) + ")";
+    if (t.valid_rows != t.rows || t.valid_cols != t.cols)
+      row.numeric += " valid " + std::to_string(t.valid_rows) + "x" + std::to_string(t.valid_cols);
+    for (std::size_t k = 0; k < std::min<std::size_t>(3, t.v.size()); ++k) row.numeric += " " + sim::format_value(t.v[k]);
+    if (t.v.size() > 3) row.numeric += " ...";
+  }
+  if (machine_->symbolic()) row.symbolic = machine_->reg_symbol(r);
+  return row;
+}
+
+std::optional<Touch> Trace::touched() const {
+  auto i = current_index();
+  return i ? memory_operand(program(), program().code[*i]) : std::nullopt;
+}
+
+std::optional<Touch> Trace::next_touch() const {
+  return done() ? std::nullopt : memory_operand(program(), program().code[step()]);
+}
+
+std::uint64_t Trace::line_hits(std::uint32_t line) const { return line < line_hits_.size() ? line_hits_[line] : 0; }
+std::uint64_t Trace::line_total(std::uint32_t line) const { return line < line_total_.size() ? line_total_[line] : 0; }
+
+std::uint64_t Trace::dram_bytes() const {
+  const auto& c = machine_->counters();
+  return c.bytes_read + c.bytes_written;
+}
+
+// ---- Model ---------------------------------------------------------------------------------
+
+bool Model::open(int slot, const LoadRequest& request) {
+  try {
+    auto t = std::make_unique<Trace>(request);
+    if (const Trace* other = traces_[1 - slot].get()) t->seek(other->step());  // join the lockstep
+    traces_[slot] = std::move(t);
+    error_.clear();
+    return true;
+  } catch (const std::exception& e) {
+    // isa::AsmError reads FILE:LINE:COL: error: ...; a MachineFault names the bad input.
+    error_ = e.what();
+    std::string where = request.program ? request.program->name : request.path;
+    if (dynamic_cast<const sim::MachineFault*>(&e)) error_ = where + ": " + error_;
+    return false;
+  }
+}
+
+void Model::close(int slot) {
+  traces_[slot].reset();
+  if (!traces_[0] && traces_[1]) std::swap(traces_[0], traces_[1]);
+  if (trace_count() == 0) running_ = false;
+}
+
+template <class F>
+bool Model::each(F&& f) {
+  bool any = false;
+  for (auto& t : traces_)
+    if (t && f(*t)) any = true;
+  return any;
+}
+
+bool Model::step() {
+  bool moved = each([](Trace& t) { return t.step_forward(); });
+  for (auto& t : traces_)
+    if (t && !t->fault().empty()) running_ = false;
+  return moved;
+}
+
+bool Model::step_back() {
+  running_ = false;
+  // Lockstep: only the traces at the shared position move back, so a shorter trace that
+  // finished early waits at its end until the longer one comes back to it.
+  std::uint64_t k = step_index();
+  return each([k](Trace& t) { return t.step() == k && t.step_back(); });
+}
+
+void Model::reset() {
+  running_ = false;
+  each([](Trace& t) {
+    t.reset();
+    return true;
+  });
+}
+
+void Model::seek(std::uint64_t k) {
+  each([k](Trace& t) {
+    t.seek(k);
+    return true;
+  });
+}
+
+bool Model::run_to_breakpoint() {
+  running_ = false;
+  if (!step()) return false;
+  for (;;) {
+    for (auto& t : traces_) {
+      if (!t) continue;
+      if (!t->fault().empty()) return false;
+      if (t->at_breakpoint()) return true;
+    }
+    if (!step()) return false;
+  }
+}
+
+std::uint64_t Model::step_index() const {
+  std::uint64_t k = 0;
+  for (auto& t : traces_)
+    if (t) k = std::max(k, t->step());
+  return k;
+}
+
+std::uint64_t Model::max_steps() const {
+  std::uint64_t n = 0;
+  for (auto& t : traces_)
+    if (t) n = std::max(n, t->size());
+  return n;
+}
+
+bool Model::all_done() const {
+  for (auto& t : traces_)
+    if (t && !t->done()) return false;
+  return true;
+}
+
+void Model::set_speed(double s) { speed_ = std::clamp(s, 0.5, 10'000'000.0); }
+
+std::uint64_t Model::tick(double seconds, std::uint64_t budget_steps) {
+  if (!running_) return 0;
+  carry_ += speed_ * std::max(0.0, seconds);
+  auto n = static_cast<std::uint64_t>(carry_);
+  if (n > budget_steps) {
+    n = budget_steps;
+    carry_ = 0;  // a slow frame drops the backlog instead of piling it up
+  } else {
+    carry_ -= static_cast<double>(n);
+  }
+  std::uint64_t done = 0;
+  for (; done < n; ++done) {
+    if (!step()) {
+      running_ = false;
+      break;
+    }
+    for (auto& t : traces_)
+      if (t && t->at_breakpoint()) running_ = false;
+    if (!running_) {
+      ++done;
+      break;
+    }
+  }
+  if (all_done()) running_ = false;
+  return done;
+}
+
+std::string dump_trace(const Trace& t) {
+  std::ostringstream os;
+  const auto& p = t.program();
+  const auto& m = t.machine();
+  os << "title: " << t.title() << "\n";
+  os << "file: " << t.path() << "\n";
+  for (const auto& pd : t.params()) os << "param: " << pd.name << " = " << pd.value << "\n";
+  os << "step: " << t.step() << "/" << t.size() << "\n";
+  if (auto i = t.current_index())
+    os << "current: step " << (*i + 1) << " line " << t.current_line() << ": " << t.instruction_text(*i) << "\n";
+  else
+    os << "current: none\n";
+  if (!t.done()) os << "next: line " << t.next_line() << ": " << t.instruction_text(t.step()) << "\n";
+  else os << "next: end\n";
+  os << "changed:";
+  for (int r : t.changed_registers()) os << " R" << r;
+  os << "\n";
+  for (int r = 0; r < m.register_count(); ++r) {
+    auto row = t.register_row(r);
+    os << row.name << ": " << (row.written ? row.numeric : "-");
+    if (!row.symbolic.empty()) os << " | " << row.symbolic;
+    os << "\n";
+  }
+  auto touched = t.touched();
+  os << "touched: " << (touched ? touch_text(p, *touched) : "none") << "\n";
+  auto next = t.next_touch();
+  os << "next_touch: " << (next ? touch_text(p, *next) : "none") << "\n";
+  for (std::uint32_t a = 0; a < p.arrays.size(); ++a) {
+    const auto& s = m.array(a);
+    os << "array " << p.arrays[a].name << ": reads";
+    for (auto c : s.tile_reads) os << " " << c;
+    os << " writes";
+    for (auto c : s.tile_writes) os << " " << c;
+    os << "\n";
+    if (s.tile_reads.size() > 64) break;  // keep the dump small for big traces
+  }
+  os << "breakpoints:";
+  for (auto l : t.breakpoints()) os << " " << l;
+  os << "\n";
+  const auto& c = m.counters();
+  os << "counters: cycles=" << c.cycles << " instructions=" << c.instructions << " elem_reads=" << c.elem_reads
+     << " elem_writes=" << c.elem_writes << " bytes_read=" << c.bytes_read << " bytes_written=" << c.bytes_written
+     << "\n";
+  os << "ops:";
+  for (const auto& row : isa::kInstructionTable)
+    if (c.count(row.opcode)) os << " " << row.mnemonic << "=" << c.count(row.opcode);
+  os << "\n";
+  if (t.tile_machine()) {
+    os << "sram: in_use=" << m.sram_in_use() << " peak=" << m.sram_peak();
+    if (m.config().sram_bytes) os << " capacity=" << *m.config().sram_bytes;
+    os << "\n";
+  }
+  if (!t.lesson().empty()) os << "lesson: " << t.lesson() << "\n";
+  for (const auto& b : t.budgets()) {
+    auto now = budget_value(c, b.counter), total = budget_value(t.final_counters(), b.counter);
+    os << "budget: " << b.counter << " " << (now ? *now : 0) << "/" << b.limit << " (whole trace "
+       << (total ? *total : 0) << ")\n";
+  }
+  if (!t.fault().empty()) os << "fault: " << t.fault() << "\n";
+  return os.str();
+}
+
+std::string Model::dump() const {
+  std::ostringstream os;
+  os << "traces: " << trace_count() << "\n";
+  os << "step_index: " << step_index() << "\n";
+  if (!error_.empty()) os << "error: " << error_ << "\n";
+  for (int s = 0; s < 2; ++s)
+    if (const Trace* t = trace(s)) os << "[trace " << s << "]\n" << dump_trace(*t);
+  return os.str();
+}
+
+}  // namespace flashsim::viewer
