@@ -403,6 +403,10 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
     std::int64_t n = c.expr();
     if (n <= 0) c.fail_at(at, "SRAM size must be positive");
     prog_.config.sram_bytes = static_cast<std::uint64_t>(n);
+  } else if (word == "causal") {
+    // .causal [D]: MASK hides keys right of the diagonal col = row + D (D = 0 when omitted).
+    c.skip_space();
+    prog_.config.causal_diag = c.done() ? 0 : c.expr();
   } else if (word == "seed") {
     std::size_t at = (c.skip_space(), c.col());
     std::int64_t n = c.expr();
@@ -449,7 +453,7 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
     }
   } else {
     c.fail_at(col, "unknown directive ." + word +
-                       " (known: .regs .elem .dtype .sram .seed .cost .param .array .input .fill .for .end)");
+                       " (known: .regs .elem .dtype .sram .causal .seed .cost .param .array .input .fill .for .end)");
   }
   c.expect_end();
 }

@@ -14,6 +14,9 @@ enum class Opcode : std::uint8_t {
   LOAD, STORE, MAC_Z, MAC, MAX, SUB, EXP, ADD, MUL, DIV, MOV,
   // Tile-only reductions ("element is tile"): on a 1x1 tile they are the identity.
   ROWMAX, ROWSUM,
+  // Attention on tiles: masking, exp of a difference that survives fully masked rows,
+  // logarithms for the logsumexp, and a division that maps an empty row to 0.
+  MASK, EXPD, EXP2D, LOG, LOG2, SDIV,
   kCount
 };
 inline constexpr std::size_t kOpcodeCount = static_cast<std::size_t>(Opcode::kCount);
@@ -56,6 +59,12 @@ inline constexpr std::array<OpInfo, kOpcodeCount> kInstructionTable{{
   {Opcode::MOV,    "MOV",    2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "MOV Rs, Rd",          "Rd = Rs"},
   {Opcode::ROWMAX, "ROWMAX", 2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "ROWMAX Ra, Rd",       "Rd[i] = max_j Ra[i][j] (tile -> column)"},
   {Opcode::ROWSUM, "ROWSUM", 2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "ROWSUM Ra, Rd",       "Rd[i] = sum_j Ra[i][j] (tile -> column)"},
+  {Opcode::MASK,   "MASK",   2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "MASK Ra, Rd",         "Rd = Ra with -inf at padded columns (j >= valid_cols) and, under .causal D, where global col > global row + D"},
+  {Opcode::EXPD,   "EXPD",   3, {K::SrcReg, K::SrcReg, K::DstReg},          OpClass::Alu,   1, "EXPD Ra, Rb, Rd",     "Rd = exp(Ra - Rb), broadcast; 0 where Rb is -inf (a fully masked row has no weight)"},
+  {Opcode::EXP2D,  "EXP2D",  3, {K::SrcReg, K::SrcReg, K::DstReg},          OpClass::Alu,   1, "EXP2D Ra, Rb, Rd",    "Rd = 2^(Ra - Rb), broadcast; 0 where Rb is -inf"},
+  {Opcode::LOG,    "LOG",    2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "LOG Ra, Rd",          "Rd = ln(Ra); ln(0) = -inf"},
+  {Opcode::LOG2,   "LOG2",   2, {K::SrcReg, K::DstReg},                     OpClass::Alu,   1, "LOG2 Ra, Rd",         "Rd = log2(Ra); log2(0) = -inf"},
+  {Opcode::SDIV,   "SDIV",   3, {K::SrcReg, K::SrcReg, K::DstReg},          OpClass::Alu,   1, "SDIV Ra, Rb, Rd",     "Rd = Ra / Rb, broadcast; 0 where Rb is 0 (a fully masked row's output)"},
 }};
 // clang-format on
 

@@ -61,6 +61,7 @@ std::string disassemble(const Program& p) {
   if (c.elem_bytes != 4) os << ".elem " << c.elem_bytes << "\n";
   if (c.f64) os << ".dtype f64\n";
   if (c.sram_bytes) os << ".sram " << *c.sram_bytes << "\n";
+  if (c.causal_diag) os << ".causal " << *c.causal_diag << "\n";
   for (std::size_t i = 0; i < kOpcodeCount; ++i)
     if (c.cycles[i] != kInstructionTable[i].default_cycles)
       os << ".cost " << kInstructionTable[i].mnemonic << "=" << c.cycles[i] << "\n";

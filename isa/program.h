@@ -60,6 +60,7 @@ struct MachineConfig {
   int elem_bytes = 4;
   bool f64 = false;                         // registers hold float64 instead of float32
   std::optional<std::uint64_t> sram_bytes;  // register-file capacity (tile machine)
+  std::optional<std::int64_t> causal_diag;  // .causal D: MASK also hides global col > global row + D
   std::array<std::uint32_t, kOpcodeCount> cycles = default_cycles();
   std::uint64_t seed = 1;
 

@@ -81,6 +81,7 @@ Machine::Machine(isa::Program program, MachineOptions options)
   }
   if (regs_ < 1) regs_ = 1;
   scalar_ = prog_.is_scalar();
+  uses_mask_ = std::any_of(prog_.code.begin(), prog_.code.end(), [](const isa::Instruction& in) { return in.op == Opcode::MASK; });
   check_static();
   init_memory();
   reset();
@@ -106,20 +107,22 @@ void Machine::check_static() {
   // Inputs: arrays with a tile loaded before any store to it; outputs: arrays stored to.
   is_input_.assign(prog_.arrays.size(), false);
   is_output_.assign(prog_.arrays.size(), false);
-  std::vector<std::vector<bool>> stored(prog_.arrays.size());
+  // Flat byte maps: this pass runs over every instruction of long count-only traces.
+  std::vector<std::size_t> first_tile(prog_.arrays.size() + 1, 0);
   for (std::size_t a = 0; a < prog_.arrays.size(); ++a)
-    stored[a].assign(static_cast<std::size_t>(prog_.arrays[a].tile_count()), false);
-  std::vector<bool> written(static_cast<std::size_t>(regs_), false);
+    first_tile[a + 1] = first_tile[a] + static_cast<std::size_t>(prog_.arrays[a].tile_count());
+  std::vector<std::uint8_t> stored(first_tile.back(), 0);
+  std::vector<std::uint8_t> written(static_cast<std::size_t>(regs_), 0);
   static_ok_ = true;
   for (const auto& in : prog_.code) {
     const auto& info = isa::info(in.op);
     for (int k = 0; k < info.operand_count; ++k) {
       const Operand& o = in.operands[k];
       if (o.kind == Operand::Kind::Mem) {
-        auto t = static_cast<std::size_t>(flat_tile(o));
-        if (info.operands[k] == isa::OperandKind::MemSrc && !stored[o.array][t]) is_input_[o.array] = true;
+        auto t = first_tile[o.array] + static_cast<std::size_t>(flat_tile(o));
+        if (info.operands[k] == isa::OperandKind::MemSrc && !stored[t]) is_input_[o.array] = true;
         if (info.operands[k] == isa::OperandKind::MemDst) {
-          stored[o.array][t] = true;
+          stored[t] = 1;
           is_output_[o.array] = true;
         }
       } else if (o.kind == Operand::Kind::Reg) {
@@ -127,7 +130,7 @@ void Machine::check_static() {
       }
     }
     for (int k = 0; k < info.operand_count; ++k)
-      if (info.operands[k] == isa::OperandKind::DstReg) written[in.operands[k].reg] = true;
+      if (info.operands[k] == isa::OperandKind::DstReg) written[in.operands[k].reg] = 1;
   }
 }
 
@@ -348,7 +351,7 @@ bool Machine::run_to_breakpoint(const std::set<std::uint32_t>& lines) {
 }
 
 void Machine::run() {
-  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values) {
+  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values && !uses_mask_) {
     if (opts_.history) run_scalar_fast<true>();
     else run_scalar_fast<false>();
     return;
@@ -376,7 +379,8 @@ void Machine::update_sram(int r, std::uint64_t old_bytes) {
 void Machine::step() {
   if (done()) return;
   const isa::Instruction& in = prog_.code[pc_];
-  if (!scalar_) sram_hist_.emplace_back(sram_in_use_, sram_peak_);
+  const bool keep_sram = !scalar_ && opts_.history;  // only step_back reads sram_hist_
+  if (keep_sram) sram_hist_.emplace_back(sram_in_use_, sram_peak_);
   std::size_t undo_mark = undo_.size();
   try {
     execute(in);
@@ -386,7 +390,7 @@ void Machine::step() {
       ++pc_;
       count_access(in, +1);
       step_back();
-    } else if (!scalar_) {
+    } else if (keep_sram) {
       sram_hist_.pop_back();
     }
     throw;
@@ -425,7 +429,7 @@ std::string shape_text(std::int32_t r, std::int32_t c) { return std::to_string(r
 void Machine::execute(const isa::Instruction& in) {
   const auto& ops = in.operands;
   const bool values = opts_.compute_values;
-  const std::string mn(isa::info(in.op).mnemonic);
+  const std::string_view mn = isa::info(in.op).mnemonic;  // no string per instruction
   auto view = [&](const Operand& o) {
     if (!reg_written_[o.reg]) fault("R" + std::to_string(o.reg) + " is read before anything was written to it");
     return View{&regs_state_[o.reg], o.transposed};
@@ -506,7 +510,7 @@ void Machine::execute(const isa::Instruction& in) {
     case Opcode::MAC: {
       View a = view(ops[0]), b = view(ops[1]);
       if (a.cols() != b.rows())
-        fault(mn + ": cannot multiply a " + shape_text(a.rows(), a.cols()) + " tile by a " +
+        fault(std::string(mn) + ": cannot multiply a " + shape_text(a.rows(), a.cols()) + " tile by a " +
               shape_text(b.rows(), b.cols()) + " tile");
       Tile out = shaped(a, a.rows(), b.cols());
       out.col0 = b.col0();
@@ -542,11 +546,14 @@ void Machine::execute(const isa::Instruction& in) {
     case Opcode::SUB:
     case Opcode::ADD:
     case Opcode::MUL:
-    case Opcode::DIV: {
+    case Opcode::DIV:
+    case Opcode::EXPD:
+    case Opcode::EXP2D:
+    case Opcode::SDIV: {
       View a = view(ops[0]), b = view(ops[1]);
       auto fits = [](std::int32_t x, std::int32_t y) { return x == y || x == 1 || y == 1; };
       if (!fits(a.rows(), b.rows()) || !fits(a.cols(), b.cols()))
-        fault(mn + ": a " + shape_text(a.rows(), a.cols()) + " tile and a " + shape_text(b.rows(), b.cols()) +
+        fault(std::string(mn) + ": a " + shape_text(a.rows(), a.cols()) + " tile and a " + shape_text(b.rows(), b.cols()) +
               " tile do not broadcast");
       std::int32_t rows = std::max(a.rows(), b.rows()), cols = std::max(a.cols(), b.cols());
       const View& like = (a.rows() == rows && a.cols() == cols) ? a : b;
@@ -562,6 +569,10 @@ void Machine::execute(const isa::Instruction& in) {
               case Opcode::SUB: r = x - y; break;
               case Opcode::ADD: r = x + y; break;
               case Opcode::MUL: r = x * y; break;
+              // A row whose every score is masked has max -inf; its weights are 0, not NaN.
+              case Opcode::EXPD: r = y == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp(x - y); break;
+              case Opcode::EXP2D: r = y == -std::numeric_limits<double>::infinity() ? 0.0 : std::exp2(x - y); break;
+              case Opcode::SDIV: r = y == 0 ? 0.0 : x / y; break;
               default:
                 if (y == 0) {
                   if (rows == 1 && cols == 1) fault("division by zero: R" + std::to_string(ops[1].reg) + " is 0");
@@ -582,6 +593,8 @@ void Machine::execute(const isa::Instruction& in) {
           case Opcode::SUB: s = x == y ? "0" : y == "0" ? x : x + " - " + tight(y); break;
           case Opcode::ADD: s = x == "0" ? y : y == "0" ? x : x + " + " + y; break;
           case Opcode::MUL: s = x == "1" ? y : y == "1" ? x : tight(x) + "*" + tight(y); break;
+          case Opcode::EXPD: s = "exp(" + x + " - " + tight(y) + ")"; break;
+          case Opcode::EXP2D: s = "exp2(" + x + " - " + tight(y) + ")"; break;
           default: s = y == "1" ? x : tight(x) + "/" + tight(y);
         }
       }
@@ -597,7 +610,39 @@ void Machine::execute(const isa::Instruction& in) {
           for (std::int32_t j = 0; j < a.cols(); ++j)
             out.v[static_cast<std::size_t>(i * a.cols() + j)] =
                 in.op == Opcode::EXP ? rnd(std::exp(a.at(i, j))) : a.at(i, j);
-      std::string s = opts_.symbolic ? (in.op == Opcode::EXP ? (sym(ops[0]) == "0" ? "1" : "exp(" + sym(ops[0]) + ")") : sym(ops[0])) : "";
+      std::string s = opts_.symbolic ? (in.op == Opcode::EXP ? (sym(ops[0]) == "0" ? "1" : "exp(" + sym(ops[0]) + ")") : sym(ops[0])) : std::string();
+      commit(ops[1].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::LOG:
+    case Opcode::LOG2: {
+      View a = view(ops[0]);
+      Tile out = shaped(a, a.rows(), a.cols());
+      if (values)
+        for (std::int32_t i = 0; i < a.rows(); ++i)
+          for (std::int32_t j = 0; j < a.cols(); ++j)
+            out.v[static_cast<std::size_t>(i * a.cols() + j)] =
+                rnd(in.op == Opcode::LOG ? std::log(a.at(i, j)) : std::log2(a.at(i, j)));
+      std::string s = opts_.symbolic ? std::string(in.op == Opcode::LOG ? "ln(" : "log2(") + sym(ops[0]) + ")" : std::string();
+      commit(ops[1].reg, std::move(out), std::move(s));
+      return;
+    }
+    case Opcode::MASK: {
+      // Uses the tile's origin and valid extent: columns past valid_cols are padding keys, and
+      // under .causal D a query at global row r may not see a key at global column c > r + D.
+      View a = view(ops[0]);
+      Tile out = shaped(a, a.rows(), a.cols());
+      out.valid_cols = a.valid_cols();
+      if (values) {
+        const double ninf = -std::numeric_limits<double>::infinity();
+        const auto& diag = config_.causal_diag;
+        for (std::int32_t i = 0; i < a.rows(); ++i)
+          for (std::int32_t j = 0; j < a.cols(); ++j) {
+            bool hidden = j >= a.valid_cols() || (diag && a.col0() + j > a.row0() + i + *diag);
+            out.v[static_cast<std::size_t>(i * a.cols() + j)] = hidden ? ninf : a.at(i, j);
+          }
+      }
+      std::string s = opts_.symbolic ? "mask(" + sym(ops[0]) + ")" : std::string();
       commit(ops[1].reg, std::move(out), std::move(s));
       return;
     }
@@ -614,7 +659,7 @@ void Machine::execute(const isa::Instruction& in) {
             acc = in.op == Opcode::ROWMAX ? std::max(acc, a.at(i, j)) : acc + a.at(i, j);
           out.v[static_cast<std::size_t>(i)] = rnd(acc);
         }
-      std::string s = opts_.symbolic ? std::string(in.op == Opcode::ROWMAX ? "rowmax(" : "rowsum(") + sym(ops[0]) + ")" : "";
+      std::string s = opts_.symbolic ? std::string(in.op == Opcode::ROWMAX ? "rowmax(" : "rowsum(") + sym(ops[0]) + ")" : std::string();
       commit(ops[1].reg, std::move(out), std::move(s));
       return;
     }
@@ -731,6 +776,18 @@ void Machine::run_scalar_fast() {
         dst = o[2].reg;
         break;
       case Opcode::EXP: r = std::exp(R[o[0].reg]); dst = o[1].reg; break;
+      case Opcode::EXPD:
+      case Opcode::EXP2D: {
+        double x = R[o[0].reg], y = R[o[1].reg];
+        r = y == -std::numeric_limits<double>::infinity() ? 0.0
+            : in.op == Opcode::EXPD                         ? std::exp(x - y)
+                                                            : std::exp2(x - y);
+        dst = o[2].reg;
+        break;
+      }
+      case Opcode::SDIV: r = R[o[1].reg] == 0 ? 0.0 : R[o[0].reg] / R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::LOG: r = std::log(R[o[0].reg]); dst = o[1].reg; break;
+      case Opcode::LOG2: r = std::log2(R[o[0].reg]); dst = o[1].reg; break;
       case Opcode::MOV:
       case Opcode::ROWMAX:
       case Opcode::ROWSUM: r = R[o[0].reg]; dst = o[1].reg; break;

@@ -139,6 +139,7 @@ class Machine {
   int regs_ = 0;
   std::string regs_source_;
   bool scalar_ = true;
+  bool uses_mask_ = false;  // MASK reads tile metadata, which the scalar fast path does not keep
   bool static_ok_ = true;  // no register is read before it is written
 
   std::uint64_t pc_ = 0;
