@@ -402,6 +402,11 @@ class AttentionGen {
     b_.op(Opcode::MAC_Z, {{rQ}, T(rK), {rS}});
     if (attention_tile_needs_mask(p_, i, j)) b_.op(Opcode::MASK, {{rS}, {rS}});
   }
+  // A score tile read back from DRAM has zeros in its padding columns: mask them again.
+  void reload_scores(std::uint32_t S, std::int64_t i, std::int64_t j) {
+    b_.load(S, i, j, rS);
+    if (attention_tile_needs_mask(p_, i, j)) b_.op(Opcode::MASK, {{rS}, {rS}});
+  }
   Opcode expd() const { return p_.base2 ? Opcode::EXP2D : Opcode::EXPD; }
   Opcode log() const { return p_.base2 ? Opcode::LOG2 : Opcode::LOG; }
 
@@ -499,7 +504,7 @@ class AttentionGen {
       for (std::int64_t i = 0; i < g_.tr; ++i) {
         b_.boundary();
         for (std::int64_t j = 0; j < g_.tc; ++j) {  // pass 1: row max and sum (online)
-          b_.load(a.S, i, j, rS);
+          reload_scores(a.S, i, j);
           if (j == 0) {
             m_ = rM;
             b_.op(Opcode::ROWMAX, {{rS}, {rM}});
@@ -519,7 +524,7 @@ class AttentionGen {
         }
         store_lse(a.L, i);
         for (std::int64_t j = 0; j < g_.tc; ++j) {  // pass 2: P = exp(S - m) / l
-          b_.load(a.S, i, j, rS);
+          reload_scores(a.S, i, j);
           b_.op(expd(), {{rS}, {m_}, {rP}});
           b_.op(Opcode::SDIV, {{rP}, {rL}, {rP}});
           b_.store(rP, a.P, i, j);
