@@ -60,6 +60,10 @@ std::optional<sim::Machine> run_resized(const sim::Machine& ran, const Part& par
   mo.history = false;
   for (const auto& [name, values] : inputs)
     if (prog->find_array(name)) mo.inputs[name] = values;
+  // The lesson's constant arrays (0, 1, -inf) keep their values at every size.
+  for (const auto& [name, value] : part.constants)
+    if (auto id = prog->find_array(name); id && !inputs.count(name))
+      mo.inputs[name].assign(static_cast<std::size_t>(prog->arrays[*id].elements()), value);
   try {
     std::optional<sim::Machine> m;
     m.emplace(std::move(*prog), mo);
