@@ -95,7 +95,11 @@ class Machine {
   const Counters& counters() const { return counters_; }
   const Tile& reg(int r) const { return regs_state_[static_cast<std::size_t>(r)]; }
   bool reg_written(int r) const { return reg_written_[static_cast<std::size_t>(r)] != 0; }
-  const std::string& reg_symbol(int r) const { return reg_sym_[static_cast<std::size_t>(r)]; }
+  // Empty unless symbolic tracking is on.
+  const std::string& reg_symbol(int r) const {
+    static const std::string none;
+    return opts_.symbolic ? reg_sym_[static_cast<std::size_t>(r)] : none;
+  }
   const ArrayState& array(std::uint32_t id) const { return arrays_[id]; }
   bool is_input(std::uint32_t id) const { return is_input_[id]; }
   bool is_output(std::uint32_t id) const { return is_output_[id]; }
