@@ -64,6 +64,7 @@ struct Part {
   std::vector<ArrayShape> arrays;
   std::vector<OutputSpec> outputs;
   std::map<std::string, std::pair<double, double>> ranges;  // random input range per array (default -1..1)
+  std::map<std::string, double> constants;  // arrays whose every element starts at this value, not random
   std::map<std::string, std::int64_t> params;               // .param overrides
   int regs = 0;                                             // the machine's register file
   std::vector<Budget> budgets;
@@ -84,9 +85,9 @@ struct Lesson {
 };
 
 // A spec that cannot be read: FILE:LINE:COL: error: message.
-class SpecError : public std::runtime_error {
+class SpecError : public std::invalid_argument {
  public:
-  using std::runtime_error::runtime_error;
+  using std::invalid_argument::invalid_argument;
 };
 
 struct Counts {
@@ -123,7 +124,9 @@ bool register_custom_check(const std::string& name, CustomCheck fn);
 // --- finding lessons --------------------------------------------------------------------
 // $FLASHSIM_LESSONS_DIR, else the source tree's lessons/ folder.
 std::string lessons_root();
-// Every folder NN-name under root that holds a check.spec, sorted by id.
+// Every folder NN-name under root that holds a check.spec, sorted by name.
+std::vector<std::string> lesson_folders(const std::string& root = lessons_root());
+// load_lesson of every folder; throws SpecError on the first bad spec.
 std::vector<Lesson> discover_lessons(const std::string& root = lessons_root());
 // Reads one folder's check.spec. Throws SpecError.
 Lesson load_lesson(const std::string& dir);

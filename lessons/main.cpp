@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "lessons/lesson_cli.h"
 #include "sim/cli.h"
 
 #ifndef FLASHSIM_VERSION
@@ -14,6 +15,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   flashsim::cli::register_run_command(app, exit_code);
+  flashsim::lessons::register_lesson_command(app, exit_code);
+  flashsim::lessons::register_gen_command(app, exit_code);
+  flashsim::lessons::register_optimize_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,599 @@
+// The lesson checker: spec parsing, lesson discovery and grading of traces.
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "isa/assembler.h"
+#include "lessons/lesson.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+
+#ifndef FLASHSIM_SOURCE_LESSONS_DIR
+#define FLASHSIM_SOURCE_LESSONS_DIR "lessons"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace flashsim::lessons {
+
+namespace {
+
+std::map<std::string, ReferenceFn>& references() {
+  static std::map<std::string, ReferenceFn> r;
+  return r;
+}
+std::map<std::string, CustomCheck>& custom_checks() {
+  static std::map<std::string, CustomCheck> r;
+  return r;
+}
+
+std::string trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return {};
+  auto e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+std::vector<std::string> words(const std::string& s) {
+  std::istringstream is(s);
+  std::vector<std::string> out;
+  for (std::string w; is >> w;) out.push_back(w);
+  return out;
+}
+
+// Reading one check.spec, with errors at FILE:LINE:COL.
+struct SpecReader {
+  std::string file;
+  int line = 0;
+  [[noreturn]] void fail(int col, const std::string& msg) const {
+    throw SpecError(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": error: " + msg);
+  }
+  std::int64_t integer(const std::string& v, int col, std::int64_t lo = 0) const {
+    try {
+      std::size_t used = 0;
+      long long n = std::stoll(v, &used);
+      if (used != v.size() || n < lo) throw std::invalid_argument(v);
+      return n;
+    } catch (const std::exception&) {
+      fail(col, "'" + v + "' is not an integer >= " + std::to_string(lo));
+    }
+  }
+  double real(const std::string& v, int col) const {
+    try {
+      std::size_t used = 0;
+      double d = std::stod(v, &used);
+      if (used != v.size() || !std::isfinite(d)) throw std::invalid_argument(v);
+      return d;
+    } catch (const std::exception&) {
+      fail(col, "'" + v + "' is not a number");
+    }
+  }
+  // NAME, NAME[i] or NAME[i][j]
+  void indexed(const std::string& tok, int col, std::string& name, std::vector<std::int64_t>& idx) const {
+    auto br = tok.find('[');
+    name = tok.substr(0, br);
+    idx.clear();
+    if (name.empty()) fail(col, "'" + tok + "' needs a name before '['");
+    while (br != std::string::npos) {
+      auto close = tok.find(']', br);
+      if (close == std::string::npos) fail(col, "'" + tok + "' has an unclosed '['");
+      idx.push_back(integer(tok.substr(br + 1, close - br - 1), col));
+      br = close + 1 < tok.size() ? close + 1 : std::string::npos;
+      if (br != std::string::npos && tok[br] != '[') fail(col, "'" + tok + "' has text after ']'");
+    }
+    if (idx.size() > 2) fail(col, "'" + tok + "' has more than two indices");
+  }
+};
+
+void set_budget(Part& p, const std::string& counter, std::uint64_t limit) {
+  for (auto& b : p.budgets)
+    if (b.counter == counter) {
+      b.limit = limit;
+      return;
+    }
+  p.budgets.push_back({counter, limit});
+}
+
+void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::string& value, int vcol) {
+  auto w = words(value);
+  if (w.empty()) r.fail(vcol, "'" + key + "' needs a value");
+  if (key == "title") p.title = value;
+  else if (key == "exercise") p.exercise = value;
+  else if (key == "solution") p.solution = value;
+  else if (key == "reference") p.reference = value;
+  else if (key == "regs") p.regs = static_cast<int>(r.integer(value, vcol, 1));
+  else if (key == "trials") p.trials = static_cast<int>(r.integer(value, vcol, 1));
+  else if (key == "tolerance") p.tolerance = r.real(value, vcol);
+  else if (key == "dtype") {
+    if (value != "f32" && value != "f64") r.fail(vcol, "dtype is f32 or f64, not '" + value + "'");
+    p.f64 = value == "f64";
+  } else if (key == "arrays") {
+    p.arrays.clear();
+    for (const auto& t : w) {
+      ArrayShape s;
+      std::vector<std::int64_t> idx;
+      r.indexed(t, vcol, s.name, idx);
+      if (idx.empty()) r.fail(vcol, "array '" + t + "' needs a shape, e.g. " + t + "[2][2] or " + t + "[8]");
+      s.rank = static_cast<int>(idx.size());
+      s.rows = idx[0];
+      s.cols = idx.size() == 2 ? idx[1] : 1;
+      if (s.rows < 1 || s.cols < 1) r.fail(vcol, "array '" + t + "' has an empty shape");
+      p.arrays.push_back(s);
+    }
+  } else if (key == "outputs") {
+    p.outputs.clear();
+    for (const auto& t : w) {
+      OutputSpec o;
+      std::vector<std::int64_t> idx;
+      r.indexed(t, vcol, o.array, idx);
+      if (!idx.empty()) {
+        o.row = idx[0];
+        o.col = idx.size() == 2 ? idx[1] : 0;
+      }
+      p.outputs.push_back(o);
+    }
+  } else if (key == "constant") {
+    // Constants the machine cannot make itself (no immediates): 0, 1, -inf as DRAM arrays.
+    if (w.size() != 2) r.fail(vcol, "constant is 'ARRAY VALUE'");
+    p.constants[w[0]] = w[1] == "inf" ? std::numeric_limits<double>::infinity()
+                        : w[1] == "-inf" ? -std::numeric_limits<double>::infinity()
+                                         : r.real(w[1], vcol);
+  } else if (key == "range") {
+    if (w.size() != 3) r.fail(vcol, "range is 'ARRAY LO HI'");
+    double lo = r.real(w[1], vcol), hi = r.real(w[2], vcol);
+    if (!(lo < hi)) r.fail(vcol, "range needs LO < HI");
+    p.ranges[w[0]] = {lo, hi};
+  } else if (key == "param") {
+    if (w.size() != 2) r.fail(vcol, "param is 'NAME VALUE'");
+    p.params[w[0]] = r.integer(w[1], vcol, std::numeric_limits<std::int64_t>::min());
+  } else if (key == "check") {
+    for (const auto& t : w) p.custom_checks.push_back(t);
+  } else if (key.rfind("max_", 0) == 0 && key.size() > 4) {
+    std::string counter = key.substr(4);
+    static const std::vector<std::string> known = {"cycles", "loads", "stores", "dram_reads", "dram_writes", "instructions"};
+    if (std::find(known.begin(), known.end(), counter) == known.end() && !isa::find_mnemonic(counter))
+      r.fail(1, "unknown budget '" + key + "' (max_cycles, max_loads, max_stores, max_dram_reads, max_dram_writes, "
+                "max_instructions or max_<OPCODE>)");
+    set_budget(p, counter, static_cast<std::uint64_t>(r.integer(value, vcol)));
+  } else {
+    r.fail(1, "unknown key '" + key + "'");
+  }
+}
+
+bool is_output(const Part& p, const std::string& array) {
+  return std::any_of(p.outputs.begin(), p.outputs.end(), [&](const OutputSpec& o) { return o.array == array; });
+}
+
+std::string shape_text(std::int64_t rows, std::int64_t cols, int rank) {
+  return rank == 1 ? "[" + std::to_string(rows) + "]" : "[" + std::to_string(rows) + "][" + std::to_string(cols) + "]";
+}
+
+std::string cell_text(const std::string& a, int rank, std::int64_t r, std::int64_t c) {
+  return rank == 1 ? a + "[" + std::to_string(r) + "]" : a + "[" + std::to_string(r) + "][" + std::to_string(c) + "]";
+}
+
+std::string number(double v) {
+  std::ostringstream os;
+  os.precision(9);
+  os << v;
+  return os.str();
+}
+
+std::uint64_t counter_value(const Counts& c, const sim::Counters& mc, const std::string& name) {
+  if (name == "cycles") return c.cycles;
+  if (name == "loads") return c.loads;
+  if (name == "stores") return c.stores;
+  if (name == "dram_reads") return c.dram_reads;
+  if (name == "dram_writes") return c.dram_writes;
+  if (name == "instructions") return c.instructions;
+  return mc.count(*isa::find_mnemonic(name));
+}
+
+std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_t limit) {
+  std::string g = std::to_string(got), l = std::to_string(limit);
+  if (name == "cycles") return "your trace takes " + g + " cycles; the budget is " + l;
+  if (name == "loads") return "your trace makes " + g + " LOADs; the budget is " + l;
+  if (name == "stores") return "your trace makes " + g + " STOREs; the budget is " + l;
+  if (name == "dram_reads") return "your trace reads " + g + " DRAM elements; the budget is " + l;
+  if (name == "dram_writes") return "your trace writes " + g + " DRAM elements; the budget is " + l;
+  if (name == "instructions") return "your trace executes " + g + " instructions; the budget is " + l;
+  std::string mn(isa::info(*isa::find_mnemonic(name)).mnemonic);
+  return "your trace executes " + g + " " + mn + " instructions; the budget is " + l;
+}
+
+std::string budget_label(const std::string& name) {
+  if (name == "cycles") return "cycles";
+  if (name == "loads") return "LOADs";
+  if (name == "stores") return "STOREs";
+  if (name == "dram_reads") return "DRAM reads";
+  if (name == "dram_writes") return "DRAM writes";
+  if (name == "instructions") return "instructions";
+  return std::string(isa::info(*isa::find_mnemonic(name)).mnemonic) + "s";
+}
+
+fs::path absolute_lessons_root() {
+  std::error_code ec;
+  auto p = fs::weakly_canonical(fs::path(lessons_root()), ec);
+  return ec ? fs::path(lessons_root()) : p;
+}
+
+// The lesson folder (under the lessons root) that contains `file`, if any.
+std::optional<fs::path> containing_lesson_dir(const fs::path& file) {
+  fs::path root = absolute_lessons_root();
+  fs::path f = fs::weakly_canonical(file);
+  auto rel = f.lexically_relative(root);
+  if (rel.empty() || rel.begin()->string() == ".." || rel.begin() == rel.end()) return std::nullopt;
+  fs::path dir = root / *rel.begin();
+  if (fs::is_directory(dir) && fs::exists(dir / "check.spec")) return dir;
+  return std::nullopt;
+}
+
+}  // namespace
+
+// --- registration ---------------------------------------------------------------------------
+
+bool register_reference(const std::string& name, ReferenceFn fn) {
+  references()[name] = std::move(fn);
+  return true;
+}
+const ReferenceFn* find_reference(const std::string& name) {
+  auto it = references().find(name);
+  return it == references().end() ? nullptr : &it->second;
+}
+bool register_custom_check(const std::string& name, CustomCheck fn) {
+  custom_checks()[name] = std::move(fn);
+  return true;
+}
+
+const Part* Lesson::find_part(const std::string& name) const {
+  for (const auto& p : parts)
+    if (p.name == name) return &p;
+  return nullptr;
+}
+
+// --- discovery ------------------------------------------------------------------------------
+
+std::string lessons_root() {
+  if (const char* e = std::getenv("FLASHSIM_LESSONS_DIR"); e && *e) return e;
+  return FLASHSIM_SOURCE_LESSONS_DIR;
+}
+
+std::vector<std::string> lesson_folders(const std::string& root) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    if (!e.is_directory()) continue;
+    std::string name = e.path().filename().string();
+    if (name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[0])) ||
+        !std::isdigit(static_cast<unsigned char>(name[1])) || name[2] != '-')
+      continue;
+    if (fs::exists(e.path() / "check.spec")) out.push_back(e.path().string());
+  }
+  std::sort(out.begin(), out.end(), [](const std::string& a, const std::string& b) {
+    return fs::path(a).filename() < fs::path(b).filename();
+  });
+  return out;
+}
+
+Lesson load_lesson(const std::string& dir) {
+  Lesson lesson;
+  lesson.dir = dir;
+  std::string folder = fs::path(dir).filename().string();
+  if (folder.empty()) folder = fs::path(dir).parent_path().filename().string();
+  auto dash = folder.find('-');
+  lesson.id = folder.substr(0, dash);
+  lesson.slug = dash == std::string::npos ? folder : folder.substr(dash + 1);
+
+  SpecReader r{(fs::path(dir) / "check.spec").string()};
+  std::ifstream in(r.file);
+  if (!in) throw SpecError(r.file + ":1:1: error: cannot read the check spec");
+  Part defaults;
+  std::vector<Part> parts;
+  bool in_part = false;
+  for (std::string raw; std::getline(in, raw);) {
+    ++r.line;
+    std::string text = raw.substr(0, raw.find('#'));
+    std::string t = trim(text);
+    if (t.empty()) continue;
+    int col = static_cast<int>(text.find_first_not_of(" \t")) + 1;
+    if (t.front() == '[') {
+      auto w = words(t.substr(1, t.find(']') == std::string::npos ? std::string::npos : t.find(']') - 1));
+      if (t.back() != ']' || w.size() != 2 || w[0] != "part") r.fail(col, "a section is written [part NAME]");
+      for (const auto& p : parts)
+        if (p.name == w[1]) r.fail(col, "part '" + w[1] + "' appears twice");
+      Part p = defaults;
+      p.name = w[1];
+      parts.push_back(p);
+      in_part = true;
+      continue;
+    }
+    auto eq = text.find('=');
+    if (eq == std::string::npos) r.fail(col, "expected 'key = value'");
+    std::string key = trim(text.substr(0, eq));
+    std::string value = trim(text.substr(eq + 1));
+    int vcol = static_cast<int>(eq) + 2;
+    if (key == "title" && !in_part) {
+      lesson.title = value;
+      continue;
+    }
+    apply_key(r, in_part ? parts.back() : defaults, key, value, vcol);
+  }
+  if (parts.empty()) parts.push_back(defaults);
+  for (auto& p : parts) {
+    r.line = 1;
+    if (p.solution.empty()) r.fail(1, "part '" + p.name + "' names no solution");
+    if (p.reference.empty()) r.fail(1, "part '" + p.name + "' names no reference");
+    if (p.regs <= 0) r.fail(1, "part '" + p.name + "' gives no register count (regs = N)");
+    if (p.arrays.empty()) r.fail(1, "part '" + p.name + "' declares no arrays");
+    if (p.outputs.empty()) r.fail(1, "part '" + p.name + "' names no outputs");
+    for (const auto& o : p.outputs) {
+      auto s = std::find_if(p.arrays.begin(), p.arrays.end(), [&](const ArrayShape& a) { return a.name == o.array; });
+      if (s == p.arrays.end()) r.fail(1, "output '" + o.array + "' is not among the arrays");
+      if (o.row && (*o.row >= s->rows || *o.col >= s->cols))
+        r.fail(1, "output " + cell_text(o.array, s->rank, *o.row, *o.col) + " lies outside " + o.array +
+                      shape_text(s->rows, s->cols, s->rank));
+    }
+    if (p.title.empty()) p.title = lesson.title;
+  }
+  lesson.parts = std::move(parts);
+  if (lesson.title.empty()) lesson.title = lesson.slug;
+  return lesson;
+}
+
+std::vector<Lesson> discover_lessons(const std::string& root) {
+  std::vector<Lesson> out;
+  for (const auto& d : lesson_folders(root)) out.push_back(load_lesson(d));
+  return out;
+}
+
+Lesson find_lesson(const std::string& name, const std::string& root) {
+  std::string want = name;
+  auto folders = lesson_folders(root);
+  std::string names;
+  for (const auto& d : folders) {
+    std::string f = fs::path(d).filename().string();
+    std::string id = f.substr(0, 2), slug = f.substr(3);
+    names += (names.empty() ? "" : ", ") + f;
+    bool numeric = !want.empty() && std::all_of(want.begin(), want.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
+    if (f == want || slug == want || id == want || (numeric && want.size() < 3 && std::stoi(want) == std::stoi(id)))
+      return load_lesson(d);
+  }
+  throw std::invalid_argument("no lesson '" + name + "' (lessons: " + (names.empty() ? "none found in " + root : names) + ")");
+}
+
+const Part& part_for_file(const Lesson& lesson, const std::string& file) {
+  std::string base = fs::path(file).filename().string();
+  for (const auto& p : lesson.parts)
+    if (p.exercise == base || p.solution == base) return p;
+  return lesson.parts.front();
+}
+
+std::optional<std::string> learner_file_for(const Lesson& lesson) {
+  const char* e = std::getenv("FLASHSIM_LESSON_FILE");
+  if (!e || !*e) return std::nullopt;
+  fs::path f(e);
+  // ctest runs tests in the build folder; a relative path means the shell's folder ($PWD).
+  if (f.is_relative() && !fs::exists(f))
+    if (const char* pwd = std::getenv("PWD"); pwd && fs::exists(fs::path(pwd) / f)) f = fs::path(pwd) / f;
+  if (const char* only = std::getenv("FLASHSIM_LESSON"); only && *only) {
+    std::string o = only;
+    if (o != lesson.id && o != lesson.slug && o != lesson.folder_name()) return std::nullopt;
+    return f.string();
+  }
+  if (fs::exists(f)) {
+    auto dir = containing_lesson_dir(f);
+    if (dir && fs::weakly_canonical(*dir) != fs::weakly_canonical(lesson.dir)) return std::nullopt;
+  }
+  return f.string();
+}
+
+// --- checking -------------------------------------------------------------------------------
+
+Verdict check_file(const Lesson& lesson, const Part& part, const std::string& trace_path) {
+  Verdict v;
+  v.trace = trace_path;
+  isa::AssembleOptions ao;
+  ao.params = part.params;
+  try {
+    return check_program(lesson, part, isa::assemble_file(trace_path, ao));
+  } catch (const isa::AsmError& e) {
+    v.problems.push_back(std::string("the trace does not assemble: ") + e.what());
+  }
+  return v;
+}
+
+Verdict check_text(const Lesson& lesson, const Part& part, const std::string& text, const std::string& name) {
+  Verdict v;
+  v.trace = name;
+  isa::AssembleOptions ao;
+  ao.params = part.params;
+  try {
+    return check_program(lesson, part, isa::assemble(text, name, ao));
+  } catch (const isa::AsmError& e) {
+    v.problems.push_back(std::string("the trace does not assemble: ") + e.what());
+  }
+  return v;
+}
+
+Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog) {
+  (void)lesson;
+  Verdict v;
+  v.trace = prog.name;
+  auto& problems = v.problems;
+
+  const ReferenceFn* ref = find_reference(part.reference);
+  if (!ref) {
+    problems.push_back("the lesson's reference '" + part.reference + "' is not registered (a lesson .cpp must call "
+                       "FLASHSIM_LESSON_REFERENCE)");
+    return v;
+  }
+
+  // The register file is the lesson's, whatever the trace's .regs says.
+  if (prog.highest_reg >= part.regs) {
+    std::uint32_t line = 0;
+    for (const auto& in : prog.code) {
+      for (const auto& o : in.operands)
+        if (o.kind == isa::Operand::Kind::Reg && o.reg == prog.highest_reg) line = in.loc.line;
+      if (line) break;
+    }
+    problems.push_back("your trace uses R" + std::to_string(prog.highest_reg) + " (line " + std::to_string(line) +
+                       "), but the machine has " + std::to_string(part.regs) + " registers (R0..R" +
+                       std::to_string(part.regs - 1) + ")");
+    return v;
+  }
+  if (prog.config.regs && *prog.config.regs > part.regs) {
+    problems.push_back("your trace declares .regs " + std::to_string(*prog.config.regs) + ", but the machine has " +
+                       std::to_string(part.regs) + " registers");
+    return v;
+  }
+
+  // The arrays must be the lesson's; inferred shapes grow to the lesson's shape.
+  for (auto& a : prog.arrays) {
+    auto s = std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == a.name; });
+    std::string names;
+    for (const auto& x : part.arrays) names += (names.empty() ? "" : ", ") + x.name + shape_text(x.rows, x.cols, x.rank);
+    if (s == part.arrays.end()) {
+      problems.push_back("your trace uses an array '" + a.name + "' that this machine does not have (it has " + names + ")");
+      continue;
+    }
+    if (a.tile_rows != 1 || a.tile_cols != 1) {
+      problems.push_back("array '" + a.name + "' must have 1x1 tiles on this machine");
+      continue;
+    }
+    if (a.rank != s->rank || a.rows > s->rows || a.cols > s->cols || (a.declared && (a.rows != s->rows || a.cols != s->cols))) {
+      problems.push_back("your trace treats '" + a.name + "' as " + a.name + shape_text(a.rows, a.cols, a.rank) +
+                         ", but on this machine it is " + a.name + shape_text(s->rows, s->cols, s->rank));
+      continue;
+    }
+    a.rows = s->rows;
+    a.cols = s->cols;
+  }
+  for (const auto& o : part.outputs)
+    if (!prog.find_array(o.array)) problems.push_back("your trace never stores to " + o.array);
+  if (!problems.empty()) return v;
+
+  for (int trial = 0; trial < part.trials; ++trial) {
+    std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial);
+    std::mt19937_64 rng(seed);
+    ArraySet arrays;
+    sim::MachineOptions mo;
+    mo.regs = part.regs;
+    mo.f64 = part.f64;
+    mo.history = false;
+    mo.symbolic = trial == 0;
+    for (const auto& s : part.arrays) {
+      Matrix m{s.rows, s.cols, std::vector<double>(static_cast<std::size_t>(s.rows * s.cols), 0.0)};
+      if (auto k = part.constants.find(s.name); k != part.constants.end()) {
+        std::fill(m.v.begin(), m.v.end(), k->second);
+        if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
+      } else if (!is_output(part, s.name)) {
+        auto range = part.ranges.count(s.name) ? part.ranges.at(s.name) : std::pair<double, double>{-1.0, 1.0};
+        std::uniform_real_distribution<double> dist(range.first, range.second);
+        for (auto& x : m.v) {
+          x = dist(rng);
+          if (!part.f64) x = static_cast<double>(static_cast<float>(x));
+        }
+        if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
+      }
+      arrays[s.name] = std::move(m);
+    }
+    (*ref)(arrays);
+
+    std::optional<sim::Machine> machine;
+    try {
+      machine.emplace(prog, mo);
+      machine->run();
+    } catch (const sim::MachineFault& e) {
+      problems.push_back(std::string("the machine faults: ") + e.what());
+      return v;
+    } catch (const isa::AsmError& e) {
+      problems.push_back(e.what());
+      return v;
+    }
+    const sim::Machine& m = *machine;
+    if (trial == 0) {
+      const auto& c = m.counters();
+      v.counts.cycles = c.cycles;
+      v.counts.instructions = c.instructions;
+      v.counts.loads = c.count(isa::Opcode::LOAD);
+      v.counts.stores = c.count(isa::Opcode::STORE);
+      v.counts.macs = c.count(isa::Opcode::MAC) + c.count(isa::Opcode::MAC_Z);
+      v.counts.dram_reads = c.elem_reads;
+      v.counts.dram_writes = c.elem_writes;
+      v.counts.regs_used = prog.highest_reg + 1;
+    }
+
+    int wrong = 0;
+    std::size_t before = problems.size();
+    for (const auto& o : part.outputs) {
+      const auto& shape = *std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == o.array; });
+      auto id = *prog.find_array(o.array);
+      const auto& state = m.array(id);
+      const Matrix& want = arrays.at(o.array);
+      for (std::int64_t r = 0; r < shape.rows; ++r)
+        for (std::int64_t c = 0; c < shape.cols; ++c) {
+          if (o.row && (r != *o.row || c != *o.col)) continue;
+          auto flat = static_cast<std::size_t>(r * shape.cols + c);
+          std::string cell = cell_text(o.array, shape.rank, r, c);
+          double expected = want.at(r, c);
+          if (state.tile_writes[flat] == 0) {
+            if (wrong++ < 4) problems.push_back(cell + " is never stored (expected " + number(expected) + ")");
+            continue;
+          }
+          double got = state.values[flat];
+          double tol = part.tolerance * std::max(1.0, std::fabs(expected));
+          if (std::isfinite(got) && std::fabs(got - expected) <= tol) continue;
+          if (wrong++ >= 4) continue;
+          std::string msg = cell + ": expected " + number(expected) + ", got " + number(got);
+          if (m.symbolic()) msg += " (your trace stored " + m.value_symbol(id, static_cast<std::int64_t>(flat)) + ")";
+          problems.push_back(msg);
+        }
+    }
+    if (wrong > 0) {
+      if (wrong > 4) problems.push_back("... and " + std::to_string(wrong - 4) + " more wrong output cells");
+      problems.insert(problems.begin() + static_cast<std::ptrdiff_t>(before),
+                      "wrong values on random inputs (trial " + std::to_string(trial + 1) + " of " +
+                          std::to_string(part.trials) + ", seed " + std::to_string(seed) + "):");
+      return v;
+    }
+    if (trial == 0) {
+      for (const auto& b : part.budgets) {
+        auto got = counter_value(v.counts, m.counters(), b.counter);
+        if (got > b.limit) problems.push_back(over_budget(b.counter, got, b.limit));
+      }
+      for (const auto& name : part.custom_checks) {
+        auto it = custom_checks().find(name);
+        if (it == custom_checks().end()) problems.push_back("the lesson's check '" + name + "' is not registered");
+        else it->second(m, part, problems);
+      }
+    }
+  }
+  v.passed = problems.empty();
+  return v;
+}
+
+std::string Verdict::report(const Lesson& lesson, const Part& part) const {
+  std::ostringstream os;
+  os << (passed ? "PASS" : "FAIL") << "  lesson " << lesson.id << " " << lesson.slug;
+  if (lesson.parts.size() > 1) os << ":" << part.name;
+  os << " (" << part.title << ") -- " << trace << "\n";
+  if (counts.instructions > 0) {
+    os << "      " << counts.cycles << " cycles, " << counts.loads << " LOADs, " << counts.macs << " MACs, "
+       << counts.stores << " STOREs on " << part.regs << " registers";
+    if (!part.budgets.empty()) {
+      os << "; budget:";
+      for (const auto& b : part.budgets) os << " " << budget_label(b.counter) << " <= " << b.limit;
+    }
+    os << "\n";
+  }
+  if (passed)
+    os << "      every output matches the float64 reference on " << part.trials << " random inputs\n";
+  for (const auto& p : problems) os << "      - " << p << "\n";
+  return os.str();
+}
+
+}  // namespace flashsim::lessons

@@ -1,0 +1,90 @@
+// `flashsim lesson list` and `flashsim lesson check NAME [FILE]`.
+#include <CLI/CLI.hpp>
+#include <filesystem>
+#include <iostream>
+
+#include "lessons/lesson.h"
+#include "lessons/lesson_cli.h"
+#include "sim/cli.h"
+
+namespace flashsim::lessons {
+namespace {
+
+std::string budget_text(const Part& p) {
+  std::string s;
+  for (const auto& b : p.budgets) {
+    if (!s.empty()) s += ", ";
+    s += b.counter + " <= " + std::to_string(b.limit);
+  }
+  return s.empty() ? "values only" : s;
+}
+
+int list_lessons() {
+  auto lessons = discover_lessons();
+  if (lessons.empty()) {
+    std::cout << "no lessons found under " << lessons_root() << "\n";
+    return cli::kExitOk;
+  }
+  for (const auto& l : lessons) {
+    std::cout << l.folder_name() << "  " << l.title << "\n";
+    for (const auto& p : l.parts) {
+      std::string name = l.parts.size() > 1 ? l.id + ":" + p.name : l.id;
+      std::cout << "    " << name << "  " << p.regs << " registers; " << budget_text(p);
+      if (!p.exercise.empty()) std::cout << "; exercise " << p.exercise;
+      std::cout << "\n";
+    }
+  }
+  return cli::kExitOk;
+}
+
+int check_lesson(const std::string& name, const std::string& file) {
+  std::string lesson_name = name, part_name;
+  if (auto colon = name.find(':'); colon != std::string::npos) {
+    lesson_name = name.substr(0, colon);
+    part_name = name.substr(colon + 1);
+  }
+  Lesson lesson = find_lesson(lesson_name);
+  const Part* part = nullptr;
+  if (!part_name.empty()) {
+    part = lesson.find_part(part_name);
+    if (!part) {
+      std::string names;
+      for (const auto& p : lesson.parts) names += (names.empty() ? "" : ", ") + p.name;
+      throw std::invalid_argument("lesson " + lesson.id + " has no part '" + part_name + "' (parts: " + names + ")");
+    }
+  } else {
+    part = &part_for_file(lesson, file);
+  }
+  std::string trace = file.empty() ? (std::filesystem::path(lesson.dir) / part->solution).string() : file;
+  if (file.empty()) std::cout << "(no FILE given: checking the reference solution)\n";
+  Verdict v = check_file(lesson, *part, trace);
+  std::cout << v.report(lesson, *part);
+  return v.passed ? cli::kExitOk : cli::kExitFault;
+}
+
+}  // namespace
+
+void register_lesson_command(CLI::App& app, int& exit_code) {
+  CLI::App* lesson = app.add_subcommand("lesson", "List the lessons or check a trace against one");
+  lesson->require_subcommand(1);
+  CLI::App* list = lesson->add_subcommand("list", "List the lessons with their register counts and budgets");
+  list->callback([&exit_code] { exit_code = cli::guarded([] { return list_lessons(); }); });
+
+  auto name = std::make_shared<std::string>();
+  auto file = std::make_shared<std::string>();
+  CLI::App* check = lesson->add_subcommand("check", "Grade a trace: values on random inputs, registers, budgets");
+  check->add_option("name", *name, "Lesson: 01, dot-product or 01-dot-product; a part as 03:quiz")->required();
+  check->add_option("file", *file, "Your trace (default: the lesson's reference solution)");
+  check->callback([name, file, &exit_code] {
+    exit_code = cli::guarded([&] {
+      try {
+        return check_lesson(*name, *file);
+      } catch (const SpecError& e) {
+        std::cerr << e.what() << "\n";
+        return cli::kExitBadInput;
+      }
+    });
+  });
+}
+
+}  // namespace flashsim::lessons

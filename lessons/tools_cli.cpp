@@ -1,0 +1,201 @@
+// `flashsim gen matmul` (schedule generators) and `flashsim optimize matmul` (exhaustive search).
+#include <CLI/CLI.hpp>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+
+#include "lessons/lesson_cli.h"
+#include "sim/cli.h"
+#include "sim/optimize.h"
+#include "sim/schedules/matmul.h"
+
+namespace flashsim::lessons {
+namespace {
+
+using sim::schedules::MatmulSchedule;
+
+struct GenArgs {
+  std::vector<int> n{2}, regs{3};
+  int m = 0, k = 0;
+  std::string schedule = "inner", block, output;
+  int resident = 0;
+  bool table = false;
+};
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::cout << text;
+    return;
+  }
+  std::ofstream f(path);
+  if (!f) throw std::invalid_argument("cannot write '" + path + "'");
+  f << text;
+}
+
+void print_gen_table(const GenArgs& a) {
+  std::cout << "C = A x B (n x n times n x n) on R registers: cycles / LOADs per schedule\n";
+  std::cout << "(compulsory LOADs: every element of A and B read once = 2n^2; outer spills the partial\n"
+               " sums that do not fit, blocked keeps a register block of C)\n\n";
+  std::cout << std::setw(4) << "n" << std::setw(5) << "R" << " | " << std::setw(17) << "inner" << " | "
+            << std::setw(17) << "outer" << " | " << std::setw(17) << "blocked" << " | " << std::setw(7) << "block"
+            << " | compulsory\n";
+  for (int n : a.n)
+    for (int r : a.regs) {
+      std::cout << std::setw(4) << n << std::setw(5) << r << " | ";
+      std::string block;
+      for (auto s : {MatmulSchedule::Inner, MatmulSchedule::Outer, MatmulSchedule::Blocked}) {
+        sim::schedules::MatmulGenOptions o;
+        o.m = a.m ? a.m : n;
+        o.k = a.k ? a.k : n;
+        o.n = n;
+        o.regs = r;
+        o.schedule = s;
+        auto g = sim::schedules::generate_matmul(o);
+        std::ostringstream cell;
+        cell << g.cycles << " / " << g.loads;
+        std::cout << std::setw(17) << cell.str() << " | ";
+        if (s == MatmulSchedule::Blocked) block = std::to_string(g.block_rows) + "x" + std::to_string(g.block_cols);
+      }
+      std::cout << std::setw(7) << block << " | " << sim::schedules::compulsory_loads(a.m ? a.m : n, a.k ? a.k : n, n) << "\n";
+    }
+}
+
+int do_gen(const GenArgs& a) {
+  auto sched = sim::schedules::parse_matmul_schedule(a.schedule);
+  if (!sched) throw std::invalid_argument("--schedule is inner, outer or blocked, not '" + a.schedule + "'");
+  if (a.table) {
+    print_gen_table(a);
+    return cli::kExitOk;
+  }
+  if (a.n.size() != 1 || a.regs.size() != 1) throw std::invalid_argument("give one --n and one --regs (lists need --table)");
+  sim::schedules::MatmulGenOptions o;
+  o.n = a.n[0];
+  o.m = a.m ? a.m : o.n;
+  o.k = a.k ? a.k : o.n;
+  o.regs = a.regs[0];
+  o.schedule = *sched;
+  o.resident = a.resident;
+  if (!a.block.empty()) {
+    auto x = a.block.find('x');
+    try {
+      if (x == std::string::npos) throw std::invalid_argument(a.block);
+      o.block_rows = std::stoi(a.block.substr(0, x));
+      o.block_cols = std::stoi(a.block.substr(x + 1));
+      if (o.block_rows < 1 || o.block_cols < 1) throw std::invalid_argument(a.block);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--block is ROWSxCOLS, e.g. 2x3, not '" + a.block + "'");
+    }
+  }
+  auto g = sim::schedules::generate_matmul(o);
+  write_text(a.output, g.text);
+  (a.output.empty() || a.output == "-" ? std::cerr : std::cout) << g.summary << "\n";
+  return cli::kExitOk;
+}
+
+struct OptArgs {
+  int n = 2, m = 0, k = 0;
+  std::vector<int> regs{3};
+  std::vector<std::string> costs;
+  std::string output;
+  bool no_symmetry = false, no_spills = false, quiet = false;
+  std::uint64_t max_states = 60'000'000;
+};
+
+int do_optimize(const OptArgs& a) {
+  sim::MatmulSearch p;
+  p.n = a.n;
+  p.m = a.m ? a.m : a.n;
+  p.k = a.k ? a.k : a.n;
+  p.use_symmetry = !a.no_symmetry;
+  p.allow_spills = !a.no_spills;
+  p.max_states = a.max_states;
+  for (const auto& c : a.costs) {
+    auto eq = c.find('=');
+    auto op = eq == std::string::npos ? std::nullopt : isa::find_mnemonic(c.substr(0, eq));
+    if (!op) throw std::invalid_argument("--cost expects OP=CYCLES, e.g. LOAD=100, not '" + c + "'");
+    try {
+      long long v = std::stoll(c.substr(eq + 1));
+      if (v < 0 || v > 1'000'000) throw std::out_of_range(c);
+      p.cycles[static_cast<std::size_t>(*op)] = static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--cost " + c + ": not a cycle count");
+    }
+  }
+  std::cout << "Optimal schedules for C = A x B (" << p.m << "x" << p.k << " times " << p.k << "x" << p.n
+            << "), every program over LOAD / MAC_Z / MAC / STORE\n";
+  std::cout << std::setw(5) << "regs" << std::setw(8) << "cycles" << std::setw(7) << "LOADs" << std::setw(6) << "MACs"
+            << std::setw(8) << "STOREs" << std::setw(14) << "start bound" << std::setw(12) << "states"
+            << std::setw(10) << "seconds\n";
+  sim::OptimalSchedule last;
+  for (int r : a.regs) {
+    p.regs = r;
+    auto res = sim::optimize_matmul(p);
+    std::cout << std::setw(5) << r << std::setw(8) << res.cycles << std::setw(7) << res.loads << std::setw(6) << res.macs
+              << std::setw(8) << res.stores << std::setw(14) << (std::to_string(res.start_bound_cycles) + " cyc")
+              << std::setw(12) << res.stats.stored << std::setw(9) << std::fixed << std::setprecision(2)
+              << res.stats.seconds << "\n";
+    last = std::move(res);
+  }
+  std::cout << "\nThe start bound counts each operand loaded once, every MAC and every STORE; the search\n"
+               "visits every program (up to register renaming and the product's "
+            << (p.use_symmetry ? std::to_string(last.stats.symmetries) + " symmetries" : std::string("identity only"))
+            << "), so no program on that many registers beats the cycles shown.\n";
+  if (a.regs.size() == 1) {
+    if (a.output.empty()) std::cout << "\nOne optimal trace:\n" << last.trace;
+    else {
+      write_text(a.output, last.trace);
+      std::cout << "\nOne optimal trace written to " << a.output << " (run it: flashsim run " << a.output << ")\n";
+    }
+  } else if (!a.output.empty()) {
+    write_text(a.output, last.trace);
+    std::cout << "\nThe trace for " << a.regs.back() << " registers written to " << a.output << "\n";
+  }
+  return cli::kExitOk;
+}
+
+}  // namespace
+
+void register_gen_command(CLI::App& app, int& exit_code) {
+  CLI::App* gen = app.add_subcommand("gen", "Generate traces for larger problems");
+  gen->require_subcommand(1);
+  auto a = std::make_shared<GenArgs>();
+  CLI::App* mm = gen->add_subcommand("matmul", "C = A x B on R registers: inner, outer or blocked schedule");
+  mm->add_option("--n", a->n, "Size n (n x n product; with --m/--k the columns of B); a list with --table")->delimiter(',');
+  mm->add_option("--m", a->m, "Rows of A (default n)");
+  mm->add_option("--k", a->k, "Columns of A = rows of B (default n)");
+  mm->add_option("--regs", a->regs, "Registers; a list with --table")->delimiter(',');
+  mm->add_option("--schedule", a->schedule, "inner, outer or blocked");
+  mm->add_option("--block", a->block, "blocked: block shape ROWSxCOLS (default: the best that fits)");
+  mm->add_option("--resident", a->resident, "outer: partial sums kept in registers (default: the best count)");
+  mm->add_option("-o,--output", a->output, "Write the trace here (default: stdout)");
+  mm->add_flag("--table", a->table, "Print cycles / LOADs of every schedule over the --n and --regs lists");
+  mm->callback([a, &exit_code] { exit_code = cli::guarded([&] { return do_gen(*a); }); });
+}
+
+void register_optimize_command(CLI::App& app, int& exit_code) {
+  CLI::App* opt = app.add_subcommand("optimize", "Find a provably optimal trace by exhaustive search");
+  opt->require_subcommand(1);
+  auto a = std::make_shared<OptArgs>();
+  CLI::App* mm = opt->add_subcommand("matmul", "C = A x B: minimum cycles, then LOADs, on R registers");
+  mm->add_option("--n", a->n, "Size n (n x n product)")->check(CLI::Range(1, 4));
+  mm->add_option("--m", a->m, "Rows of A (default n)")->check(CLI::Range(1, 4));
+  mm->add_option("--k", a->k, "Columns of A = rows of B (default n)")->check(CLI::Range(1, 4));
+  mm->add_option("--regs", a->regs, "Registers (a list prints a table: --regs 3,4,5,6)")->delimiter(',')->check(CLI::Range(3, 16));
+  mm->add_option("--cost", a->costs, "Cycle cost of an opcode, OP=C (e.g. LOAD=100)");
+  mm->add_option("-o,--output", a->output, "Write the optimal trace here");
+  mm->add_flag("--no-symmetry", a->no_symmetry, "Merge states under register renaming only");
+  mm->add_flag("--no-spills", a->no_spills, "Forbid storing a partial sum and loading it back");
+  mm->add_option("--max-states", a->max_states, "Give up after this many states (memory guard)");
+  mm->callback([a, &exit_code] {
+    exit_code = cli::guarded([&] {
+      try {
+        return do_optimize(*a);
+      } catch (const sim::SearchError& e) {
+        std::cerr << "flashsim: error: " << e.what() << "\n";
+        return cli::kExitBadInput;
+      }
+    });
+  });
+}
+
+}  // namespace flashsim::lessons
