@@ -9,9 +9,11 @@ Build: part of the CMake build (target `attention_forward`); run ./attention_for
 All kernels use 256-thread blocks on 64 x 64 tiles (br = bc = 64, d = 64); each thread owns a 4 x 4
 piece of every tile it computes (rows ty*4.., columns tx + 16j).
 
-version 1 is naive attention (AttentionForward::Naive), three kernels:
-  S = QK^T/sqrt(d) written to HBM in fp32 (masked entries -inf), P = softmax(S) row by row
-  (read S, write P, fp32), O = PV (read P). S and P are N x N per head. No causal skipping.
+version 1 is naive attention (AttentionForward::Naive), three steps:
+  S = QK^T/sqrt(d) written to HBM in fp32 (masked entries -inf; one block per Q tile, the Q tile
+  stays in shared memory while the K tiles stream by), P = softmax(S) over rows in two passes
+  over S (online max/sum writing the row's logsumexp L, then P = exp(S - L)), O = PV (read P).
+  S and P are N x N per head in fp32. No causal skipping.
 ./attention_forward 1
 
 version 2 is the FlashAttention-1 order (AttentionForward::FA1): the KV-block loop is outermost,
@@ -26,7 +28,7 @@ in registers while it loops over the visible KV tiles, then writes O and logsume
 ./attention_forward 3
 
 CPU reference: kernels/reference.cpp attention_forward (double) on up to 2 heads (first and last);
-outputs checked: O (and logsumexp for version 3); tolerance fp32 1e-4, bf16 1e-2.
+outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf16 1e-2.
 */
 #include <algorithm>
 #include <cmath>
@@ -102,45 +104,58 @@ __global__ void __launch_bounds__(256) attn_scores_kernel(const T* __restrict__ 
   extern __shared__ float smem[];
   float* qs = smem;
   float* ks = smem + kTileFloats;
-  const int j = blockIdx.x, i = blockIdx.y, bh = blockIdx.z;
+  const int i = blockIdx.x, bh = blockIdx.y;
   const int tx = threadIdx.x % 16, ty = threadIdx.x / 16;
   const std::size_t base = static_cast<std::size_t>(bh) * n * kHead;
-  load_tile(qs, q + base, i * kTile, n);
-  load_tile(ks, k + base, j * kTile, n);
-  __syncthreads();
-  float s[4][4];
-  tile_qk(qs, ks, s, tx, ty);
-  mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
   float* out = s_out + static_cast<std::size_t>(bh) * n * n;
+  load_tile(qs, q + base, i * kTile, n);  // the Q tile stays while all K tiles stream by
+  const int tc = (n + kTile - 1) / kTile;
+  for (int j = 0; j < tc; ++j) {
+    __syncthreads();
+    load_tile(ks, k + base, j * kTile, n);
+    __syncthreads();
+    float s[4][4];
+    tile_qk(qs, ks, s, tx, ty);
+    mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
 #pragma unroll
-  for (int a = 0; a < 4; ++a) {
-    const int r = i * kTile + ty * 4 + a;
-    if (r >= n) continue;
+    for (int a = 0; a < 4; ++a) {
+      const int r = i * kTile + ty * 4 + a;
+      if (r >= n) continue;
 #pragma unroll
-    for (int b = 0; b < 4; ++b) {
-      const int c = j * kTile + tx + 16 * b;
-      if (c < n) out[static_cast<std::size_t>(r) * n + c] = s[a][b];
+      for (int b = 0; b < 4; ++b) {
+        const int c = j * kTile + tx + 16 * b;
+        if (c < n) out[static_cast<std::size_t>(r) * n + c] = s[a][b];
+      }
     }
   }
 }
 
-// One block per row of S: the row is read once into shared memory, P written once.
-__global__ void __launch_bounds__(256) attn_softmax_rows_kernel(const float* __restrict__ s, float* __restrict__ p,
-                                                                int n) {
-  extern __shared__ float row[];
-  __shared__ float sh[32];
-  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * n;
-  float m = -INFINITY;
+// Softmax of the rows of S in two passes over HBM, one block per row: the online (max, sum) pass
+// writes the row's logsumexp L, the second pass reads S again and writes P = exp(S - L).
+__global__ void __launch_bounds__(256) attn_row_stats_kernel(const float* __restrict__ s, float* __restrict__ lse,
+                                                             int n) {
+  __shared__ float sh[64];
+  const float* row = s + static_cast<std::size_t>(blockIdx.x) * n;
+  float m = -INFINITY, l = 0.f;
   for (int c = threadIdx.x; c < n; c += blockDim.x) {
-    row[c] = s[off + c];
-    m = fmaxf(m, row[c]);
+    const float v = row[c];
+    if (v > m) {
+      l = l * __expf(m - v) + 1.f;
+      m = v;
+    } else {
+      l += __expf(v - m);
+    }
   }
-  m = block_max(m, sh);  // contains __syncthreads, so row[] is complete afterwards
-  float l = 0.f;
-  for (int c = threadIdx.x; c < n; c += blockDim.x) l += __expf(row[c] - m);
-  l = block_sum(l, sh);
-  const float inv = 1.f / l;
-  for (int c = threadIdx.x; c < n; c += blockDim.x) p[off + c] = __expf(row[c] - m) * inv;
+  block_combine_ml(m, l, sh);
+  if (threadIdx.x == 0) lse[blockIdx.x] = m + logf(l);
+}
+
+__global__ void __launch_bounds__(256) attn_row_normalize_kernel(const float* __restrict__ s,
+                                                                 const float* __restrict__ lse, float* __restrict__ p,
+                                                                 int n) {
+  const std::size_t off = static_cast<std::size_t>(blockIdx.x) * n;
+  const float l = lse[blockIdx.x];
+  for (int c = threadIdx.x; c < n; c += blockDim.x) p[off + c] = __expf(s[off + c] - l);
 }
 
 template <class T>
@@ -325,14 +340,16 @@ void allow_smem(K kernel, int bytes) {
 }  // namespace
 
 template <class T>
-void attention_naive(const T* q, const T* k, const T* v, T* o, float* s, float* p, int bh, int n, bool causal) {
+void attention_naive(const T* q, const T* k, const T* v, T* o, float* s, float* p, float* lse, int bh, int n,
+                     bool causal) {
   const int t = (n + kTile - 1) / kTile;
   const int smem2 = 2 * kTileFloats * 4;
-  attn_scores_kernel<T><<<dim3(t, t, bh), 256, smem2>>>(q, k, s, n, causal, attn_scale());
+  attn_scores_kernel<T><<<dim3(t, bh), 256, smem2>>>(q, k, s, n, causal, attn_scale());
   CUDA_CHECK_LAUNCH();
-  const int row_bytes = n * 4;
-  if (row_bytes > 48 * 1024) allow_smem(attn_softmax_rows_kernel, row_bytes);
-  attn_softmax_rows_kernel<<<static_cast<unsigned>(bh) * n, 256, row_bytes>>>(s, p, n);
+  const unsigned rows = static_cast<unsigned>(bh) * n;
+  attn_row_stats_kernel<<<rows, 256>>>(s, lse, n);
+  CUDA_CHECK_LAUNCH();
+  attn_row_normalize_kernel<<<rows, 256>>>(s, lse, p, n);
   CUDA_CHECK_LAUNCH();
   attn_pv_kernel<T><<<dim3(t, bh), 256, smem2>>>(p, v, o, n);
   CUDA_CHECK_LAUNCH();
@@ -385,6 +402,7 @@ class AttnFwdWorkload : public Workload {
       const std::size_t sz = static_cast<std::size_t>(s.bh) * s.seq * s.seq * 4;
       s_ = DevBuf(sz);
       p_ = DevBuf(sz);
+      lse_ = DevBuf(stat);
     } else if (s.schedule == Schedule::AttnFA1) {
       m_ = DevBuf(stat);
       l_ = DevBuf(stat);
@@ -457,7 +475,7 @@ class AttnFwdWorkload : public Workload {
          v = static_cast<const T*>(in(set, iv_));
     const int bh = static_cast<int>(s.bh), n = static_cast<int>(s.seq);
     switch (s.schedule) {
-      case Schedule::AttnNaive: attention_naive(q, k, v, o_.as<T>(), s_.as<float>(), p_.as<float>(), bh, n, s.causal); break;
+      case Schedule::AttnNaive: attention_naive(q, k, v, o_.as<T>(), s_.as<float>(), p_.as<float>(), lse_.as<float>(), bh, n, s.causal); break;
       case Schedule::AttnFA1: attention_fa1(q, k, v, o_.as<T>(), m_.as<float>(), l_.as<float>(), bh, n, s.causal); break;
       default: attention_fa2(q, k, v, o_.as<T>(), lse_.as<float>(), bh, n, s.causal); break;
     }
@@ -471,8 +489,6 @@ class AttnFwdWorkload : public Workload {
 std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
   if (s.d != kHead || s.br != kTile || s.bc != kTile)
     throw std::invalid_argument("attention kernels are compiled for d = 64 and 64 x 64 tiles");
-  if (s.schedule == Schedule::AttnNaive && s.seq * 4 > 200 * 1024)
-    throw std::invalid_argument("naive attention keeps one row of S in shared memory: N <= 51200");
   return std::make_unique<AttnFwdWorkload>(s);
 }
 

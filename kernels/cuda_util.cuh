@@ -56,6 +56,34 @@ __device__ __forceinline__ float block_sum(float v, float* sh) {
   return warp_sum(r);
 }
 
+// (m, l) pairs: l is a sum of exp(x - m). Combining two pairs rescales to the larger max.
+__device__ __forceinline__ void combine_ml(float& m, float& l, float m2, float l2) {
+  const float mm = fmaxf(m, m2);
+  if (mm == -INFINITY) return;  // both empty
+  l = l * __expf(m - mm) + l2 * __expf(m2 - mm);
+  m = mm;
+}
+
+__device__ __forceinline__ void block_combine_ml(float& m, float& l, float* sh) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
+    combine_ml(m, l, m2, l2);
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) {
+    sh[warp] = m;
+    sh[32 + warp] = l;
+  }
+  __syncthreads();
+  m = lane < nw ? sh[lane] : -INFINITY;
+  l = lane < nw ? sh[32 + lane] : 0.f;
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
+    combine_ml(m, l, m2, l2);
+  }
+}
+
 // Attention tiles: 64 x 64, head dimension 64, 256 threads. Thread (ty = tid / 16, tx = tid % 16)
 // owns rows ty*4 .. ty*4+3 and columns tx, tx+16, tx+32, tx+48 of every 64 x 64 tile it computes.
 constexpr int kTile = 64;

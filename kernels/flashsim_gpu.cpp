@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
 
   auto* list = app.add_subcommand("list", "list the schedules and the size presets");
+  auto* traffic = app.add_subcommand("traffic", "print per-array bytes: our kernels' model vs the tile machine (no GPU)");
+  std::string t_sched = "all", t_sizes = "tiny";
+  traffic->add_option("--schedules,-s", t_sched, "schedules or groups")->capture_default_str();
+  traffic->add_option("--sizes", t_sizes, "sizes, as for compare")->capture_default_str();
   auto* cmp = app.add_subcommand("compare", "run schedules at sizes; print counted vs measured bytes");
   std::string schedules = "all", sizes = "small,large", dtypes, causal = "both", csv, json;
   int repeats = 10;
@@ -89,6 +93,40 @@ int main(int argc, char** argv) {
       std::printf("%-15s %-22s v%d  %s\n", s.id, s.file, s.version, s.summary);
     std::printf("\nsize presets: tiny (sanitizer), small (inside L2), large (far beyond L2); or op:dims\n");
     std::printf("counted bytes: %s\n", have_counted() ? "tile machine linked (sim/traffic.h)" : "flashsim_sim not built");
+    return 0;
+  }
+
+  if (traffic->parsed()) {
+    try {
+      for (const auto& s : expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true})) {
+        std::vector<CountedArray> got;
+        std::string why;
+        auto c = counted(s, &got, &why);
+        std::printf("%s %s %s%s\n", info(s.schedule).id, s.size_label().c_str(), dtype_name(s.dtype),
+                    c ? "" : (" (counted: " + why + ")").c_str());
+        std::printf("  %-10s %14s %14s %14s %14s\n", "array", "model R", "model W", "counted R", "counted W");
+        auto model = model_traffic(s);
+        for (const auto& m : model) {
+          const CountedArray* hit = nullptr;
+          for (const auto& g : got)
+            if (g.name == m.name) hit = &g;
+          std::printf("  %-10s %14llu %14llu %14s %14s%s\n", m.name.c_str(), (unsigned long long)m.read,
+                      (unsigned long long)m.written, hit ? std::to_string(hit->read).c_str() : "-",
+                      hit ? std::to_string(hit->written).c_str() : "-",
+                      hit && (hit->read != m.read || hit->written != m.written) ? "  differs" : "");
+        }
+        for (const auto& g : got) {
+          bool known = false;
+          for (const auto& m : model) known = known || m.name == g.name;
+          if (!known)
+            std::printf("  %-10s %14s %14s %14llu %14llu  (tile machine only)\n", g.name.c_str(), "-", "-",
+                        (unsigned long long)g.read, (unsigned long long)g.written);
+        }
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+      return 1;
+    }
     return 0;
   }
 

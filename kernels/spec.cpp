@@ -325,15 +325,16 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
             k_cols_vis += u(t.cols(j));
             if (j > 0) q_rows_vis_after_first += u(t.rows(i));
           }
-      const std::uint64_t tr = u(t.tr), tc = u(t.tc);
+      const std::uint64_t tr = u(t.tr);
       if (s.schedule == Schedule::AttnNaive) {
         const std::uint64_t sz = bh * n * n * 4;
-        a.push_back({"Q", tensor * tc, 0, tensor, false});
+        a.push_back({"Q", tensor, 0, tensor, false});
         a.push_back({"K", tensor * tr, 0, tensor, false});
         a.push_back({"V", tensor * tr, 0, tensor, false});
-        a.push_back({"S", sz, sz, sz, true});
+        a.push_back({"S", 2 * sz, sz, sz, true});  // two passes of the row softmax
         a.push_back({"P", sz, sz, sz, true});
         a.push_back({"O", 0, tensor, tensor, false});
+        a.push_back({"L", stat, stat, stat, false});  // row logsumexp: written by pass 1, read by pass 2
       } else if (s.schedule == Schedule::AttnFA1) {
         a.push_back({"Q", bh * q_rows_vis * d * e, 0, tensor, true});
         a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
@@ -346,7 +347,7 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
         a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
         a.push_back({"V", bh * k_cols_vis * d * e, 0, tensor, false});
         a.push_back({"O", 0, tensor, tensor, false});
-        a.push_back({"lse", 0, stat, stat, false});
+        a.push_back({"L", 0, stat, stat, false});  // logsumexp
       } else {
         // backward; both versions start with D = rowsum(dO * O)
         const bool two = s.schedule == Schedule::BwdTwoPass;
@@ -360,7 +361,7 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
           a.push_back({"Q", tensor + qv, 0, tensor, false});
           a.push_back({"K", kv + tensor, 0, tensor, false});
           a.push_back({"V", kv + tensor, 0, tensor, false});
-          a.push_back({"lse", stat + statv, 0, stat, false});
+          a.push_back({"L", stat + statv, 0, stat, false});
           a.push_back({"D", stat + statv, stat, stat, false});
           a.push_back({"dQ", 0, tensor, tensor, false});
         } else {
@@ -369,11 +370,11 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
           a.push_back({"Q", qv, 0, tensor, false});
           a.push_back({"K", tensor, 0, tensor, false});
           a.push_back({"V", tensor, 0, tensor, false});
-          a.push_back({"lse", statv, 0, stat, false});
+          a.push_back({"L", statv, 0, stat, false});
           a.push_back({"D", statv, stat, stat, false});
           // zeroed once, one fp32 atomic add per element per visible pair (read-modify-write in
           // L2), read once by the conversion kernel
-          a.push_back({"dQ_accum", bh * q_rows_vis * d * 4 + acc, acc + bh * q_rows_vis * d * 4, acc, false});
+          a.push_back({"dQacc", bh * q_rows_vis * d * 4 + acc, acc + bh * q_rows_vis * d * 4, acc, false});
           a.push_back({"dQ", 0, tensor, tensor, false});
         }
         a.push_back({"dK", 0, tensor, tensor, false});

@@ -314,11 +314,13 @@ TEST_CASE("traffic model of the attention forward kernels", "[kernels][traffic]"
   auto fa2 = model_traffic(attn(Schedule::AttnFA2, 3, 100, false));
   CHECK(arr(fa2, "Q").read == t);
   CHECK(arr(fa2, "K").read == 2 * t);  // once per Q tile
-  CHECK(arr(fa2, "lse").written == bh * n * 4);
+  CHECK(arr(fa2, "L").written == bh * n * 4);
   CHECK(expected_hbm(fa2).read == compulsory(attn(Schedule::AttnFA2, 3, 100, false)).read);
   auto naive = model_traffic(attn(Schedule::AttnNaive, 3, 100, true));
   CHECK(arr(naive, "S").written == bh * n * n * 4);
-  CHECK(arr(naive, "S").read == bh * n * n * 4);
+  CHECK(arr(naive, "S").read == 2 * bh * n * n * 4);  // two passes of the row softmax
+  CHECK(arr(naive, "Q").read == t);                    // Q tile resident while K streams
+  CHECK(arr(naive, "L").written == bh * n * 4);
   CHECK(arr(naive, "P").read == bh * n * n * 4);
   CHECK(arr(naive, "S").streamed);
   CHECK_FALSE(arr(naive, "Q").streamed);
@@ -332,8 +334,8 @@ TEST_CASE("traffic model of the attention backward kernels", "[kernels][traffic]
   CHECK(arr(two, "D").written == bh * n * 4);
   auto at = model_traffic(attn(Schedule::BwdAtomic, 2, 128, true));  // causal: 3 visible pairs
   const std::uint64_t acc = bh * n * d * 4;
-  CHECK(arr(at, "dQ_accum").read == bh * (64 + 64 + 64) * d * 4 + acc);
-  CHECK(arr(at, "dQ_accum").written == acc + bh * (64 + 64 + 64) * d * 4);
+  CHECK(arr(at, "dQacc").read == bh * (64 + 64 + 64) * d * 4 + acc);
+  CHECK(arr(at, "dQacc").written == acc + bh * (64 + 64 + 64) * d * 4);
   CHECK(arr(at, "dQ").written == t);
   CHECK(expected_hbm(at).written == compulsory(attn(Schedule::BwdAtomic, 2, 128, true)).written + bh * n * 4 + acc);
 }
