@@ -142,7 +142,7 @@ __global__ void __launch_bounds__(256) attn_row_stats_kernel(const float* __rest
     if (v > m) {
       l = l * __expf(m - v) + 1.f;
       m = v;
-    } else {
+    } else if (v > -INFINITY) {  // a masked -inf adds nothing (and -inf - -inf would be NaN)
       l += __expf(v - m);
     }
   }

@@ -107,7 +107,7 @@ __global__ void __launch_bounds__(kThreads) softmax_online_kernel(const T* __res
     if (v > m) {
       l = l * __expf(m - v) + 1.f;  // exp(-inf) = 0 on the first element
       m = v;
-    } else {
+    } else if (v > -INFINITY) {  // a masked -inf adds nothing (and -inf - -inf would be NaN)
       l += __expf(v - m);
     }
   }
