@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 #include <iostream>
 
+#include "lessons/09-attention-loop-orders/scalar_gen_cli.h"
 #include "lessons/lesson_cli.h"
 #include "sim/cli.h"
 
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   flashsim::cli::register_run_command(app, exit_code);
   flashsim::lessons::register_lesson_command(app, exit_code);
   flashsim::lessons::register_gen_command(app, exit_code);
+  flashsim::lessons::register_scalar_gen_commands(app, exit_code);  // softmax, variance, attention-scalar join `gen`
   flashsim::lessons::register_optimize_command(app, exit_code);
   try {
     app.parse(argc, argv);

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -65,5 +66,21 @@ std::vector<double> attention_reference(const std::vector<double>& q, const std:
                                         const std::vector<double>& v, std::int64_t d);
 
 const char* loop_order_name(LoopOrder o);  // "inner" / "outer"
+
+}  // namespace flashsim::sim::schedules
+
+namespace flashsim::sim::schedules {
+
+// Lesson 09's table: q, K, V and o row loads/stores of the inner-product order and of the
+// outer-product order with 0, n/2 and n resident output slots, counted by running the
+// generated traces (nq = n queries), next to the closed forms. Plain text.
+std::string attention_traffic_table(std::int64_t n, std::int64_t d);
+
+// Generators by name, for `flashsim gen` and the viewer: softmax-unsafe, softmax-3pass,
+// softmax-online, softmax-online-ratio, variance-two-pass, variance-welford, variance-naive,
+// attention-inner, attention-outer. Params: n, d, nq, slots (missing ones take defaults).
+std::vector<std::string> scalar_schedule_names();
+// Throws std::invalid_argument for an unknown name or bad sizes.
+std::string scalar_schedule_source(const std::string& name, const std::map<std::string, std::int64_t>& params);
 
 }  // namespace flashsim::sim::schedules
