@@ -177,6 +177,14 @@ void App::frame(double dt) {
 
 void App::present() { glfwSwapBuffers(window_); }
 
+std::string App::renderer() const {
+  auto str = [](GLenum e) {
+    const GLubyte* s = glGetString(e);
+    return s ? std::string(reinterpret_cast<const char*>(s)) : std::string("?");
+  };
+  return str(GL_RENDERER) + ", OpenGL " + str(GL_VERSION);
+}
+
 std::string App::save_screenshot(const std::string& path) const {
   int w, h;
   glfwGetFramebufferSize(window_, &w, &h);
@@ -237,13 +245,16 @@ void App::end_pane() { ImGui::End(); }
 
 void App::draw_ui() {
   handle_keys();
+  // Pane sizes settle over the first frames; follow the current line again until they have.
+  if (frame_count_++ < 3)
+    for (auto& slot : scrolled_to_) slot[0] = slot[1] = ~0ull;
   ImVec2 display = ImGui::GetIO().DisplaySize;
   float y = draw_menu_bar();
   const float toolbar_h = 44;
   draw_toolbar({0, y, display.x, toolbar_h});
   y += toolbar_h;
   if (!model_.error().empty()) {
-    float banner_h = 58;
+    float banner_h = model_.error_context().empty() ? 40 : 76;
     draw_error_banner({0, y, display.x, banner_h});
     y += banner_h;
   }
@@ -370,10 +381,11 @@ void App::draw_toolbar(Rect r) {
   std::uint64_t k = model_.step_index(), lo = 0, hi = std::max<std::uint64_t>(1, model_.max_steps());
   std::string fmt = "step %llu of " + with_commas(model_.max_steps());
   ImGui::SetNextItemWidth(std::max(160.0f, r.w - ImGui::GetCursorPosX() - 260));
-  if (ImGui::SliderScalar("##step", ImGuiDataType_U64, &k, &lo, &hi, fmt.c_str())) {
+  if (any && ImGui::SliderScalar("##step", ImGuiDataType_U64, &k, &lo, &hi, fmt.c_str())) {
     model_.pause();
     model_.seek(k);
   }
+  if (!any) ImGui::Dummy(ImVec2(std::max(160.0f, r.w - ImGui::GetCursorPosX() - 260), 1));
   if (!any) ImGui::EndDisabled();
   ImGui::SameLine();
   // Status: a fault wins, then done / running / paused.
@@ -406,8 +418,9 @@ void App::draw_error_banner(Rect r) {
   ImGui::PushTextWrapPos(r.w - 110);
   ImGui::TextUnformatted(model_.error().c_str());
   ImGui::PopTextWrapPos();
+  if (!model_.error_context().empty()) ImGui::TextColored(ImVec4(1.0f, 0.85f, 0.75f, 1), "%s", model_.error_context().c_str());
   ImGui::PopFont();
-  ImGui::SetCursorPos(ImVec2(r.w - 96, 16));
+  ImGui::SetCursorPos(ImVec2(r.w - 96, 8));
   if (ImGui::Button("Dismiss")) model_.clear_error();
   ImGui::End();
 }
@@ -499,8 +512,9 @@ void App::source_lines(int slot) {
   std::uint32_t follow = current ? current : next;
   if (follow && scrolled_to_[slot][0] != follow) {
     float y = (static_cast<float>(follow) - 1) * row_h;
-    float view = ImGui::GetWindowHeight();
-    if (y < ImGui::GetScrollY() || y + row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
+    float view = ImGui::GetWindowContentRegionMax().y - ImGui::GetWindowContentRegionMin().y;
+    // Keep a row of context (the next instruction) below the current one.
+    if (y < ImGui::GetScrollY() || y + 3 * row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
     scrolled_to_[slot][0] = follow;
   }
   ImGui::PushStyleVar(ImGuiStyleVar_ItemSpacing, ImVec2(0, 0));  // rows exactly row_h apart, as the clipper assumes
@@ -568,8 +582,8 @@ void App::trace_lines(int slot) {
 
   if (scrolled_to_[slot][1] != t.step()) {
     float y = static_cast<float>(focus) * row_h;
-    float view = ImGui::GetWindowHeight();
-    if (y < ImGui::GetScrollY() || y + row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
+    float view = ImGui::GetWindowContentRegionMax().y - ImGui::GetWindowContentRegionMin().y;
+    if (y < ImGui::GetScrollY() || y + 3 * row_h > ImGui::GetScrollY() + view) ImGui::SetScrollY(std::max(0.0f, y - view * 0.4f));
     scrolled_to_[slot][1] = t.step();
   }
   // Only the visible rows are formatted, so a million-step trace costs the same as ten.
@@ -626,12 +640,18 @@ void App::registers_pane(int slot, Rect r) {
       std::uint64_t cap = m.config().sram_bytes.value_or(0);
       std::uint64_t scale = cap ? cap : std::max<std::uint64_t>(1, m.sram_peak());
       char overlay[96];
-      std::snprintf(overlay, sizeof overlay, "SRAM %s of %s  (peak %s)", human_bytes(m.sram_in_use()).c_str(),
-                    cap ? human_bytes(cap).c_str() : "no limit", human_bytes(m.sram_peak()).c_str());
+      if (cap)
+        std::snprintf(overlay, sizeof overlay, "SRAM %s / %s", human_bytes(m.sram_in_use()).c_str(), human_bytes(cap).c_str());
+      else
+        std::snprintf(overlay, sizeof overlay, "SRAM %s (no limit)", human_bytes(m.sram_in_use()).c_str());
       float frac = static_cast<float>(m.sram_in_use()) / static_cast<float>(scale);
-      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, frac > 0.9f ? ImVec4(0.8f, 0.35f, 0.25f, 1) : ImVec4(0.30f, 0.55f, 0.80f, 1));
+      bool tight = cap && frac > 0.9f;
+      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, tight ? ImVec4(0.8f, 0.35f, 0.25f, 1) : ImVec4(0.30f, 0.55f, 0.80f, 1));
       ImGui::ProgressBar(frac, ImVec2(-1, 0), overlay);
       ImGui::PopStyleColor();
+      if (ImGui::IsItemHovered())
+        ImGui::SetTooltip("Registers hold %s now; the peak so far is %s (yellow mark).", human_bytes(m.sram_in_use()).c_str(),
+                          human_bytes(m.sram_peak()).c_str());
       ImVec2 a = ImGui::GetItemRectMin(), b = ImGui::GetItemRectMax();
       mark(prefix + "sram_bar", a.x, a.y, b.x, b.y);
       if (cap) {
@@ -642,7 +662,8 @@ void App::registers_pane(int slot, Rect r) {
     bool sym = show_symbolic_ && m.symbolic();
     const float row_h = mono->FontSize + 6;
     const float width = ImGui::GetContentRegionAvail().x;
-    const float value_x = 44, sym_x = sym ? std::min(width * 0.45f, 130.0f) + value_x : width;
+    const float value_w = t.tile_machine() ? std::min(width * 0.5f, 200.0f) : std::min(width * 0.4f, 100.0f);
+    const float value_x = 40, sym_x = sym ? value_x + value_w : width;
     ImVec2 h = ImGui::GetCursorScreenPos();
     dl->AddText(ImVec2(h.x + 4, h.y), kTextDim, "Reg");
     dl->AddText(ImVec2(h.x + value_x, h.y), kTextDim, "Value");
@@ -767,55 +788,64 @@ void App::dram_pane(int slot, Rect r) {
     const std::string prefix = "t" + std::to_string(slot) + ".";
     auto touched = t.touched();
     auto next = t.next_touch();
-    // Legend.
+    // Legend: the fill is the read count, the orange band the write count, the box this step.
     {
-      ImVec2 a = ImGui::GetCursorScreenPos();
+      ImVec2 g = ImGui::GetCursorScreenPos();
+      for (int i = 0; i < 40; ++i) dl->AddRectFilled(ImVec2(g.x + i, g.y + 4), ImVec2(g.x + i + 1, g.y + 14), heat(i / 39.0f));
+      ImGui::Dummy(ImVec2(42, 16));
+      ImGui::SameLine();
       ImGui::TextDisabled("reads");
       ImGui::SameLine();
-      ImVec2 g = ImGui::GetCursorScreenPos();
-      for (int i = 0; i < 60; ++i) dl->AddRectFilled(ImVec2(g.x + i, g.y + 4), ImVec2(g.x + i + 1, g.y + 14), heat(i / 59.0f));
-      ImGui::Dummy(ImVec2(62, 16));
-      ImGui::SameLine();
-      ImGui::TextDisabled("low..high  writes");
-      ImGui::SameLine();
       ImVec2 w = ImGui::GetCursorScreenPos();
-      dl->AddRectFilled(ImVec2(w.x, w.y + 9), ImVec2(w.x + 18, w.y + 14), IM_COL32(240, 130, 60, 255));
-      ImGui::Dummy(ImVec2(20, 16));
+      dl->AddRectFilled(ImVec2(w.x, w.y + 9), ImVec2(w.x + 16, w.y + 14), IM_COL32(240, 130, 60, 255));
+      ImGui::Dummy(ImVec2(18, 16));
       ImGui::SameLine();
-      ImGui::TextDisabled("band");
+      ImGui::TextDisabled("writes");
       ImGui::SameLine();
       ImVec2 o = ImGui::GetCursorScreenPos();
-      dl->AddRect(ImVec2(o.x, o.y + 3), ImVec2(o.x + 14, o.y + 15), rgb(theme::kTouchedCell), 0, 0, 2.5f);
-      ImGui::Dummy(ImVec2(16, 16));
+      dl->AddRect(ImVec2(o.x, o.y + 3), ImVec2(o.x + 13, o.y + 15), rgb(theme::kTouchedCell), 0, 0, 2.5f);
+      ImGui::Dummy(ImVec2(15, 16));
       ImGui::SameLine();
       ImGui::TextDisabled("this step");
-      (void)a;
     }
     for (std::uint32_t id = 0; id < p.arrays.size(); ++id) {
       const auto& d = p.arrays[id];
       const auto& s = m.array(id);
-      ImGui::Spacing();
       std::string head = d.name + (d.rank == 2 ? "[" + std::to_string(d.rows) + "][" + std::to_string(d.cols) + "]"
                                                : "[" + std::to_string(d.rows) + "]");
-      if (d.tile_rows * d.tile_cols > 1) head += "  tiles " + std::to_string(d.tile_rows) + "x" + std::to_string(d.tile_cols);
-      ImGui::TextColored(ImVec4(0.85f, 0.88f, 0.95f, 1), "%s", head.c_str());
-      ImGui::SameLine();
-      ImGui::TextDisabled("%s%sread %s, written %s", m.is_input(id) ? "in  " : "", m.is_output(id) ? "out  " : "",
-                          human_bytes(s.bytes_read).c_str(), human_bytes(s.bytes_written).c_str());
+      head += m.is_input(id) ? (m.is_output(id) ? "  in/out" : "  in") : (m.is_output(id) ? "  out" : "");
+      std::string sub = "r " + human_bytes(s.bytes_read) + "  w " + human_bytes(s.bytes_written);
+      const bool tiled = d.tile_rows * d.tile_cols > 1;
       const std::int64_t tiles = d.tile_count();
       const std::int64_t gc = d.tile_grid_cols();
-      const float avail = std::max(40.0f, ImGui::GetContentRegionAvail().x - 2);
+      const float full = std::max(40.0f, ImGui::GetWindowContentRegionMax().x - ImGui::GetWindowContentRegionMin().x - 2);
       float cell;
       std::int64_t per_row, rows;
       if (d.rank == 1) {
-        cell = std::clamp(avail / static_cast<float>(tiles), 9.0f, 52.0f);
-        per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, static_cast<std::int64_t>(avail / cell)));
+        cell = std::clamp(full / static_cast<float>(tiles), 9.0f, 44.0f);
+        per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, static_cast<std::int64_t>(full / cell)));
         rows = (tiles + per_row - 1) / per_row;
       } else {
-        cell = std::clamp(avail / static_cast<float>(gc), 8.0f, 52.0f);
+        cell = std::clamp(full / static_cast<float>(gc), 8.0f, tiled ? 30.0f : 44.0f);
         per_row = gc;
         rows = d.tile_grid_rows();
       }
+      // Small grids (tile grids, short vectors) flow side by side; big ones take the full width.
+      float block = std::max({static_cast<float>(per_row) * cell, ImGui::CalcTextSize(head.c_str()).x,
+                              ImGui::CalcTextSize(sub.c_str()).x}) + 14;
+      if (id > 0) {
+        ImGui::SameLine(0, 0);
+        float x = ImGui::GetCursorPosX();
+        if (x + block > ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
+        else ImGui::SameLine(0, 0);
+      }
+      ImGui::BeginGroup();
+      ImGui::Spacing();
+      ImGui::TextColored(ImVec4(0.85f, 0.88f, 0.95f, 1), "%s", head.c_str());
+      if (ImGui::IsItemHovered() && tiled)
+        ImGui::SetTooltip("%s: %lld x %lld tiles of %lld x %lld elements", d.name.c_str(), static_cast<long long>(d.tile_grid_rows()),
+                          static_cast<long long>(gc), static_cast<long long>(d.tile_rows), static_cast<long long>(d.tile_cols));
+      ImGui::TextDisabled("%s", sub.c_str());
       const float scale_r = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_reads(id)));
       const float scale_w = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_writes(id)));
       ImVec2 origin = ImGui::GetCursorScreenPos();
@@ -876,6 +906,9 @@ void App::dram_pane(int slot, Rect r) {
           ImGui::EndTooltip();
         }
       }
+      ImGui::EndGroup();
+      ImGui::SameLine(0, 14);
+      ImGui::Dummy(ImVec2(0, 0));
     }
   }
   end_pane();

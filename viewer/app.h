@@ -56,6 +56,7 @@ class App {
 
   const std::vector<Mark>& marks() const { return marks_; }
   std::string layout_dump() const;  // one "rect NAME x0 y0 x1 y1" line per mark
+  std::string renderer() const;  // the OpenGL renderer and version, for reports
   double last_ui_ms() const { return ui_ms_; }
   double last_render_ms() const { return render_ms_; }
 
@@ -94,6 +95,7 @@ class App {
   GLFWwindow* window_ = nullptr;
   std::vector<Mark> marks_;
   double last_time_ = 0;
+  int frame_count_ = 0;
   double ui_ms_ = 0, render_ms_ = 0;
   void* mono_font_ = nullptr;  // ImFont*
   bool show_symbolic_ = true;

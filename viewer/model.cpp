@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <fstream>
 #include <sstream>
 
 #include "isa/assembler.h"
@@ -101,6 +102,13 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
     prog = isa::assemble_file(request.path, opts);
   }
   path_ = request.program ? prog.name : request.path;
+  if (prog.source_lines.empty()) {
+    // A generated program without text: show its disassembly, one instruction a line.
+    std::istringstream text(isa::disassemble(prog));
+    for (std::string line; std::getline(text, line);) prog.source_lines.push_back(line);
+    std::size_t header = prog.source_lines.size() >= prog.code.size() ? prog.source_lines.size() - prog.code.size() : 0;
+    for (std::size_t i = 0; i < prog.code.size(); ++i) prog.code[i].loc = {static_cast<std::uint32_t>(header + i + 1), 1};
+  }
   title_ = request.title.empty() ? default_title(path_) : request.title;
   params_ = scan_params(prog.source_lines);
   for (auto& p : params_)
@@ -114,6 +122,7 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   line_hits_.assign(lines, 0);
   line_total_.assign(lines, 0);
   for (const auto& in : prog.code) ++line_total_[in.loc.line];
+  tile_machine_ = !prog.is_scalar();
   machine_ = std::make_unique<sim::Machine>(std::move(prog), std::move(opts));
   prepass();
 }
@@ -303,8 +312,28 @@ bool Model::open(int slot, const LoadRequest& request) {
     auto t = std::make_unique<Trace>(request);
     if (const Trace* other = traces_[1 - slot].get()) t->seek(other->step());  // join the lockstep
     traces_[slot] = std::move(t);
-    error_.clear();
+    clear_error();
     return true;
+  } catch (const isa::AsmError& e) {
+    set_error(e.what());
+    if (e.line > 0) {
+      std::vector<std::string> lines;
+      if (request.program) {
+        lines = request.program->source_lines;
+      } else {
+        std::ifstream in(request.path);
+        for (std::string l; lines.size() < e.line && std::getline(in, l);) lines.push_back(l);
+      }
+      if (e.line <= lines.size()) {
+        std::string num = std::to_string(e.line);
+        std::string text = lines[e.line - 1];
+        for (auto& ch : text)
+          if (ch == '\t') ch = ' ';
+        error_context_ = " " + num + " | " + text + "\n " + std::string(num.size(), ' ') + " | " +
+                         std::string(e.col > 0 ? e.col - 1 : 0, ' ') + "^";
+      }
+    }
+    return false;
   } catch (const std::exception& e) {
     // isa::AsmError reads FILE:LINE:COL: error: ...; a MachineFault names the bad input.
     error_ = e.what();
@@ -487,6 +516,7 @@ std::string Model::dump() const {
   os << "traces: " << trace_count() << "\n";
   os << "step_index: " << step_index() << "\n";
   if (!error_.empty()) os << "error: " << error_ << "\n";
+  if (!error_context_.empty()) os << "error_context:\n" << error_context_ << "\n";
   for (int s = 0; s < 2; ++s)
     if (const Trace* t = trace(s)) os << "[trace " << s << "]\n" << dump_trace(*t);
   return os.str();

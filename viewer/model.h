@@ -125,7 +125,7 @@ class Trace {
   std::uint64_t dram_bytes() const;
   // Whole-trace totals from the counting pass at load time.
   const sim::Counters& final_counters() const { return final_counters_; }
-  bool tile_machine() const { return !program().is_scalar(); }
+  bool tile_machine() const { return tile_machine_; }  // cached: is_scalar() walks the trace
 
  private:
   void prepass();
@@ -138,6 +138,7 @@ class Trace {
   std::set<std::uint32_t> breakpoints_;
   std::string lesson_;
   std::vector<Budget> budgets_;
+  bool tile_machine_ = false;
   std::string fault_;
   std::vector<std::uint64_t> line_hits_, line_total_;
   std::vector<std::uint32_t> final_max_reads_, final_max_writes_;
@@ -163,8 +164,14 @@ class Model {
   const Trace* trace(int slot) const { return traces_[static_cast<std::size_t>(slot)].get(); }
 
   const std::string& error() const { return error_; }
-  void set_error(std::string e) { error_ = std::move(e); }
-  void clear_error() { error_.clear(); }
+  // The source line an assembler error points at, with a caret under its column
+  // ("   3 | ADD R0, R0\n     | ^"); empty when the error has no line.
+  const std::string& error_context() const { return error_context_; }
+  void set_error(std::string e) {
+    error_ = std::move(e);
+    error_context_.clear();
+  }
+  void clear_error() { set_error(""); }
 
   // Lockstep commands.
   bool step();
@@ -195,7 +202,7 @@ class Model {
   bool each(F&& f);
 
   std::unique_ptr<Trace> traces_[2];
-  std::string error_;
+  std::string error_, error_context_;
   bool running_ = false;
   double speed_ = 8.0;
   double carry_ = 0.0;

@@ -243,6 +243,7 @@ TEST_CASE("a file that does not assemble shows its error in the app and on stder
   INFO(s.state);
   CHECK(has(s.state, "error: " + bad + ":3:1: error: ADD takes 3 operands"));
   CHECK(has(s.state, "traces: 0"));
+  CHECK(has(s.state, "error_context:\n 3 | ADD R0, R0\n   | ^\n"));
   REQUIRE(s.rect.count("error_banner"));
   CHECK(share(s.img, s.rect["error_banner"], theme::kErrorBanner) > 0.5);
 }

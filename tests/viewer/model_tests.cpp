@@ -234,6 +234,7 @@ TEST_CASE("a file that does not assemble reports FILE:LINE:COL and keeps what wa
   REQUIRE(m.open(0, lesson("01-dot-product")));
   CHECK_FALSE(m.open(0, file(kData + "/bad_operand.fsa")));
   CHECK(m.error().find("bad_operand.fsa:3:1: error: ADD takes 3 operands") != std::string::npos);
+  CHECK(m.error_context() == " 3 | ADD R0, R0\n   | ^");
   REQUIRE(m.trace(0));
   CHECK(m.trace(0)->title() == "01-dot-product/solution.fsa");
   CHECK(m.dump().find("error: ") != std::string::npos);
@@ -328,4 +329,33 @@ TEST_CASE("catalog: lessons by name, parameters from .param lines", "[viewer]") 
   CHECK(params[1].name == "m");
   CHECK(params[1].value == 2);
   CHECK(params[2].name == "e");
+}
+
+TEST_CASE("generated schedules open by name; programs without text show their disassembly", "[viewer]") {
+  auto cat = viewer::full_catalog(kLessons);
+  const auto* fa2 = viewer::find_entry(cat, "tile-attention-fa2");
+  REQUIRE(fa2);
+  REQUIRE(fa2->generate);
+  Model m;
+  REQUIRE(m.open(0, fa2->request({{"n", 128}, {"d", 32}, {"br", 32}, {"bc", 32}})));
+  Trace& t = *m.trace(0);
+  CHECK(t.title() == "tile-attention-fa2 bc=32 br=32 d=32 n=128");
+  CHECK(t.tile_machine());
+  REQUIRE(t.program().source_lines.size() >= t.size());
+  // Every instruction sits on the disassembly line that prints it.
+  for (std::uint64_t i = 0; i < t.size(); i += 7)
+    CHECK(t.program().source_lines[t.program().code[i].loc.line - 1] == t.instruction_text(i));
+  t.seek(t.size());
+  CHECK(t.machine().sram_peak() > 0);
+  CHECK(t.machine().sram_peak() <= 192 * 1024);
+  // FlashAttention-2 keeps each Q block resident: every Q tile is read exactly once.
+  auto q = *t.program().find_array("Q");
+  for (auto c : t.machine().array(q).tile_reads) CHECK(c == 1);
+
+  const auto* online = viewer::find_entry(cat, "softmax-online");
+  REQUIRE(online);
+  REQUIRE(m.open(1, online->request({{"n", 16}})));
+  CHECK(m.trace(1)->final_counters().elem_reads == 32);
+  // Bad parameters are refused while generating (the app shows the message in its banner).
+  CHECK_THROWS_WITH(online->request({{"n", 0}}), Catch::Contains("n must be between 1 and 1000000"));
 }
