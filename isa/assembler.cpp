@@ -39,7 +39,7 @@ class Assembler {
     split_lines();
     std::size_t i = 0;
     block(i, 0);
-    if (prog_.code.empty()) fail(last_line_, 1, "empty program: no instructions");
+    if (prog_.code.empty()) fail(1, 1, "empty program: no instructions");
     return std::move(prog_);
   }
 

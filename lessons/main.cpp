@@ -4,7 +4,9 @@
 
 #include "lessons/09-attention-loop-orders/scalar_gen_cli.h"
 #include "lessons/lesson_cli.h"
+#include "lessons/tour.h"
 #include "sim/cli.h"
+#include "sim/cli_tile.h"
 
 #ifndef FLASHSIM_VERSION
 #define FLASHSIM_VERSION "dev"
@@ -20,6 +22,8 @@ int main(int argc, char** argv) {
   flashsim::lessons::register_gen_command(app, exit_code);
   flashsim::lessons::register_scalar_gen_commands(app, exit_code);  // softmax, variance, attention-scalar join `gen`
   flashsim::lessons::register_optimize_command(app, exit_code);
+  flashsim::cli::register_tile_commands(app, exit_code);  // after the lessons' `gen`: joins it
+  flashsim::lessons::register_tour_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

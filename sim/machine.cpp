@@ -83,6 +83,7 @@ Machine::Machine(isa::Program program, MachineOptions options)
   scalar_ = prog_.is_scalar();
   uses_mask_ = std::any_of(prog_.code.begin(), prog_.code.end(), [](const isa::Instruction& in) { return in.op == Opcode::MASK; });
   check_static();
+  if (scalar_) decode_fast();
   init_memory();
   reset();
 }
@@ -142,6 +143,12 @@ void Machine::init_memory() {
       throw MachineFault(0, 0, "--input " + name + " gives " + std::to_string(vals.size()) +
                                    " values; the array has " + std::to_string(prog_.arrays[*id].elements()));
   }
+  std::uint64_t total = 0;
+  for (const auto& a : prog_.arrays)
+    total += static_cast<std::uint64_t>(opts_.compute_values ? a.elements() : a.tile_count());
+  if (total > opts_.max_dram_elements)
+    throw MachineFault(0, 0, "the arrays need " + std::to_string(total) + (opts_.compute_values ? " elements" : " tiles") +
+                                 "; the simulated DRAM holds at most " + std::to_string(opts_.max_dram_elements));
   SplitMix rng{config_.seed};
   initial_arrays_.assign(prog_.arrays.size(), {});
   for (std::size_t i = 0; i < prog_.arrays.size(); ++i) {
@@ -351,7 +358,8 @@ bool Machine::run_to_breakpoint(const std::set<std::uint32_t>& lines) {
 }
 
 void Machine::run() {
-  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values && !uses_mask_) {
+  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values && !uses_mask_ &&
+      prog_.arrays.size() < 65536) {
     if (opts_.history) run_scalar_fast<true>();
     else run_scalar_fast<false>();
     return;
@@ -668,23 +676,47 @@ void Machine::execute(const isa::Instruction& in) {
   fault("unknown opcode");
 }
 
+void Machine::decode_fast() {
+  // A compact copy of the trace for the hot loop: 16 bytes an instruction instead of the
+  // assembler's general operands, so a 10 M trace streams through the cache quickly.
+  fast_.resize(prog_.code.size());
+  for (std::size_t i = 0; i < prog_.code.size(); ++i) {
+    const isa::Instruction& in = prog_.code[i];
+    const auto& info = isa::info(in.op);
+    FastOp f{};
+    f.op = static_cast<std::uint8_t>(in.op);
+    std::uint16_t* srcs[3] = {&f.s0, &f.s1, &f.s2};
+    int ns = 0;
+    for (int k = 0; k < info.operand_count; ++k) {
+      const Operand& o = in.operands[k];
+      switch (info.operands[k]) {
+        case isa::OperandKind::SrcReg: *srcs[ns++] = o.reg; break;
+        case isa::OperandKind::DstReg: f.d = o.reg; break;
+        default:
+          f.array = static_cast<std::uint16_t>(o.array);
+          f.elem = static_cast<std::uint32_t>(flat_tile(o));
+      }
+    }
+    fast_[i] = f;
+  }
+}
+
 template <bool kHistory>
 void Machine::run_scalar_fast() {
   // The scalar machine's hot loop: values live in a flat array, counters are summed per
   // opcode and folded in at the end. Same semantics as execute() on 1x1 tiles.
   const std::size_t n = prog_.code.size();
+  if (fast_.size() != n) decode_fast();
   std::vector<double> R(static_cast<std::size_t>(regs_), 0.0);
   for (int r = 0; r < regs_; ++r)
     if (reg_written_[static_cast<std::size_t>(r)]) R[static_cast<std::size_t>(r)] = regs_state_[static_cast<std::size_t>(r)].v[0];
   std::vector<std::uint8_t> written = reg_written_;
   std::vector<double*> base(arrays_.size());
   std::vector<std::uint32_t*> reads(arrays_.size()), writes(arrays_.size());
-  std::vector<std::int64_t> cols(arrays_.size());
   for (std::size_t a = 0; a < arrays_.size(); ++a) {
     base[a] = arrays_[a].values.data();
     reads[a] = arrays_[a].tile_reads.data();
     writes[a] = arrays_[a].tile_writes.data();
-    cols[a] = prog_.arrays[a].tile_grid_cols();
   }
   std::vector<std::uint64_t> arr_reads(arrays_.size(), 0), arr_writes(arrays_.size(), 0);
   std::array<std::uint64_t, isa::kOpcodeCount> per_op{};
@@ -731,73 +763,71 @@ void Machine::run_scalar_fast() {
     value_pool_.reserve(value_pool_.size() + (n - start));
   }
   for (; i < n; ++i) {
-    const isa::Instruction& in = prog_.code[i];
-    const Operand* o = in.operands.data();
+    const FastOp& f = fast_[i];
+    const Opcode op = static_cast<Opcode>(f.op);
     double r;
     std::uint16_t dst;
-    switch (in.op) {
+    switch (op) {
       case Opcode::LOAD: {
-        std::int64_t e = o[0].row * cols[o[0].array] + o[0].col;
-        r = base[o[0].array][e];
-        ++reads[o[0].array][e];
-        ++arr_reads[o[0].array];
-        dst = o[1].reg;
+        r = base[f.array][f.elem];
+        ++reads[f.array][f.elem];
+        ++arr_reads[f.array];
+        dst = f.d;
         break;
       }
       case Opcode::STORE: {
-        std::int64_t e = o[1].row * cols[o[1].array] + o[1].col;
         if constexpr (kHistory) {
-          undo_.push_back(Undo{o[1].array | kMemBit, 0, static_cast<std::uint64_t>(e), value_pool_.size(), kNone, kNone});
-          value_pool_.push_back(base[o[1].array][e]);
+          undo_.push_back(Undo{f.array | kMemBit, 0, f.elem, value_pool_.size(), kNone, kNone});
+          value_pool_.push_back(base[f.array][f.elem]);
         }
-        base[o[1].array][e] = R[o[0].reg];
-        ++writes[o[1].array][e];
-        ++arr_writes[o[1].array];
+        base[f.array][f.elem] = R[f.s0];
+        ++writes[f.array][f.elem];
+        ++arr_writes[f.array];
         ++per_op[static_cast<std::size_t>(Opcode::STORE)];
         continue;
       }
-      case Opcode::MAC_Z: r = R[o[0].reg] * R[o[1].reg]; dst = o[2].reg; break;
-      case Opcode::MAC: r = R[o[0].reg] * R[o[1].reg] + R[o[2].reg]; dst = o[3].reg; break;
+      case Opcode::MAC_Z: r = R[f.s0] * R[f.s1]; dst = f.d; break;
+      case Opcode::MAC: r = R[f.s0] * R[f.s1] + R[f.s2]; dst = f.d; break;
       case Opcode::MAX: {
-        double x = R[o[0].reg], y = R[o[1].reg];
+        double x = R[f.s0], y = R[f.s1];
         r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<double>::quiet_NaN() : std::max(x, y);
-        dst = o[2].reg;
+        dst = f.d;
         break;
       }
-      case Opcode::SUB: r = R[o[0].reg] - R[o[1].reg]; dst = o[2].reg; break;
-      case Opcode::ADD: r = R[o[0].reg] + R[o[1].reg]; dst = o[2].reg; break;
-      case Opcode::MUL: r = R[o[0].reg] * R[o[1].reg]; dst = o[2].reg; break;
+      case Opcode::SUB: r = R[f.s0] - R[f.s1]; dst = f.d; break;
+      case Opcode::ADD: r = R[f.s0] + R[f.s1]; dst = f.d; break;
+      case Opcode::MUL: r = R[f.s0] * R[f.s1]; dst = f.d; break;
       case Opcode::DIV:
-        if (R[o[1].reg] == 0) {
+        if (R[f.s1] == 0) {
           sync();
-          fault("division by zero: R" + std::to_string(o[1].reg) + " is 0");
+          fault("division by zero: R" + std::to_string(f.s1) + " is 0");
         }
-        r = R[o[0].reg] / R[o[1].reg];
-        dst = o[2].reg;
+        r = R[f.s0] / R[f.s1];
+        dst = f.d;
         break;
-      case Opcode::EXP: r = std::exp(R[o[0].reg]); dst = o[1].reg; break;
+      case Opcode::EXP: r = std::exp(R[f.s0]); dst = f.d; break;
       case Opcode::EXPD:
       case Opcode::EXP2D: {
-        double x = R[o[0].reg], y = R[o[1].reg];
+        double x = R[f.s0], y = R[f.s1];
         r = y == -std::numeric_limits<double>::infinity() ? 0.0
-            : in.op == Opcode::EXPD                         ? std::exp(x - y)
+            : op == Opcode::EXPD                         ? std::exp(x - y)
                                                             : std::exp2(x - y);
-        dst = o[2].reg;
+        dst = f.d;
         break;
       }
-      case Opcode::SDIV: r = R[o[1].reg] == 0 ? 0.0 : R[o[0].reg] / R[o[1].reg]; dst = o[2].reg; break;
-      case Opcode::LOG: r = std::log(R[o[0].reg]); dst = o[1].reg; break;
-      case Opcode::LOG2: r = std::log2(R[o[0].reg]); dst = o[1].reg; break;
+      case Opcode::SDIV: r = R[f.s1] == 0 ? 0.0 : R[f.s0] / R[f.s1]; dst = f.d; break;
+      case Opcode::LOG: r = std::log(R[f.s0]); dst = f.d; break;
+      case Opcode::LOG2: r = std::log2(R[f.s0]); dst = f.d; break;
       case Opcode::MOV:
       case Opcode::ROWMAX:
-      case Opcode::ROWSUM: r = R[o[0].reg]; dst = o[1].reg; break;
+      case Opcode::ROWSUM: r = R[f.s0]; dst = f.d; break;
       default: r = 0; dst = 0;
     }
     if (!f64) r = static_cast<double>(static_cast<float>(r));
     save_reg(dst);
     R[dst] = r;
     written[dst] = 1;
-    ++per_op[static_cast<std::size_t>(in.op)];
+    ++per_op[static_cast<std::size_t>(f.op)];
   }
   sync();
 }

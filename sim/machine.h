@@ -65,6 +65,9 @@ struct MachineOptions {
   std::optional<std::uint64_t> seed;
   std::map<isa::Opcode, std::uint32_t> costs;          // --cost OP=C
   std::optional<std::uint64_t> sram_bytes;
+  // DRAM capacity in elements (tiles in count-only mode), so a huge declaration is an error
+  // rather than an allocation failure.
+  std::uint64_t max_dram_elements = std::uint64_t{1} << 28;
 };
 
 class Machine {
@@ -160,7 +163,16 @@ class Machine {
   std::vector<double> value_pool_;
   std::vector<Tile> meta_pool_;  // shape only (v left empty)
   std::vector<std::string> sym_pool_;
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;  // (in use, peak) before each tile step
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;
+
+  struct FastOp {
+    std::uint8_t op;
+    std::uint16_t s0, s1, s2, d;  // source registers in operand order, destination
+    std::uint16_t array;
+    std::uint32_t elem;           // element index of a LOAD or STORE
+  };
+  void decode_fast();
+  std::vector<FastOp> fast_;  // (in use, peak) before each tile step
 };
 
 }  // namespace flashsim::sim

@@ -61,7 +61,7 @@ TEST_CASE("flashsim options: --regs, --cost, --param, --seed, --version", "[cli]
   CHECK(a != c);
   auto r = sh("run --regs 2 " + f);
   CHECK(r.status == 2);
-  CHECK(has(r.out, ":9:"));
+  CHECK(has(r.out, "solution.fsa:"));
   CHECK(has(r.out, "outside the machine: it has 2 registers (--regs)"));
   CHECK(sh("--version").status == 0);
   CHECK(has(sh("run --help").out, "--symbolic"));

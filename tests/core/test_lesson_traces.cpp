@@ -48,7 +48,10 @@ TEST_CASE("Problem 1: c00 takes 7 cycles on 3 registers", "[lesson-trace]") {
     CHECK(c.count(isa::Opcode::STORE) == 1);
     CHECK(m.register_count() == 3);
     auto a = test::values(m, "a"), b = test::values(m, "b");
-    CHECK(test::values(m, "c")[0] == Approx(a[0] * b[0] + a[1] * b[2]).epsilon(1e-12));
+    // Shapes are inferred from use: a is 1x2 (row 0) and b is 2x1 (column 0).
+    REQUIRE(a.size() == 2);
+    REQUIRE(b.size() == 2);
+    CHECK(test::values(m, "c")[0] == Approx(a[0] * b[0] + a[1] * b[1]).epsilon(1e-12));
   }
 }
 

@@ -102,11 +102,11 @@ TEST_CASE("stepping back restores registers, memory and counters exactly", "[mac
   o.symbolic = true;
   sim::Machine m(prog, o), ref(prog, o);
   std::vector<std::string> states;
-  auto snapshot = [](const sim::Machine& x) {
+  auto snapshot = [](const sim::Machine& x, bool with_symbols = true) {
     std::string s = std::to_string(x.pc()) + "|" + std::to_string(x.counters().cycles) + "|" +
                     std::to_string(x.counters().elem_reads) + "|" + std::to_string(x.counters().elem_writes);
     for (int r = 0; r < x.register_count(); ++r)
-      s += "|" + (x.reg_written(r) ? sim::format_value(x.reg(r).v[0]) + x.reg_symbol(r) : std::string("-"));
+      s += "|" + (x.reg_written(r) ? sim::format_value(x.reg(r).v[0]) + (with_symbols ? x.reg_symbol(r) : "") : std::string("-"));
     for (std::uint32_t a = 0; a < x.program().arrays.size(); ++a) {
       for (double v : x.array(a).values) s += "," + sim::format_value(v);
       for (auto n : x.array(a).tile_reads) s += ";" + std::to_string(n);
@@ -136,7 +136,8 @@ TEST_CASE("stepping back restores registers, memory and counters exactly", "[mac
   h.run();
   h.run_to(10);
   m.run_to(10);
-  CHECK(snapshot(h).substr(0, 40) == snapshot(m).substr(0, 40));
+  CHECK(h.pc() == 10);
+  CHECK(snapshot(h, false) == snapshot(m, false));
 }
 
 TEST_CASE("run to a breakpoint stops before the instruction on that line", "[machine]") {
