@@ -7,7 +7,6 @@
 #include "lessons/tour.h"
 #include "sim/cli.h"
 #include "sim/cli_tile.h"
-#include "sim/cli_tile.h"
 
 #ifndef FLASHSIM_VERSION
 #define FLASHSIM_VERSION "dev"
@@ -25,7 +24,6 @@ int main(int argc, char** argv) {
   flashsim::lessons::register_optimize_command(app, exit_code);
   flashsim::cli::register_tile_commands(app, exit_code);  // after the lessons' `gen`: joins it
   flashsim::lessons::register_tour_command(app, exit_code);
-  flashsim::cli::register_tile_commands(app, exit_code);  // after the lessons' `gen`: joins it
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
