@@ -1,0 +1,41 @@
+// The CLI end to end: gen writes a trace that run executes and counts; traffic prints the bytes.
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+std::string run_cmd(const std::string& cmd, int& rc) {
+  std::string out_file = "tile_cli_out.txt";
+  rc = std::system((cmd + " > " + out_file + " 2>&1").c_str());
+  std::ifstream f(out_file);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+}  // namespace
+
+TEST_CASE("flashsim gen attention writes a trace that flashsim run executes and counts", "[tile][cli]") {
+  const std::string bin = FLASHSIM_BINARY;
+  int rc = 0;
+  run_cmd(bin + " gen attention --schedule fa2 --n 1024 --d 64 --br 64 --bc 64 -o tile_cli_fa2.fsa", rc);
+  REQUIRE(rc == 0);
+  std::string out = run_cmd(bin + " run tile_cli_fa2.fsa --no-table", rc);
+  CHECK(rc == 0);
+  CHECK(out.find("(4325376 bytes)") != std::string::npos);  // Q once + K, V once per Q block
+  out = run_cmd(bin + " traffic attention --schedule all --n 1024 --d 64 --no-arrays", rc);
+  CHECK(rc == 0);
+  CHECK(out.find("4325376") != std::string::npos);
+  CHECK(out.find("2228224") != std::string::npos);  // FA1 writes
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 0", rc);
+  CHECK(rc != 0);
+  out = run_cmd(bin + " sweep --n 256 --d 16 --m-min 4096 --m-max 16384 --svg tile_cli.svg", rc);
+  CHECK(rc == 0);
+  std::ifstream svg("tile_cli.svg");
+  std::stringstream s;
+  s << svg.rdbuf();
+  CHECK(s.str().find("<svg") == 0);
+  CHECK(s.str().find("FA2") != std::string::npos);
+}
