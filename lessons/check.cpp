@@ -315,7 +315,8 @@ Lesson load_lesson(const std::string& dir) {
     if (eq == std::string::npos) r.fail(col, "expected 'key = value'");
     std::string key = trim(text.substr(0, eq));
     std::string value = trim(text.substr(eq + 1));
-    int vcol = static_cast<int>(eq) + 2;
+    auto vstart = text.find_first_not_of(" \t", eq + 1);
+    int vcol = static_cast<int>(vstart == std::string::npos ? eq + 1 : vstart) + 1;
     if (key == "title" && !in_part) {
       lesson.title = value;
       continue;

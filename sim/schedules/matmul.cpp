@@ -134,11 +134,14 @@ std::vector<std::pair<int, int>> snake(int i0, int i1, int j0, int j1) {
   return out;
 }
 
-std::vector<Step> inner_steps(int m, int k, int n) {
+// Outputs row by row (in snake order or not), k forward or alternating.
+std::vector<Step> inner_steps(int m, int k, int n, bool snake_rows, bool alternate_k) {
   std::vector<Step> steps;
   int count = 0;
-  for (auto [i, j] : snake(0, m, 0, n)) {
-    auto ks = k_order(k, count++ % 2 == 1);
+  auto order = snake(0, m, 0, n);
+  if (!snake_rows) std::sort(order.begin(), order.end());
+  for (auto [i, j] : order) {
+    auto ks = k_order(k, alternate_k && count++ % 2 == 1);
     for (std::size_t x = 0; x < ks.size(); ++x)
       steps.push_back({i, ks[x], j, x == 0, false, x + 1 == ks.size()});
   }
@@ -209,14 +212,15 @@ GeneratedTrace assemble_trace(const MatmulGenOptions& o, const std::vector<std::
   return g;
 }
 
-GeneratedTrace build(const MatmulGenOptions& o, int resident, int br, int bc) {
+// variant (inner only): bit 0 row-major instead of snake, bit 1 k always forward.
+GeneratedTrace build(const MatmulGenOptions& o, int resident, int br, int bc, int variant = 0) {
   Allocator alloc(o.m, o.k, o.n, o.regs);
   std::vector<Step> steps;
   std::string what;
   switch (o.schedule) {
     case MatmulSchedule::Inner:
-      steps = inner_steps(o.m, o.k, o.n);
-      what = "inner products";
+      steps = inner_steps(o.m, o.k, o.n, !(variant & 1), !(variant & 2));
+      what = std::string("inner products, outputs ") + (variant & 1 ? "row by row" : "in snake order") + (variant & 2 ? "" : ", k alternating");
       break;
     case MatmulSchedule::Outer:
       steps = outer_steps(o.m, o.k, o.n, resident);
@@ -265,8 +269,15 @@ GeneratedTrace generate_matmul(const MatmulGenOptions& o) {
   if (static_cast<long long>(o.m) * o.k * o.n > 2'000'000) throw std::invalid_argument("matmul too large to generate as a trace (m*k*n > 2,000,000)");
   if (o.regs < 3) throw std::invalid_argument("a matmul needs at least 3 registers: two operands and a partial sum");
   switch (o.schedule) {
-    case MatmulSchedule::Inner:
-      return build(o, 0, 1, 1);
+    case MatmulSchedule::Inner: {
+      // Snake or row-major outputs, alternating or forward k: the order decides the reuse.
+      std::optional<GeneratedTrace> best;
+      for (int variant = 0; variant < 4; ++variant) {
+        auto g = build(o, 0, 1, 1, variant);
+        if (!best || better(g, *best)) best = std::move(g);
+      }
+      return *best;
+    }
     case MatmulSchedule::Outer: {
       int most = std::min(o.m * o.n, o.regs - 2);
       if (o.resident > 0) {
