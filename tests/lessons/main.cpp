@@ -28,7 +28,6 @@ class LessonPartTest : public Catch::ITestInvoker {
     std::string trace = learner ? *learner : (std::filesystem::path(lesson.dir) / part->solution).string();
     Verdict v = check_file(lesson, *part, trace);
     std::string report = v.report(lesson, *part);
-    INFO(report);
     if (!v.passed) FAIL(report);
     SUCCEED(report);
   }
