@@ -6,6 +6,7 @@
 #include "lessons/lesson_cli.h"
 #include "lessons/tour.h"
 #include "sim/cli.h"
+#include "sim/cli_ring.h"
 #include "sim/cli_tile.h"
 
 #ifndef FLASHSIM_VERSION
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   flashsim::lessons::register_optimize_command(app, exit_code);
   flashsim::cli::register_tile_commands(app, exit_code);  // after the lessons' `gen`: joins it
   flashsim::lessons::register_tour_command(app, exit_code);
+  flashsim::cli::register_ring_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

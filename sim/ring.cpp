@@ -1,0 +1,360 @@
+#include "sim/ring.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <sstream>
+
+namespace flashsim::sim::ring {
+namespace {
+
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+void validate(const RingConfig& c) {
+  if (c.p < 1) throw RingError("ring: P must be at least 1 (got " + std::to_string(c.p) + ")");
+  if (c.n < c.p)
+    throw RingError("ring: n = " + std::to_string(c.n) + " is smaller than P = " + std::to_string(c.p) +
+                    "; every device needs at least one row");
+  if (c.d < 1) throw RingError("ring: d must be at least 1");
+  if (c.elem_bytes < 1 || c.acc_bytes < 1) throw RingError("ring: element sizes must be positive");
+  if (c.tile < 1) throw RingError("ring: the tile must be at least 1");
+}
+
+int next(int p, int n) { return (p + 1) % n; }
+int prev(int p, int n) { return (p + n - 1) % n; }
+// The block device p holds at step s: its own at step 0, then one device further back each step.
+int block_at(int p, int s, int n) { return ((p - s) % n + n) % n; }
+
+RingSchedule skeleton(const RingConfig& cfg, bool backward) {
+  validate(cfg);
+  RingSchedule s;
+  s.cfg = cfg;
+  s.backward = backward;
+  s.steps = cfg.p;
+  split_rows(cfg.n, cfg.p, s.block_start, s.block_rows);
+  return s;
+}
+
+void add_computes(RingSchedule& s, int step) {
+  const int P = s.cfg.p;
+  for (int dev = 0; dev < P; ++dev) {
+    const int b = block_at(dev, step, P);
+    if (s.cfg.causal && b > dev) continue;  // every key of block b comes after every query of dev
+    RingOp op;
+    op.step = step;
+    op.kind = OpKind::Compute;
+    op.device = dev;
+    op.block = b;
+    op.masked = s.cfg.causal && b == dev;
+    s.ops.push_back(op);
+  }
+}
+
+void add_exchange(RingSchedule& s, int step, Payload what, int bytes_per_elem) {
+  const int P = s.cfg.p;
+  for (int dev = 0; dev < P; ++dev) {  // each device posts its send, then its receive (ncclGroup)
+    const int b = block_at(dev, step, P);
+    const std::int64_t bytes = 2 * s.block_rows[b] * s.cfg.d * bytes_per_elem;
+    s.ops.push_back({step, OpKind::Send, dev, next(dev, P), b, what, false, bytes});
+  }
+  for (int dev = 0; dev < P; ++dev) {
+    const int b = block_at(prev(dev, P), step, P);
+    const std::int64_t bytes = 2 * s.block_rows[b] * s.cfg.d * bytes_per_elem;
+    s.ops.push_back({step, OpKind::Recv, dev, prev(dev, P), b, what, false, bytes});
+  }
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+void split_rows(std::int64_t n, int p, std::vector<std::int64_t>& start, std::vector<std::int64_t>& rows) {
+  start.assign(static_cast<std::size_t>(p), 0);
+  rows.assign(static_cast<std::size_t>(p), 0);
+  std::int64_t at = 0;
+  for (int i = 0; i < p; ++i) {
+    rows[i] = n / p + (i < n % p ? 1 : 0);
+    start[i] = at;
+    at += rows[i];
+  }
+}
+
+RingSchedule forward_schedule(const RingConfig& cfg) {
+  RingSchedule s = skeleton(cfg, false);
+  for (int step = 0; step < cfg.p; ++step) {
+    add_computes(s, step);
+    // The exchange is issued in the same step as the compute: on the GPU it runs on the
+    // communication stream while the compute stream works on the block already held.
+    if (step + 1 < cfg.p) add_exchange(s, step, Payload::KV, cfg.elem_bytes);
+  }
+  return s;
+}
+
+RingSchedule backward_schedule(const RingConfig& cfg) {
+  RingSchedule s = skeleton(cfg, true);
+  for (int step = 0; step < cfg.p; ++step) {
+    add_computes(s, step);
+    if (step + 1 < cfg.p) add_exchange(s, step, Payload::KV, cfg.elem_bytes);
+    // dK/dV follow their K/V; after the last step one more hop brings each one to its owner.
+    if (cfg.p > 1) add_exchange(s, step, Payload::dKV, cfg.acc_bytes);
+  }
+  return s;
+}
+
+std::int64_t forward_link_bytes(const RingConfig& cfg, int link) {
+  validate(cfg);
+  if (cfg.p == 1) return 0;
+  std::vector<std::int64_t> start, rows;
+  split_rows(cfg.n, cfg.p, start, rows);
+  return 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows[next(link, cfg.p)]);
+}
+
+std::int64_t forward_total_link_bytes(const RingConfig& cfg) {
+  validate(cfg);
+  return 2 * cfg.d * cfg.elem_bytes * (cfg.p - 1) * cfg.n;
+}
+
+std::int64_t backward_link_bytes(const RingConfig& cfg, int link) {
+  if (cfg.p == 1) return forward_link_bytes(cfg, link);
+  return forward_link_bytes(cfg, link) + 2 * cfg.d * cfg.acc_bytes * cfg.n;
+}
+
+std::int64_t backward_total_link_bytes(const RingConfig& cfg) {
+  validate(cfg);
+  if (cfg.p == 1) return 0;
+  return forward_total_link_bytes(cfg) + 2 * cfg.d * cfg.acc_bytes * cfg.n * cfg.p;
+}
+
+RingMachine::RingMachine(const RingConfig& cfg, std::vector<double> q, std::vector<double> k, std::vector<double> v)
+    : cfg_(cfg), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
+  validate(cfg_);
+  split_rows(cfg_.n, cfg_.p, start_, rows_);
+  const auto nd = static_cast<std::size_t>(cfg_.n * cfg_.d);
+  values_ = !q_.empty();
+  if (values_ && (q_.size() != nd || k_.size() != nd || v_.size() != nd))
+    throw RingError("ring: Q, K and V must each hold n x d = " + std::to_string(nd) + " values");
+  dev_.assign(static_cast<std::size_t>(cfg_.p), {});
+  link_.assign(static_cast<std::size_t>(cfg_.p), 0);
+}
+
+void RingMachine::compute(const RingOp& op) {
+  const int dev = op.device, b = op.block;
+  const std::int64_t np = rows_[dev], nb = rows_[b], d = cfg_.d, e = cfg_.elem_bytes, T = cfg_.tile;
+  const std::int64_t q0 = start_[dev], k0 = start_[b];
+  DeviceCounters& c = dev_[dev];
+  // HBM of one FA2 call on (Q_dev, K_b, V_b): Q once, K/V once per query tile (only the tiles
+  // at or below the diagonal when masked), O_b and lse_b written once.
+  std::int64_t kv_rows = 0;
+  for (std::int64_t i = 0; i < ceil_div(np, T); ++i) {
+    const std::int64_t last_row = std::min(np, (i + 1) * T) - 1;
+    const std::int64_t tiles = op.masked ? last_row / T + 1 : ceil_div(nb, T);
+    kv_rows += std::min(nb, tiles * T);
+  }
+  c.hbm_read += np * d * e + 2 * kv_rows * d * e;
+  c.hbm_written += np * d * e + 4 * np;
+  // Every compute but a device's first merges O_b into the state: read both (O, lse), write one.
+  if (c.computes > 0) {
+    c.hbm_read += 2 * (np * d * e + 4 * np);
+    c.hbm_written += np * d * e + 4 * np;
+  }
+  ++c.computes;
+  for (std::int64_t i = 0; i < np; ++i)
+    c.score_elems += op.masked ? std::min(nb, q0 + i - k0 + 1) : nb;
+  if (!values_) return;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> s(static_cast<std::size_t>(nb)), ob(static_cast<std::size_t>(d));
+  for (std::int64_t i = 0; i < np; ++i) {
+    const std::int64_t row = q0 + i;
+    // The block's partial state (m_b, l_b, O_b) ...
+    double mb = kNegInf;
+    for (std::int64_t j = 0; j < nb; ++j) {
+      const std::int64_t col = k0 + j;
+      double dot = 0;
+      for (std::int64_t t = 0; t < d; ++t) dot += q_[row * d + t] * k_[col * d + t];
+      s[j] = (cfg_.causal && col > row) ? kNegInf : dot * scale;
+      mb = std::max(mb, s[j]);
+    }
+    if (mb == kNegInf) continue;  // every key of this block is masked for this row
+    double lb = 0;
+    std::fill(ob.begin(), ob.end(), 0.0);
+    for (std::int64_t j = 0; j < nb; ++j) {
+      const double pj = std::exp(s[j] - mb);
+      lb += pj;
+      for (std::int64_t t = 0; t < d; ++t) ob[t] += pj * v_[(k0 + j) * d + t];
+    }
+    // ... merged into the running state exactly as two tiles merge on one device.
+    double& m = m_[row];
+    double& l = l_[row];
+    const double mn = std::max(m, mb);
+    const double a = m == kNegInf ? 0.0 : std::exp(m - mn), bb = std::exp(mb - mn);
+    l = l * a + lb * bb;
+    for (std::int64_t t = 0; t < d; ++t) o_[row * d + t] = o_[row * d + t] * a + ob[t] * bb;
+    m = mn;
+  }
+}
+
+void RingMachine::execute(const RingSchedule& sch) {
+  const RingConfig& c = sch.cfg;
+  if (c.n != cfg_.n || c.d != cfg_.d || c.p != cfg_.p || c.causal != cfg_.causal)
+    throw RingError("ring: the schedule was made for another n, d, P or mask than this machine");
+  const int P = cfg_.p;
+  const auto n = static_cast<std::size_t>(cfg_.n), nd = static_cast<std::size_t>(cfg_.n * cfg_.d);
+  o_.assign(nd, 0.0);
+  m_.assign(n, kNegInf);
+  l_.assign(n, 0.0);
+  lse_.assign(n, kNegInf);
+  for (auto& d : dev_) d = {};
+  std::fill(link_.begin(), link_.end(), 0);
+  kv_held_.resize(static_cast<std::size_t>(P));
+  dkv_held_.resize(static_cast<std::size_t>(P));
+  for (int p = 0; p < P; ++p) kv_held_[p] = dkv_held_[p] = p;
+
+  // In flight per (link, payload): the block sent and its bytes. Arrivals land in a second
+  // buffer and replace the held block when the step ends (double buffering).
+  struct Msg { int block; std::int64_t bytes; };
+  std::map<std::pair<int, Payload>, std::vector<Msg>> flight;
+  std::vector<int> kv_in(static_cast<std::size_t>(P), -1), dkv_in(static_cast<std::size_t>(P), -1);
+  const std::int64_t e = cfg_.elem_bytes, d = cfg_.d;
+  auto kv_bytes = [&](int b) { return b < 0 ? 0 : 2 * rows_[b] * d * e; };
+  auto dkv_bytes = [&](int b) { return b < 0 || !sch.backward ? 0 : 2 * rows_[b] * d * cfg_.acc_bytes; };
+  auto note_resident = [&](int p) {
+    // Home blocks (Q, O state, lse state, O_b, lse_b) + held and arriving K/V (and dK/dV).
+    const std::int64_t home = 3 * rows_[p] * d * e + 2 * 4 * rows_[p] + (sch.backward ? rows_[p] * d * e : 0);
+    const std::int64_t r = home + kv_bytes(kv_held_[p]) + kv_bytes(kv_in[p]) + dkv_bytes(dkv_held_[p]) +
+                           dkv_bytes(dkv_in[p]);
+    dev_[p].resident_peak = std::max(dev_[p].resident_peak, r);
+  };
+  auto end_step = [&](int step) {
+    for (const auto& [key, msgs] : flight)
+      if (!msgs.empty())
+        throw RingError("ring: step " + std::to_string(step) + ": device " + std::to_string(key.first) +
+                        " sent block " + std::to_string(msgs.front().block) + " that device " +
+                        std::to_string(next(key.first, P)) + " never receives");
+    for (int p = 0; p < P; ++p) {
+      if (kv_in[p] >= 0) kv_held_[p] = kv_in[p];
+      if (dkv_in[p] >= 0) dkv_held_[p] = dkv_in[p];
+      kv_in[p] = dkv_in[p] = -1;
+    }
+  };
+  for (int p = 0; p < P; ++p) note_resident(p);
+
+  int step = sch.ops.empty() ? 0 : sch.ops.front().step;
+  for (std::size_t i = 0; i < sch.ops.size(); ++i) {
+    const RingOp& op = sch.ops[i];
+    const std::string where = "ring: op " + std::to_string(i) + " (step " + std::to_string(op.step) + ", device " +
+                              std::to_string(op.device) + "): ";
+    if (op.device < 0 || op.device >= P) throw RingError(where + "no such device");
+    if (op.step < step) throw RingError(where + "steps must not go back");
+    while (step < op.step) end_step(step++);
+    if (op.block < 0 || op.block >= P) throw RingError(where + "no such block " + std::to_string(op.block));
+    std::vector<int>& held = op.payload == Payload::KV ? kv_held_ : dkv_held_;
+    switch (op.kind) {
+      case OpKind::Compute:
+        if (kv_held_[op.device] != op.block)
+          throw RingError(where + "computes with K/V block " + std::to_string(op.block) + " but holds block " +
+                          std::to_string(kv_held_[op.device]));
+        if (sch.backward && dkv_held_[op.device] != op.block)
+          throw RingError(where + "accumulates dK/dV of block " + std::to_string(op.block) + " but holds block " +
+                          std::to_string(dkv_held_[op.device]));
+        if (sch.backward) {  // placement and counts only
+          ++dev_[op.device].computes;
+          for (std::int64_t r = 0; r < rows_[op.device]; ++r)
+            dev_[op.device].score_elems +=
+                op.masked ? std::min(rows_[op.block], start_[op.device] + r - start_[op.block] + 1) : rows_[op.block];
+        } else {
+          compute(op);
+        }
+        break;
+      case OpKind::Send:
+        if (op.peer != next(op.device, P))
+          throw RingError(where + "sends to device " + std::to_string(op.peer) + ", which is not the next on the ring");
+        if (held[op.device] != op.block)
+          throw RingError(where + "sends block " + std::to_string(op.block) + " but holds block " +
+                          std::to_string(held[op.device]));
+        if (P == 1) throw RingError(where + "a ring of one device has no link");
+        flight[{op.device, op.payload}].push_back({op.block, op.bytes});
+        link_[op.device] += op.bytes;
+        dev_[op.device].link_sent += op.bytes;
+        break;
+      case OpKind::Recv: {
+        if (op.peer != prev(op.device, P))
+          throw RingError(where + "receives from device " + std::to_string(op.peer) +
+                          ", which is not the previous on the ring");
+        auto& q = flight[{op.peer, op.payload}];
+        if (q.empty()) throw RingError(where + "receives block " + std::to_string(op.block) + " that nobody sent");
+        const Msg msg = q.front();
+        if (msg.block != op.block || msg.bytes != op.bytes)
+          throw RingError(where + "expects block " + std::to_string(op.block) + " (" + std::to_string(op.bytes) +
+                          " B) but block " + std::to_string(msg.block) + " (" + std::to_string(msg.bytes) +
+                          " B) arrives");
+        q.erase(q.begin());
+        (op.payload == Payload::KV ? kv_in : dkv_in)[op.device] = op.block;
+        dev_[op.device].link_received += op.bytes;
+        note_resident(op.device);
+        break;
+      }
+    }
+  }
+  end_step(step);
+  if (!values_ || sch.backward) return;
+  for (std::size_t r = 0; r < n; ++r) {
+    if (l_[r] == 0) continue;
+    for (std::size_t t = 0; t < static_cast<std::size_t>(d); ++t) o_[r * d + t] /= l_[r];
+    lse_[r] = m_[r] + std::log(l_[r]);
+  }
+}
+
+std::vector<double> attention_reference(const std::vector<double>& q, const std::vector<double>& k,
+                                        const std::vector<double>& v, std::int64_t n, std::int64_t d, bool causal,
+                                        std::vector<double>* lse) {
+  std::vector<double> o(static_cast<std::size_t>(n * d), 0.0), s(static_cast<std::size_t>(n));
+  if (lse) lse->assign(static_cast<std::size_t>(n), kNegInf);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t cols = causal ? i + 1 : n;
+    double m = kNegInf;
+    for (std::int64_t j = 0; j < cols; ++j) {
+      double dot = 0;
+      for (std::int64_t t = 0; t < d; ++t) dot += q[i * d + t] * k[j * d + t];
+      s[j] = dot * scale;
+      m = std::max(m, s[j]);
+    }
+    double l = 0;
+    for (std::int64_t j = 0; j < cols; ++j) l += std::exp(s[j] - m);
+    for (std::int64_t j = 0; j < cols; ++j) {
+      const double pj = std::exp(s[j] - m) / l;
+      for (std::int64_t t = 0; t < d; ++t) o[i * d + t] += pj * v[j * d + t];
+    }
+    if (lse) (*lse)[i] = m + std::log(l);
+  }
+  return o;
+}
+
+std::string traffic_table(const RingSchedule& sch, const RingMachine& ran) {
+  const RingConfig& c = sch.cfg;
+  std::ostringstream out;
+  out << "| link | counted bytes | closed form | \n|---|---:|---:|\n";
+  for (int p = 0; p < c.p; ++p) {
+    if (c.p == 1) break;
+    const std::int64_t closed = sch.backward ? backward_link_bytes(c, p) : forward_link_bytes(c, p);
+    out << "| " << p << " -> " << next(p, c.p) << " | " << ran.link_bytes()[p] << " | " << closed << " |\n";
+  }
+  std::int64_t total = 0;
+  for (auto b : ran.link_bytes()) total += b;
+  out << "| all links | " << total << " | "
+      << (sch.backward ? backward_total_link_bytes(c) : forward_total_link_bytes(c)) << " |\n\n";
+  out << "| device | rows | computes | scores | link sent | link received | HBM read | HBM written | HBM peak |\n"
+         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::vector<std::int64_t> start, rows;
+  split_rows(c.n, c.p, start, rows);
+  for (int p = 0; p < c.p; ++p) {
+    const auto& dv = ran.devices()[p];
+    out << "| " << p << " | " << rows[p] << " | " << dv.computes << " | " << dv.score_elems << " | " << dv.link_sent
+        << " | " << dv.link_received << " | " << dv.hbm_read << " | " << dv.hbm_written << " | " << dv.resident_peak
+        << " |\n";
+  }
+  return out.str();
+}
+
+}  // namespace flashsim::sim::ring

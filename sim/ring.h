@@ -1,0 +1,119 @@
+// The device level: P devices, each with its own HBM, joined in a ring (device p sends to
+// p + 1 mod P). Ring attention keeps each device's Q block at home and moves the K/V blocks
+// around the ring; every step merges a partial (m, l, O) state exactly like the tile merge of
+// the online-softmax lessons: "element is tile, tile is device".
+//
+// A schedule is a list of device operations (COMPUTE, SEND, RECV) grouped in steps; the
+// RingMachine executes it in float64, checks that every SEND meets its RECV, and counts the
+// bytes on every link and the HBM bytes and peak residency of every device.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace flashsim::sim::ring {
+
+struct RingConfig {
+  std::int64_t n = 0;       // sequence length (queries = keys = values)
+  std::int64_t d = 0;       // head dimension
+  int p = 1;                // devices in the ring
+  bool causal = false;      // key j is seen by query i only when j <= i
+  int elem_bytes = 4;       // Q, K, V, O element size
+  int acc_bytes = 4;        // dK / dV accumulator element size (backward)
+  std::int64_t tile = 64;   // per-device FA2 tile (Br = Bc), for the HBM model of one step
+};
+
+// A bad configuration or an ill-formed schedule (a SEND nobody receives, ...).
+class RingError : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
+
+enum class OpKind { Compute, Send, Recv };
+// What a SEND/RECV moves: the K and V blocks (forward and backward), or the dK and dV
+// accumulators that travel with them in the backward pass.
+enum class Payload { KV, dKV };
+
+struct RingOp {
+  int step = 0;
+  OpKind kind = OpKind::Compute;
+  int device = 0;        // the device that executes the op
+  int peer = -1;         // SEND: destination, RECV: source
+  int block = 0;         // COMPUTE: the K/V block merged; SEND/RECV: the block moved
+  Payload payload = Payload::KV;
+  bool masked = false;   // COMPUTE on the causal diagonal block
+  std::int64_t bytes = 0;
+};
+
+struct RingSchedule {
+  RingConfig cfg;
+  bool backward = false;
+  int steps = 0;
+  std::vector<std::int64_t> block_start, block_rows;  // the sequence split over devices
+  std::vector<RingOp> ops;
+};
+
+// Device p owns rows [start_p, start_p + rows_p): the first n % p devices get one row more.
+void split_rows(std::int64_t n, int p, std::vector<std::int64_t>& start, std::vector<std::int64_t>& rows);
+
+// Forward: P compute steps; after step s < P-1 every device sends the K/V block it holds to the
+// next device. Causal: a device skips blocks wholly above its rows, and masks its own block.
+RingSchedule forward_schedule(const RingConfig& cfg);
+// Backward (communication and compute placement; values are not simulated): K/V move as in the
+// forward, and the dK/dV accumulators travel with them, plus one last hop that brings each
+// accumulator home.
+RingSchedule backward_schedule(const RingConfig& cfg);
+
+// Closed forms. Link p carries device p -> p+1. Forward: device p forwards every K/V block but
+// the one of device p+1: 2 d e (n - rows_{p+1}) bytes, (P-1)/P of K and V when P divides n.
+std::int64_t forward_link_bytes(const RingConfig& cfg, int link);
+std::int64_t forward_total_link_bytes(const RingConfig& cfg);  // 2 d e (P-1) n
+// Backward: the forward's K/V traffic plus every dK/dV block once per link (2 d e_acc n), P > 1.
+std::int64_t backward_link_bytes(const RingConfig& cfg, int link);
+std::int64_t backward_total_link_bytes(const RingConfig& cfg);
+
+struct DeviceCounters {
+  std::int64_t link_sent = 0, link_received = 0;   // bytes
+  std::int64_t hbm_read = 0, hbm_written = 0;      // bytes, the FA2 step + merge model
+  std::int64_t resident_peak = 0;                  // bytes held in HBM at once
+  std::int64_t computes = 0, score_elems = 0;      // compute ops, scores evaluated (mask-aware)
+};
+
+class RingMachine {
+ public:
+  // q, k, v: n x d row-major. Values may be empty for a count-only run.
+  RingMachine(const RingConfig& cfg, std::vector<double> q, std::vector<double> k, std::vector<double> v);
+  explicit RingMachine(const RingConfig& cfg) : RingMachine(cfg, {}, {}, {}) {}
+
+  // Runs the schedule op by op; throws RingError on an ill-formed schedule.
+  void execute(const RingSchedule& schedule);
+
+  const std::vector<double>& output() const { return o_; }     // n x d, valid after a forward
+  const std::vector<double>& lse() const { return lse_; }      // n, natural-log sum of exp
+  const std::vector<DeviceCounters>& devices() const { return dev_; }
+  const std::vector<std::int64_t>& link_bytes() const { return link_; }  // link p: p -> p+1
+  // The K/V (or dK/dV) block each device holds at the end.
+  const std::vector<int>& held(Payload what) const { return what == Payload::KV ? kv_held_ : dkv_held_; }
+
+ private:
+  void compute(const RingOp& op);
+  RingConfig cfg_;
+  std::vector<std::int64_t> start_, rows_;
+  std::vector<double> q_, k_, v_, o_, lse_, m_, l_;
+  std::vector<DeviceCounters> dev_;
+  std::vector<std::int64_t> link_;
+  std::vector<int> kv_held_, dkv_held_;
+  bool values_ = false;
+};
+
+// Float64 softmax(Q K^T / sqrt(d)) V, the reference the ring must match; lse optional.
+std::vector<double> attention_reference(const std::vector<double>& q, const std::vector<double>& k,
+                                        const std::vector<double>& v, std::int64_t n, std::int64_t d, bool causal,
+                                        std::vector<double>* lse = nullptr);
+
+// "link 0 -> 1: counted 1234 B, closed form 1234 B" tables for the CLI and the lesson.
+std::string traffic_table(const RingSchedule& schedule, const RingMachine& ran);
+
+}  // namespace flashsim::sim::ring
