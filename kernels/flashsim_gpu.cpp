@@ -13,6 +13,7 @@
 #include <iostream>
 
 #include "kernels/report.h"
+#include "kernels/ring.h"
 #include "kernels/runner.h"
 #include "kernels/spec.h"
 
@@ -86,7 +87,28 @@ int main(int argc, char** argv) {
   cmp->add_option("--csv", csv, "also write CSV to FILE ('-' for stdout)");
   cmp->add_option("--json", json, "also write JSON to FILE ('-' for stdout)");
 
+  auto* ring = app.add_subcommand("ring", "ring attention over --gpus P GPUs through NCCL: validate, counted vs posted bytes, overlap, scaling");
+  RingOptions ring_opt;
+  std::string ring_dtype = "bf16";
+  ring->add_option("--gpus", ring_opt.gpus, "GPUs in the ring")->check(CLI::Range(1, 64))->capture_default_str();
+  ring->add_option("--n", ring_opt.n, "total sequence length (a multiple of --gpus)")->capture_default_str();
+  ring->add_option("--heads", ring_opt.heads, "batch * heads")->check(CLI::Range(1, 4096))->capture_default_str();
+  ring->add_option("--dtype", ring_dtype, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  ring->add_flag("--causal", ring_opt.causal, "causal mask");
+  ring->add_option("--repeats", ring_opt.repeats, "timed repeats (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
+
+  if (ring->parsed()) {
+#ifdef FLASHSIM_HAVE_NCCL
+    ring_opt.bf16 = ring_dtype == "bf16";
+    return ring_main(ring_opt);
+#else
+    std::fprintf(stderr, "flashsim-gpu ring: built without NCCL (libnccl not found in the CUDA toolkit)\n");
+    return 2;
+#endif
+  }
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())
