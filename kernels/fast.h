@@ -1,0 +1,43 @@
+// The fast (tensor-core) versions of the kernels, as plain launchers so that flashsim-gpu,
+// the per-file drivers and bench_kernels share them. Each lives in the kernel file of its op:
+//   matmul.cu            v3  matmul_bf16_fast          (Hopper wgmma, inner-product schedule)
+//   softmax.cu           v3  softmax_online_fast       (online 2-pass, 16-byte loads)
+//   attention_forward.cu v4  attention_forward_fast    (FA2 order, mma.sync m16n8k16)
+//   attention_backward.cu v3 attention_backward_fast   (FA2 backward, mma.sync m16n8k16)
+// Layouts are row-major. Attention tensors are [bh, n, d] with d = 64 or 128, any n >= 1;
+// softmax scale 1/sqrt(d); lse is the natural-log logsumexp per row, fp32 [bh, n].
+// Every launcher checks its arguments (throws std::invalid_argument) and its launches.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+namespace flashsim::gpu {
+
+// C[m,n] = A[m,k] B[k,n] in bf16 with fp32 accumulation (as cublasGemmEx with CUBLAS_COMPUTE_32F).
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      cudaStream_t stream);
+
+// y = softmax(x) over each row of a rows x cols fp32 matrix: one pass for (max, sum) per row chunk,
+// a merge of the chunks' states, one pass to normalize. `partials` needs softmax_fast_partials_bytes.
+std::size_t softmax_fast_partials_bytes(int rows, long long cols);
+void softmax_online_fast(const float* x, float* y, int rows, long long cols, float* partials, cudaStream_t stream);
+
+// T = __nv_bfloat16 or __half.
+template <class T>
+void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
+                            bool causal, cudaStream_t stream);
+
+// Gradients of O = softmax(QK^T/sqrt(d)) V given dO, O and lse from the forward.
+// `workspace` needs attention_backward_fast_workspace_bytes (D = rowsum(dO * O) and an fp32 dQ
+// accumulator); its content on entry does not matter.
+std::size_t attention_backward_fast_workspace_bytes(int bh, int n, int d);
+template <class T>
+void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse,
+                             T* dq, T* dk, T* dv, void* workspace, int bh, int n, int d, bool causal,
+                             cudaStream_t stream);
+
+}  // namespace flashsim::gpu
