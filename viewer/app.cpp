@@ -11,11 +11,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
 #include "sim/report.h"
+#include "viewer/heatmap.h"
 #include "viewer/theme.h"
 
 namespace flashsim::viewer {
@@ -30,6 +32,10 @@ constexpr ImU32 kTextDim = IM_COL32(140, 148, 160, 255);
 constexpr ImU32 kText = IM_COL32(225, 228, 232, 255);
 constexpr ImU32 kRowHover = IM_COL32(50, 56, 66, 255);
 constexpr ImU32 kGridEmpty = IM_COL32(36, 40, 48, 255);
+// The panes' background. The framebuffer clear paints it and the panes themselves are
+// transparent: a software rasterizer (llvmpipe under xvfb) then shades no full-screen
+// background quads, which were the largest share of its per-frame work.
+const ImVec4 kPaneBg(0.105f, 0.115f, 0.135f, 1.0f);
 
 std::string human_bytes(std::uint64_t b) {
   char buf[32];
@@ -46,23 +52,7 @@ std::string with_commas(std::uint64_t v) {
   return s;
 }
 
-// Reads: dark slate -> blue -> cyan -> pale yellow, so a hot cell stands out at a glance.
-ImU32 heat(float t) {
-  t = std::clamp(t, 0.0f, 1.0f);
-  struct Stop {
-    float t, r, g, b;
-  };
-  static constexpr Stop stops[] = {
-      {0.00f, 52, 60, 78}, {0.25f, 40, 90, 170}, {0.55f, 30, 160, 200}, {0.80f, 120, 210, 160}, {1.00f, 250, 235, 140}};
-  for (std::size_t i = 1; i < std::size(stops); ++i) {
-    if (t <= stops[i].t) {
-      float u = (t - stops[i - 1].t) / (stops[i].t - stops[i - 1].t);
-      auto mix = [&](float a, float b) { return static_cast<int>(a + (b - a) * u); };
-      return IM_COL32(mix(stops[i - 1].r, stops[i].r), mix(stops[i - 1].g, stops[i].g), mix(stops[i - 1].b, stops[i].b), 255);
-    }
-  }
-  return IM_COL32(250, 235, 140, 255);
-}
+ImU32 heat(float t) { return heat_rgba(t); }
 
 void text_clipped(ImDrawList* dl, ImFont* font, ImVec2 pos, ImU32 color, const std::string& s, float max_x) {
   ImVec4 clip(pos.x, pos.y, max_x, pos.y + 1000.0f);
@@ -100,6 +90,10 @@ App::App(Model& model, AppOptions options) : model_(model), opts_(std::move(opti
 }
 
 App::~App() {
+  for (auto& [key, h] : heat_textures_) {
+    GLuint id = h.gl;
+    if (id) glDeleteTextures(1, &id);
+  }
   ImGui_ImplOpenGL3_Shutdown();
   ImGui_ImplGlfw_Shutdown();
   ImGui::DestroyContext();
@@ -130,8 +124,8 @@ void App::setup_style() {
   s.FramePadding = ImVec2(8, 4);
   s.ItemSpacing = ImVec2(8, 5);
   ImVec4* c = s.Colors;
-  c[ImGuiCol_WindowBg] = ImVec4(0.105f, 0.115f, 0.135f, 1.0f);
-  c[ImGuiCol_ChildBg] = ImVec4(0.105f, 0.115f, 0.135f, 1.0f);
+  c[ImGuiCol_WindowBg] = ImVec4(0, 0, 0, 0);  // painted by the clear (kPaneBg)
+  c[ImGuiCol_ChildBg] = ImVec4(0, 0, 0, 0);
   c[ImGuiCol_TitleBg] = ImVec4(0.16f, 0.18f, 0.22f, 1.0f);
   c[ImGuiCol_TitleBgActive] = ImVec4(0.16f, 0.18f, 0.22f, 1.0f);
   c[ImGuiCol_MenuBarBg] = ImVec4(0.13f, 0.14f, 0.17f, 1.0f);
@@ -145,8 +139,51 @@ void App::setup_style() {
 
 bool App::should_close() const { return glfwWindowShouldClose(window_); }
 
+namespace {
+
+double thread_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+double process_cpu_ms() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+}
+
+double ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Clears the framebuffer and renders ImGui's draw data, waiting until the GL has finished, so
+// the time measured is the rasterizer's work and not just the queueing of commands.
+void render_draw_data(GLFWwindow* window, FrameCost& cost) {
+  auto t0 = std::chrono::steady_clock::now();
+  double c0 = process_cpu_ms();
+  int w, h;
+  glfwGetFramebufferSize(window, &w, &h);
+  glViewport(0, 0, w, h);
+  glClearColor(kPaneBg.x, kPaneBg.y, kPaneBg.z, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT);
+  ImDrawData* dd = ImGui::GetDrawData();
+  ImGui_ImplOpenGL3_RenderDrawData(dd);
+  glFinish();
+  cost.render_ms = ms_between(t0, std::chrono::steady_clock::now());
+  cost.render_cpu_ms = process_cpu_ms() - c0;
+  cost.vertices = dd ? dd->TotalVtxCount : 0;
+  cost.indices = dd ? dd->TotalIdxCount : 0;
+  cost.draw_calls = 0;
+  if (dd)
+    for (int i = 0; i < dd->CmdListsCount; ++i) cost.draw_calls += dd->CmdLists[i]->CmdBuffer.Size;
+}
+
+}  // namespace
+
 void App::frame(double dt) {
   auto t0 = std::chrono::steady_clock::now();
+  double c0 = thread_cpu_ms();
   glfwPollEvents();
   double now = glfwGetTime();
   if (dt < 0) dt = now - last_time_;
@@ -157,22 +194,31 @@ void App::frame(double dt) {
   ImGui_ImplGlfw_NewFrame();
   ImGui::NewFrame();
   marks_.clear();
+  heat_rows_this_frame_ = 0;
   draw_ui();
   ImGui::Render();
-  auto t1 = std::chrono::steady_clock::now();
-  int w, h;
-  glfwGetFramebufferSize(window_, &w, &h);
-  glViewport(0, 0, w, h);
-  glClearColor(0.08f, 0.085f, 0.1f, 1.0f);
-  glClear(GL_COLOR_BUFFER_BIT);
-  ImGui_ImplOpenGL3_RenderDrawData(ImGui::GetDrawData());
-  glFinish();
-  auto t2 = std::chrono::steady_clock::now();
-  ui_ms_ = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  render_ms_ = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  cost_.ui_ms = ms_between(t0, std::chrono::steady_clock::now());
+  cost_.ui_cpu_ms = thread_cpu_ms() - c0;
+  render_draw_data(window_, cost_);
+  cost_.heat_rows_uploaded = heat_rows_this_frame_;
+  heat_rows_this_frame_ = 0;
   if (!model_.error().empty() && model_.error() != last_reported_error_ && opts_.report_error)
     opts_.report_error(model_.error());
   last_reported_error_ = model_.error();
+}
+
+void App::empty_frame() {
+  auto t0 = std::chrono::steady_clock::now();
+  double c0 = thread_cpu_ms();
+  glfwPollEvents();
+  ImGui_ImplOpenGL3_NewFrame();
+  ImGui_ImplGlfw_NewFrame();
+  ImGui::NewFrame();
+  ImGui::Render();
+  cost_.ui_ms = ms_between(t0, std::chrono::steady_clock::now());
+  cost_.ui_cpu_ms = thread_cpu_ms() - c0;
+  render_draw_data(window_, cost_);
+  cost_.heat_rows_uploaded = 0;
 }
 
 void App::present() { glfwSwapBuffers(window_); }
@@ -265,7 +311,10 @@ void App::draw_ui() {
   open_dialog();
   if (show_keys_) {
     ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
-    if (ImGui::Begin("Keys", &show_keys_, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings)) {
+    ImGui::PushStyleColor(ImGuiCol_WindowBg, kPaneBg);  // floats over the panes: needs its own background
+    bool keys_open = ImGui::Begin("Keys", &show_keys_, ImGuiWindowFlags_AlwaysAutoResize | ImGuiWindowFlags_NoSavedSettings);
+    ImGui::PopStyleColor();
+    if (keys_open) {
       ImGui::Text("Space       run / pause");
       ImGui::Text("Right       step forward");
       ImGui::Text("Left        step back");
@@ -442,29 +491,33 @@ void App::draw_welcome(Rect r) {
 void App::layout_single(Rect b) {
   float left = std::floor(b.w * 0.375f), mid = std::floor(b.w * 0.26f), right = b.w - left - mid;
   float src_h = std::floor(b.h * 0.52f);
-  source_pane(0, {b.x, b.y, left, src_h}, false);
-  if (begin_pane(pane_title(0, "Trace (loops expanded)").c_str(), 0, {b.x, b.y + src_h, left, b.h - src_h}))
-    trace_lines(0);
-  end_pane();
+  const unsigned show = visible_panes_;
+  if (show & kPaneSource) source_pane(0, {b.x, b.y, left, src_h}, false);
+  if (show & kPaneTrace) {
+    if (begin_pane(pane_title(0, "Trace (loops expanded)").c_str(), 0, {b.x, b.y + src_h, left, b.h - src_h}))
+      trace_lines(0);
+    end_pane();
+  }
   float reg_h = std::floor(b.h * 0.46f);
-  registers_pane(0, {b.x + left, b.y, mid, reg_h});
-  counters_pane(0, {b.x + left, b.y + reg_h, mid, b.h - reg_h});
+  if (show & kPaneRegisters) registers_pane(0, {b.x + left, b.y, mid, reg_h});
+  if (show & kPaneCounters) counters_pane(0, {b.x + left, b.y + reg_h, mid, b.h - reg_h});
   float dram_h = std::floor(b.h * 0.64f);
-  dram_pane(0, {b.x + left + mid, b.y, right, dram_h});
-  plot_pane({b.x + left + mid, b.y + dram_h, right, b.h - dram_h}, false);
+  if (show & kPaneDram) dram_pane(0, {b.x + left + mid, b.y, right, dram_h});
+  if (show & kPanePlot) plot_pane({b.x + left + mid, b.y + dram_h, right, b.h - dram_h}, false);
 }
 
 void App::layout_compare(Rect b) {
   float top = std::floor(b.h * 0.74f), half = std::floor(b.w * 0.5f);
+  const unsigned show = visible_panes_;
   for (int s = 0; s < 2; ++s) {
     float x = b.x + s * half, w = s == 0 ? half : b.w - half;
     float src_w = std::floor(w * 0.56f), src_h = std::floor(top * 0.55f);
-    source_pane(s, {x, b.y, src_w, src_h}, true);
-    registers_pane(s, {x + src_w, b.y, w - src_w, src_h});
-    dram_pane(s, {x, b.y + src_h, src_w, top - src_h});
-    counters_pane(s, {x + src_w, b.y + src_h, w - src_w, top - src_h});
+    if (show & (kPaneSource | kPaneTrace)) source_pane(s, {x, b.y, src_w, src_h}, true);
+    if (show & kPaneRegisters) registers_pane(s, {x + src_w, b.y, w - src_w, src_h});
+    if (show & kPaneDram) dram_pane(s, {x, b.y + src_h, src_w, top - src_h});
+    if (show & kPaneCounters) counters_pane(s, {x + src_w, b.y + src_h, w - src_w, top - src_h});
   }
-  plot_pane({b.x, b.y + top, b.w, b.h - top}, true);
+  if (show & kPanePlot) plot_pane({b.x, b.y + top, b.w, b.h - top}, true);
 }
 
 // ---- source and trace --------------------------------------------------------------------
@@ -778,6 +831,125 @@ void App::counters_pane(int slot, Rect r) {
 
 // ---- DRAM heat maps ------------------------------------------------------------------------
 
+void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, float x, float y, bool hovered) {
+  const Trace& t = *model_.trace(slot);
+  const auto& m = t.machine();
+  const auto& s = m.array(id);
+  HeatTexture& h = heat_textures_[{slot, id}];
+  const bool fresh = !h.gl || h.trace_serial != t.serial() || !(h.layout == layout);
+  const int w = layout.width_px(), rows = layout.height_px();
+  const auto row_len = static_cast<std::size_t>(w);
+  auto upload_rows = [&](const std::vector<std::uint32_t>& rgba, int first, int last) {
+    if (last < first) return;
+    glBindTexture(GL_TEXTURE_2D, h.gl);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    glTexSubImage2D(GL_TEXTURE_2D, 0, 0, first, w, last - first + 1, GL_RGBA, GL_UNSIGNED_BYTE,
+                    rgba.data() + static_cast<std::size_t>(first) * row_len);
+    heat_rows_this_frame_ += last - first + 1;
+  };
+  // Up to this many steps away, only the cells those steps touched are recomputed.
+  constexpr std::uint64_t kIncrementalSteps = 4096;
+  const std::uint64_t lo = std::min(h.step, t.step()), hi = std::max(h.step, t.step());
+  if (fresh) {
+    h.cells = bin_counts(layout, s.tile_reads, s.tile_writes);
+    heat_image(layout, h.cells, t.max_tile_reads(id), t.max_tile_writes(id), h.rgba);
+    if (!h.gl) {
+      GLuint tex = 0;
+      glGenTextures(1, &tex);
+      h.gl = tex;
+    }
+    glBindTexture(GL_TEXTURE_2D, h.gl);
+    glPixelStorei(GL_UNPACK_ALIGNMENT, 4);
+    // Drawn 1:1 on whole pixels, so nearest sampling keeps every cell sharp.
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MIN_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_MAG_FILTER, GL_NEAREST);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_S, GL_CLAMP_TO_EDGE);
+    glTexParameteri(GL_TEXTURE_2D, GL_TEXTURE_WRAP_T, GL_CLAMP_TO_EDGE);
+    glTexImage2D(GL_TEXTURE_2D, 0, GL_RGBA, w, rows, 0, GL_RGBA, GL_UNSIGNED_BYTE, h.rgba.data());
+    heat_rows_this_frame_ += rows;
+  } else if (hi - lo <= kIncrementalSteps) {
+    // Stepping: the steps between the old and the new position touched a few tiles.
+    int first = rows, last = -1;
+    std::int64_t previous = -1;
+    for (std::uint64_t i = lo; i < hi; ++i) {
+      auto touch = t.touch_at(i);
+      if (!touch || touch->array != id) continue;
+      std::int64_t cell = layout.cell_of(touch->tile);
+      if (cell == previous) continue;
+      previous = cell;
+      rebin_cell(layout, s.tile_reads, s.tile_writes, cell, h.cells);
+      paint_cell(layout, h.cells, cell, t.max_tile_reads(id), t.max_tile_writes(id), h.rgba);
+      int y0 = static_cast<int>(cell / layout.cells_across) * layout.cell_px;
+      first = std::min(first, y0);
+      last = std::max(last, y0 + layout.cell_px - 1);
+    }
+    upload_rows(h.rgba, first, last);
+  } else {
+    // A seek or a fast run: rebin everything, upload the rows that differ.
+    h.cells = bin_counts(layout, s.tile_reads, s.tile_writes);
+    heat_image(layout, h.cells, t.max_tile_reads(id), t.max_tile_writes(id), h.next);
+    int first = rows, last = -1;
+    for (int yy = 0; yy < rows; ++yy) {
+      auto at = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(yy) * row_len);
+      if (!std::equal(h.next.begin() + at, h.next.begin() + at + static_cast<std::ptrdiff_t>(row_len), h.rgba.begin() + at)) {
+        first = std::min(first, yy);
+        last = yy;
+      }
+    }
+    std::swap(h.rgba, h.next);
+    upload_rows(h.rgba, first, last);
+  }
+  h.trace_serial = t.serial();
+  h.step = t.step();
+  h.layout = layout;
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const float px = static_cast<float>(layout.cell_px);
+  ImVec2 a(x, y), b(x + static_cast<float>(layout.width_px()), y + static_cast<float>(layout.height_px()));
+  dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(h.gl)), a, b);
+  auto cell_rect = [&](std::int64_t cell, float grow) {
+    float cx = a.x + static_cast<float>(cell % layout.cells_across) * px, cy = a.y + static_cast<float>(cell / layout.cells_across) * px;
+    return std::pair(ImVec2(cx - grow, cy - grow), ImVec2(cx + px - 1 + grow, cy + px - 1 + grow));
+  };
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  // Cells are a few pixels wide: the boxes around the next and the touched cell stand out
+  // past its edges.
+  if (auto next = t.next_touch(); next && next->array == id) {
+    auto [p0, p1] = cell_rect(layout.cell_of(next->tile), 2);
+    dl->AddRect(p0, p1, rgb(theme::kNextMarker), 0, 0, 1.5f);
+  }
+  if (auto touched = t.touched(); touched && touched->array == id) {
+    auto [p0, p1] = cell_rect(layout.cell_of(touched->tile), 3);
+    dl->AddRect(p0, p1, rgb(theme::kTouchedCell), 0, 0, 2.0f);
+    mark(prefix + "touched_cell", p0.x, p0.y, p1.x, p1.y);
+  }
+  if (!hovered) return;
+  ImVec2 mp = ImGui::GetIO().MousePos;
+  auto col = static_cast<std::int64_t>((mp.x - a.x) / px), row = static_cast<std::int64_t>((mp.y - a.y) / px);
+  std::int64_t cell = row * layout.cells_across + col;
+  if (col < 0 || col >= layout.cells_across || !layout.cell_used(cell)) return;
+  const auto& d = t.program().arrays[id];
+  auto span = layout.tiles_of(cell);
+  auto range = [](std::int64_t lo, std::int64_t hi) {
+    return hi - lo == 1 ? std::to_string(lo) : std::to_string(lo) + ".." + std::to_string(hi - 1);
+  };
+  ImGui::BeginTooltip();
+  std::int64_t covered = (span.r1 - span.r0) * (span.c1 - span.c0);
+  if (layout.linear && d.rank == 1) ImGui::Text("%s[%s]", d.name.c_str(), range(span.r0, span.r1).c_str());
+  else if (layout.linear) ImGui::Text("%s[%s][0]", d.name.c_str(), range(span.r0, span.r1).c_str());
+  else ImGui::Text("%s[%s][%s]", d.name.c_str(), range(span.r0, span.r1).c_str(), range(span.c0, span.c1).c_str());
+  auto ci = static_cast<std::size_t>(cell);
+  if (covered == 1) {
+    ImGui::Text("read %u times, written %u times", h.cells.reads[ci], h.cells.writes[ci]);
+    auto tile = static_cast<std::size_t>(layout.linear ? span.r0 : span.r0 * layout.grid_cols + span.c0);
+    if (d.tile_rows == 1 && d.tile_cols == 1 && tile < s.values.size())
+      ImGui::Text("value %s", sim::format_value(s.values[tile]).c_str());
+  } else {
+    ImGui::Text("%lld %s in this cell: the most read %u times, the most written %u times", static_cast<long long>(covered),
+                d.tile_rows * d.tile_cols > 1 ? "tiles" : "elements", h.cells.reads[ci], h.cells.writes[ci]);
+  }
+  ImGui::EndTooltip();
+}
+
 void App::dram_pane(int slot, Rect r) {
   Trace& t = *model_.trace(slot);
   if (begin_pane(pane_title(slot, "DRAM").c_str(), slot, r, ImGuiWindowFlags_HorizontalScrollbar)) {
@@ -821,7 +993,18 @@ void App::dram_pane(int slot, Rect r) {
       const float full = std::max(40.0f, ImGui::GetWindowContentRegionMax().x - ImGui::GetWindowContentRegionMin().x - 2);
       float cell;
       std::int64_t per_row, rows;
-      if (d.rank == 1) {
+      // Big arrays: binned into a pane's worth of small cells, painted as one texture.
+      const bool as_texture = tiles > kTextureHeatCells;
+      HeatLayout layout;
+      if (as_texture) {
+        const float max_h = std::max(48.0f, (r.h - 70.0f) / static_cast<float>(p.arrays.size()) - 46.0f);
+        layout = heat_layout(d, full, max_h);
+        cell = static_cast<float>(layout.cell_px);
+        per_row = layout.cells_across;
+        rows = layout.cells_down;
+        std::int64_t per = layout.linear ? layout.per_cell : layout.block_rows * layout.block_cols;
+        if (per > 1) sub += "  (" + std::to_string(per) + (tiled ? " tiles" : " elements") + " per cell, their max)";
+      } else if (d.rank == 1) {
         cell = std::clamp(full / static_cast<float>(tiles), 9.0f, 44.0f);
         per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, static_cast<std::int64_t>(full / cell)));
         rows = (tiles + per_row - 1) / per_row;
@@ -852,6 +1035,13 @@ void App::dram_pane(int slot, Rect r) {
       ImVec2 grid(static_cast<float>(per_row) * cell, static_cast<float>(rows) * cell);
       ImGui::InvisibleButton(("##grid" + std::to_string(id)).c_str(), ImVec2(std::max(grid.x, 1.0f), std::max(grid.y, 1.0f)));
       bool hovered = ImGui::IsItemHovered();
+      if (as_texture) {
+        heat_texture(slot, id, layout, std::floor(origin.x), std::floor(origin.y), hovered);
+        ImGui::EndGroup();
+        ImGui::SameLine(0, 14);
+        ImGui::Dummy(ImVec2(0, 0));
+        continue;
+      }
       // Only the cells inside the pane's clip rectangle are drawn.
       ImVec2 cmin = dl->GetClipRectMin(), cmax = dl->GetClipRectMax();
       auto r0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.y - origin.y) / cell));
@@ -1057,7 +1247,9 @@ void App::open_dialog() {
   ImGui::RadioButton("B (compare side by side)", &open_slot_, 1);
   ImGui::Separator();
   ImGui::TextUnformatted("Lesson traces and generated schedules");
+  ImGui::PushStyleColor(ImGuiCol_ChildBg, kPaneBg);  // a well inside the dialog
   ImGui::BeginChild("##catalog", ImVec2(0, 230), true);
+  ImGui::PopStyleColor();
   std::string group;
   for (std::size_t i = 0; i < catalog_.size(); ++i) {
     if (catalog_[i].group != group) {

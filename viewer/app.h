@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "viewer/catalog.h"
+#include "viewer/heatmap.h"
 #include "viewer/model.h"
 
 struct GLFWwindow;
@@ -19,6 +20,27 @@ namespace flashsim::viewer {
 class NoDisplay : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+
+// The panes of the fixed layout, as bits: the frame-time benchmark hides some to see what each costs.
+enum Pane : unsigned {
+  kPaneSource = 1u << 0,     // source (and, in compare mode, its Trace tab)
+  kPaneTrace = 1u << 1,      // the expanded trace (single-trace layout)
+  kPaneRegisters = 1u << 2,
+  kPaneCounters = 1u << 3,
+  kPaneDram = 1u << 4,
+  kPanePlot = 1u << 5,       // DRAM bytes over time (and the compare table)
+  kPaneAll = (1u << 6) - 1,
+};
+
+// What the last frame cost: wall and CPU time of building the UI (this thread) and of
+// rendering it (the whole process: a software rasterizer renders on its own threads), and the
+// size of the draw lists handed to OpenGL.
+struct FrameCost {
+  double ui_ms = 0, ui_cpu_ms = 0;
+  double render_ms = 0, render_cpu_ms = 0;
+  int vertices = 0, indices = 0, draw_calls = 0;
+  int heat_rows_uploaded = 0;  // texel rows of heat-map textures sent to OpenGL by this frame
 };
 
 struct AppOptions {
@@ -50,6 +72,9 @@ class App {
   // One frame: input, the animated run, the UI and its rendering (not yet presented).
   // `dt` < 0 uses the wall clock.
   void frame(double dt = -1);
+  // A frame with no windows at all, cleared and rendered like frame(): the floor the display's
+  // OpenGL implementation imposes before the viewer draws anything.
+  void empty_frame();
   void present();
   // Writes the frame just rendered as a PNG. Returns "" or an error message.
   std::string save_screenshot(const std::string& path) const;
@@ -57,8 +82,11 @@ class App {
   const std::vector<Mark>& marks() const { return marks_; }
   std::string layout_dump() const;  // one "rect NAME x0 y0 x1 y1" line per mark
   std::string renderer() const;  // the OpenGL renderer and version, for reports
-  double last_ui_ms() const { return ui_ms_; }
-  double last_render_ms() const { return render_ms_; }
+  double last_ui_ms() const { return cost_.ui_ms; }
+  double last_render_ms() const { return cost_.render_ms; }
+  const FrameCost& last_cost() const { return cost_; }
+  // Panes not in the mask are not built at all (their area stays empty).
+  void set_visible_panes(unsigned mask) { visible_panes_ = mask; }
 
  private:
   struct Rect {
@@ -79,6 +107,7 @@ class App {
   void registers_pane(int slot, Rect r);
   void counters_pane(int slot, Rect r);
   void dram_pane(int slot, Rect r);
+  void heat_texture(int slot, std::uint32_t array, const HeatLayout& layout, float x, float y, bool hovered);
   void plot_pane(Rect r, bool with_table);
   void bytes_plot(float width, float height);
   void compare_table();
@@ -96,7 +125,19 @@ class App {
   std::vector<Mark> marks_;
   double last_time_ = 0;
   int frame_count_ = 0;
-  double ui_ms_ = 0, render_ms_ = 0;
+  FrameCost cost_;
+  // Heat-map textures of big arrays, per (slot, array id): rebuilt when the trace, its step or
+  // the layout changes, and only the texel rows that differ are uploaded again.
+  struct HeatTexture {
+    unsigned gl = 0;  // GLuint
+    std::uint64_t trace_serial = 0, step = ~0ull;
+    HeatLayout layout;
+    HeatCells cells;
+    std::vector<std::uint32_t> rgba, next;
+  };
+  std::map<std::pair<int, std::uint32_t>, HeatTexture> heat_textures_;
+  int heat_rows_this_frame_ = 0;
+  unsigned visible_panes_ = kPaneAll;
   void* mono_font_ = nullptr;  // ImFont*
   bool show_symbolic_ = true;
   bool show_keys_ = false;

@@ -1,7 +1,10 @@
 #include "viewer/model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
+#include <ctime>
 #include <cmath>
 #include <fstream>
 #include <sstream>
@@ -45,6 +48,25 @@ std::string touch_text(const isa::Program& p, const Touch& t) {
   if (a.rank == 2) s += "[" + std::to_string(tc) + "]";
   return s + (t.write ? " write" : " read");
 }
+
+// Wall and thread-CPU stopwatch for the load phases.
+class PhaseTimer {
+ public:
+  PhaseTimer() : wall_(std::chrono::steady_clock::now()), cpu_(cpu_ms()) {}
+  void stop(double& wall_ms, double& cpu) const {
+    wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall_).count();
+    cpu = cpu_ms() - cpu_;
+  }
+
+ private:
+  static double cpu_ms() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<double>(t.tv_sec) * 1e3 + static_cast<double>(t.tv_nsec) / 1e6;
+  }
+  std::chrono::steady_clock::time_point wall_;
+  double cpu_;
+};
 
 }  // namespace
 
@@ -92,6 +114,8 @@ std::optional<std::uint64_t> budget_value(const sim::Counters& c, const std::str
 // ---- Trace ---------------------------------------------------------------------------------
 
 Trace::Trace(const LoadRequest& request) : request_(request) {
+  static std::atomic<std::uint64_t> next_serial{1};
+  serial_ = next_serial++;
   isa::Program prog;
   if (request.program) {
     prog = *request.program;
@@ -99,7 +123,9 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   } else {
     isa::AssembleOptions opts;
     opts.params = request.params;
+    PhaseTimer timer;
     prog = isa::assemble_file(request.path, opts);
+    timer.stop(load_times_.assemble_ms, load_times_.assemble_cpu_ms);
   }
   path_ = request.program ? prog.name : request.path;
   if (prog.source_lines.empty()) {
@@ -123,8 +149,12 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   line_total_.assign(lines, 0);
   for (const auto& in : prog.code) ++line_total_[in.loc.line];
   tile_machine_ = !prog.is_scalar();
+  PhaseTimer machine_timer;
   machine_ = std::make_unique<sim::Machine>(std::move(prog), std::move(opts));
+  machine_timer.stop(load_times_.machine_ms, load_times_.machine_cpu_ms);
+  PhaseTimer prepass_timer;
   prepass();
+  prepass_timer.stop(load_times_.prepass_ms, load_times_.prepass_cpu_ms);
 }
 
 void Trace::prepass() {
@@ -291,6 +321,10 @@ RegisterRow Trace::register_row(int r) const {
 std::optional<Touch> Trace::touched() const {
   auto i = current_index();
   return i ? memory_operand(program(), program().code[*i]) : std::nullopt;
+}
+
+std::optional<Touch> Trace::touch_at(std::uint64_t index) const {
+  return index < size() ? memory_operand(program(), program().code[index]) : std::nullopt;
 }
 
 std::optional<Touch> Trace::next_touch() const {

@@ -70,6 +70,13 @@ struct ParamDecl {
   std::int64_t value = 0;  // the value used for this trace
 };
 
+// Where a trace's load time went (wall and this thread's CPU time, in ms).
+struct LoadTimes {
+  double assemble_ms = 0, assemble_cpu_ms = 0;  // text -> expanded program (0 for a given program)
+  double machine_ms = 0, machine_cpu_ms = 0;    // sim::Machine construction (checks, decoding)
+  double prepass_ms = 0, prepass_cpu_ms = 0;    // whole-trace counting pass (heat scales, bytes series)
+};
+
 class Trace {
  public:
   // Throws isa::AsmError (bad text) or sim::MachineFault (bad inputs).
@@ -115,6 +122,7 @@ class Trace {
   RegisterRow register_row(int r) const;
   std::optional<Touch> touched() const;     // by the last step
   std::optional<Touch> next_touch() const;  // by the next step
+  std::optional<Touch> touch_at(std::uint64_t index) const;  // by instruction `index` (0-based)
   // How often each source line has executed so far (loop bodies run many times).
   std::uint64_t line_hits(std::uint32_t line) const;
   std::uint64_t line_total(std::uint32_t line) const;  // over the whole trace
@@ -126,6 +134,9 @@ class Trace {
   // Whole-trace totals from the counting pass at load time.
   const sim::Counters& final_counters() const { return final_counters_; }
   bool tile_machine() const { return tile_machine_; }  // cached: is_scalar() walks the trace
+  const LoadTimes& load_times() const { return load_times_; }
+  // Unique per loaded trace (never reused), so caches drawn from it know when it was replaced.
+  std::uint64_t serial() const { return serial_; }
 
  private:
   void prepass();
@@ -144,6 +155,8 @@ class Trace {
   std::vector<std::uint32_t> final_max_reads_, final_max_writes_;
   sim::Counters final_counters_;
   BytesSeries series_;
+  LoadTimes load_times_;
+  std::uint64_t serial_ = 0;
 };
 
 // Reads the .param lines of an assembly file (name and default), for the "open with

@@ -6,6 +6,7 @@
 
 #include "isa/assembler.h"
 #include "viewer/catalog.h"
+#include "viewer/heatmap.h"
 #include "viewer/model.h"
 
 using namespace flashsim;
@@ -358,4 +359,111 @@ TEST_CASE("generated schedules open by name; programs without text show their di
   CHECK(m.trace(1)->final_counters().elem_reads == 32);
   // Bad parameters are refused while generating (the app shows the message in its banner).
   CHECK_THROWS_WITH(online->request({{"n", 0}}), Catch::Contains("n must be between 1 and 1000000"));
+}
+
+TEST_CASE("fast run on a long trace advances thousands of steps per frame from where it is", "[viewer]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("06-online-softmax", {{"n", 20000}})));  // 280,005 steps
+  m.seek(100'000);
+  m.set_speed(1'000'000);
+  m.run();
+  // One 60 Hz frame at 1M steps/s: 16,666 steps (the fraction carries to the next frame).
+  CHECK(m.tick(1.0 / 60.0) == 16'666);
+  CHECK(m.step_index() == 116'666);
+  CHECK(m.tick(1.0 / 60.0) == 16'667);
+  CHECK(m.step_index() == 133'333);
+  // The state is the machine's, stepped forward: the same counters as a trace seeked there.
+  Trace fresh(lesson("06-online-softmax", {{"n", 20000}}));
+  fresh.seek(133'333);
+  CHECK(m.trace(0)->machine().counters().cycles == fresh.machine().counters().cycles);
+  CHECK(m.trace(0)->machine().counters().bytes_read == fresh.machine().counters().bytes_read);
+  CHECK(m.trace(0)->machine().array(0).tile_reads == fresh.machine().array(0).tile_reads);
+}
+
+TEST_CASE("heat layout: a big array fits the space given, binned as little as possible", "[viewer]") {
+  isa::ArrayDecl x;
+  x.name = "x";
+  x.rank = 1;
+  x.rows = 71'429;
+  x.cols = 1;
+  auto l = viewer::heat_layout(x, 452, 168, 4);
+  CHECK(l.linear);
+  CHECK(l.cells_across == 113);
+  CHECK(l.width_px() <= 452);
+  CHECK(l.height_px() <= 168);
+  CHECK(l.per_cell == 16);  // 113 x 42 = 4746 cells: 4746 x 16 >= 71,429 elements > 4746 x 15
+  CHECK(l.cells_across * l.cells_down * l.per_cell >= 71'429);
+  CHECK(l.cell_of(0) == 0);
+  CHECK(l.cell_of(15) == 0);
+  CHECK(l.cell_of(16) == 1);
+  CHECK(l.cell_of(71'428) == 4464);
+  CHECK(l.cells_down == 40);  // 4465 cells, 113 a row
+  CHECK(l.cell_used(4464));
+  CHECK_FALSE(l.cell_used(4465));
+  auto span = l.tiles_of(4464);
+  CHECK(span.r0 == 4464 * 16);
+  CHECK(span.r1 == 71'429);  // the last cell is short
+
+  isa::ArrayDecl a;  // 2-D: keeps its shape, blocks of tiles per cell
+  a.name = "a";
+  a.rank = 2;
+  a.rows = 1000;
+  a.cols = 300;
+  auto b = viewer::heat_layout(a, 400, 200, 4);
+  CHECK_FALSE(b.linear);
+  CHECK(b.block_cols == 3);   // 300 columns in at most 100 cells
+  CHECK(b.block_rows == 20);  // 1000 rows in at most 50 cells
+  CHECK(b.cells_across == 100);
+  CHECK(b.cells_down == 50);
+  CHECK(b.cell_of(0) == 0);
+  CHECK(b.cell_of(2) == 0);
+  CHECK(b.cell_of(3) == 1);
+  CHECK(b.cell_of(20 * 300) == 100);  // row 20 starts the second row of cells
+  auto s = b.tiles_of(101);
+  CHECK(s.r0 == 20);
+  CHECK(s.r1 == 40);
+  CHECK(s.c0 == 3);
+  CHECK(s.c1 == 6);
+}
+
+TEST_CASE("heat cells keep the largest count; stepping repaints exactly what a full rebuild paints", "[viewer]") {
+  Trace t(lesson("06-online-softmax", {{"n", 5000}}));  // x[5000], out[5000]: texture-sized arrays
+  const std::uint32_t x = *t.program().find_array("x");
+  const auto& decl = t.program().arrays[x];
+  REQUIRE(decl.tile_count() > viewer::kTextureHeatCells);
+  auto l = viewer::heat_layout(decl, 300, 100, 4);
+  REQUIRE(l.per_cell > 1);
+  t.seek(t.size());
+  const auto& counts = t.machine().array(x);
+  auto cells = viewer::bin_counts(l, counts.tile_reads, counts.tile_writes);
+  for (std::int64_t c = 0; c < l.cell_count(); ++c) {
+    if (!l.cell_used(c)) continue;
+    auto span = l.tiles_of(c);
+    std::uint32_t most = 0;
+    for (auto k = span.r0; k < span.r1; ++k) most = std::max(most, counts.tile_reads[static_cast<std::size_t>(k)]);
+    CHECK(cells.reads[static_cast<std::size_t>(c)] == most);
+  }
+  CHECK(*std::max_element(cells.reads.begin(), cells.reads.end()) == t.max_tile_reads(x));
+
+  // Incremental: from step 1000 to 1400, rebin and repaint only the cells those steps touched.
+  t.seek(1000);
+  auto inc = viewer::bin_counts(l, t.machine().array(x).tile_reads, t.machine().array(x).tile_writes);
+  std::vector<std::uint32_t> image, full;
+  viewer::heat_image(l, inc, t.max_tile_reads(x), t.max_tile_writes(x), image);
+  for (std::uint64_t i = 1000; i < 1400; ++i) {
+    t.step_forward();
+    if (auto touch = t.touch_at(i); touch && touch->array == x) {
+      viewer::rebin_cell(l, t.machine().array(x).tile_reads, t.machine().array(x).tile_writes, l.cell_of(touch->tile), inc);
+      viewer::paint_cell(l, inc, l.cell_of(touch->tile), t.max_tile_reads(x), t.max_tile_writes(x), image);
+    }
+  }
+  auto rebuilt = viewer::bin_counts(l, t.machine().array(x).tile_reads, t.machine().array(x).tile_writes);
+  CHECK(inc.reads == rebuilt.reads);
+  CHECK(inc.writes == rebuilt.writes);
+  viewer::heat_image(l, rebuilt, t.max_tile_reads(x), t.max_tile_writes(x), full);
+  CHECK(image == full);
+  // Never-read cells are the empty colour; gaps between cells are transparent.
+  CHECK(full[0] != viewer::kHeatEmptyRgba);  // x[0] has been read
+  CHECK(full[static_cast<std::size_t>(l.cell_px - 1)] == 0u);
+  CHECK(full.back() == 0u);
 }
