@@ -16,13 +16,33 @@ written back to HBM at every k-step (the first step only writes). Logical tiles 
 a block keeps the 256x4 and 4x256 panels in shared memory and streams its C tile row by row.
 ./matmul 2
 
+version 3 is the inner-product order again, on Hopper's own path (sm_90a; launcher
+matmul_bf16_fast in kernels/fast.h: bf16 A, B and C, fp32 accumulation). A persistent grid of one
+block per SM walks 128x256 tiles of C in groups of 16 tile rows (neighbouring blocks share A and B
+panels in L2). Each block has three warpgroups: the producer (one thread, 40 registers) streams
+128x64 panels of A and 64x256 panels of B into a 4-stage shared-memory ring with TMA
+(cp.async.bulk.tensor, 128-byte swizzle, zero fill past the edges) and mbarriers; two consumer
+warpgroups (232 registers) each run m64n256k16 wgmma on their 64 rows, A K-major and B read in its
+row-major [k][n] layout as an MN-major operand (the descriptor's transpose bit), keeping one wgmma
+group in flight while the next stage arrives. The fp32 accumulators (128 a thread) are rounded to
+bf16 and stored straight from registers, bounds-checked. m, n, k: multiples of 8 (TMA's 16-byte
+strides). Tensor maps come from cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion.
+Timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header).
+
 CPU reference: kernels/reference.cpp matmul_rows (double accumulation), checked on up to 64 rows
 spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative L2 error).
 */
+#include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
+#include <cudaTypedefs.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <sstream>
+#include <stdexcept>
+#include <string>
 
 #include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
 #include "kernels/reference.h"
 
 namespace flashsim::gpu {
@@ -118,6 +138,228 @@ __global__ void __launch_bounds__(256) matmul_outer_step_kernel(const T* __restr
 }
 
 // ----------------------------------------------------------------------------
+// version 3: Hopper tensor cores (sm_90a). PTX wrappers first, then the kernel.
+
+namespace v3 {
+
+constexpr int kBM = 128, kBN = 256, kBK = 64;  // block tile; kBK * 2 bytes = one 128-byte swizzle row
+constexpr int kStages = 4;                     // 4 x 48 KB of the 227 KB of shared memory
+constexpr int kConsumers = 2;                  // warpgroups doing wgmma, 64 rows of the tile each
+constexpr int kThreads = 128 * (1 + kConsumers);
+constexpr int kABytes = kBM * kBK * 2;        // 16 KB
+constexpr int kBBoxBytes = kBK * 64 * 2;      // one TMA box of B: 64 k-rows x 64 columns, 8 KB
+constexpr int kBBytes = kBK * kBN * 2;        // 32 KB
+constexpr int kStageBytes = kABytes + kBBytes;
+constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + slack to align the ring to 1024 bytes
+constexpr int kGroupM = 16;                                // tile rows per raster group (L2 reuse)
+
+__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
+}
+// Spins until the phase of parity `parity` has completed. A fresh barrier counts its (virtual)
+// preceding phase, parity 1, as completed, so producers start by waiting on parity 1.
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
+  std::uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// TMA: a 2-D box at element coordinates (c0 inner, c1 outer) into shared memory; completes `bytes`
+// of the barrier's transaction count. Out-of-bounds elements arrive as zeros.
+__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
+          smem_addr(dst)),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// wgmma shared-memory descriptor, 128-byte swizzle (mode 1 in bits 62-63). Offsets in bytes.
+//  A, K-major: 8-row groups 1024 bytes apart (SBO); LBO unused with this swizzle (encoded 1).
+//  B, MN-major: LBO = distance between 64-column blocks, SBO = between 8-row (k) groups.
+__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr, std::uint32_t lbo, std::uint32_t sbo) {
+  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
+         (static_cast<std::uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+}
+// Keeps the compiler from moving accumulator reads across a wgmma wait.
+__device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+
+// One m64n256k16 wgmma: d (64x256 fp32, 128 registers a thread) += A (smem, K-major) * B (smem,
+// MN-major: tnspB = 1, i.e. B stored row-major [k][n]). scale_d = 0 overwrites d instead.
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                 int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %130, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95,"
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111,"
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+      "}, %128, %129, p, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+        "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+        "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+        "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+        "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// Tile t of a persistent block's sequence -> (tile row, tile column), in groups of kGroupM tile rows
+// walked column by column, so that the tiles in flight at once share panels of A and B in L2.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
+  const int per_group = kGroupM * tiles_n;
+  const int first_m = (t / per_group) * kGroupM;
+  const int rows = min(tiles_m - first_m, kGroupM);
+  const int r = t % per_group;
+  tm = first_m + r % rows;
+  tn = r / rows;
+}
+
+// Persistent, warp-specialized: warpgroup 0 (one thread) streams A and B k-panels with TMA into a
+// kStages ring; warpgroups 1 and 2 each multiply a 64 x 256 half of the 128 x 256 tile with wgmma.
+// full[s]: the stage's bytes landed (TMA transaction count); empty[s]: all 8 consumer warps are done
+// reading it. Every block walks tiles blockIdx.x, +gridDim.x, ... in the same order in both roles.
+__global__ void __launch_bounds__(kThreads, 1)
+    matmul_bf16_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
+                             __nv_bfloat16* __restrict__ c, int m, int n, int k) {
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ alignas(8) std::uint64_t full[kStages], empty[kStages];
+  // 128-byte swizzle repeats every 1024 bytes; wgmma and TMA agree on it only from 1024-aligned bases
+  unsigned char* ring = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
+  auto stage_a = [&](int s) { return ring + s * kStageBytes; };
+  auto stage_b = [&](int s) { return ring + s * kStageBytes + kABytes; };
+
+  const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], kConsumers * 4);
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  const int tiles_m = (m + kBM - 1) / kBM, tiles_n = (n + kBN - 1) / kBN, tiles = tiles_m * tiles_n;
+  const int nk = (k + kBK - 1) / kBK;
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    if (threadIdx.x != 0) return;
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int tm, tn;
+      tile_coords(t, tiles_m, tiles_n, tm, tn);
+      for (int kb = 0; kb < nk; ++kb, ++it) {
+        const int s = it % kStages;
+        mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+        mbar_arrive_expect_tx(&full[s], kStageBytes);  // whole boxes count, zero-filled parts too
+        tma_load_2d(stage_a(s), &map_a, &full[s], kb * kBK, tm * kBM);
+#pragma unroll
+        for (int j = 0; j < kBN / 64; ++j)
+          tma_load_2d(stage_b(s) + j * kBBoxBytes, &map_b, &full[s], tn * kBN + j * 64, kb * kBK);
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+  const int half = wg - 1;                     // which 64 rows of the tile
+  const int w = (threadIdx.x % 128) / 32;      // warp within the warpgroup: 16 rows each
+  float acc[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  int it = 0;
+  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    int tm, tn;
+    tile_coords(t, tiles_m, tiles_n, tm, tn);
+    for (int kb = 0; kb < nk; ++kb, ++it) {
+      const int s = it % kStages;
+      mbar_wait(&full[s], (it / kStages) & 1);
+      const std::uint32_t a0 = smem_addr(stage_a(s)) + half * 64 * 128;
+      const std::uint32_t b0 = smem_addr(stage_b(s));
+      wgmma_fence();
+#pragma unroll
+      for (int kk = 0; kk < kBK / 16; ++kk)
+        wgmma_m64n256k16(acc, smem_desc(a0 + kk * 32, 16, 1024), smem_desc(b0 + kk * 16 * 128, kBBoxBytes, 1024),
+                         kb > 0 || kk > 0);
+      wgmma_commit();
+      // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
+      wgmma_wait<1>();
+      if (kb > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kStages]);
+    }
+    wgmma_wait<0>();
+    if (lane == 0) mbar_arrive(&empty[(it - 1) % kStages]);
+#pragma unroll
+    for (int i = 0; i < 128; ++i) reg_fence(acc[i]);
+
+    // Fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns 8j + 2(l%4) + {0,1})
+    // of the warp's 16 rows, 4j + {2,3} the same columns 8 rows lower. n % 8 == 0 and the column
+    // pair starts even, so a pair is either wholly inside or wholly outside C.
+    const int row = tm * kBM + half * 64 + w * 16 + lane / 4;
+    const int col = tn * kBN + 2 * (lane % 4);
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+      const int cc = col + 8 * j;
+      if (cc < n) {
+        if (row < m)
+          *reinterpret_cast<__nv_bfloat162*>(c + static_cast<std::size_t>(row) * n + cc) =
+              __floats2bfloat162_rn(acc[4 * j], acc[4 * j + 1]);
+        if (row + 8 < m)
+          *reinterpret_cast<__nv_bfloat162*>(c + static_cast<std::size_t>(row + 8) * n + cc) =
+              __floats2bfloat162_rn(acc[4 * j + 2], acc[4 * j + 3]);
+      }
+    }
+  }
+}
+
+}  // namespace v3
+
+// ----------------------------------------------------------------------------
 // kernel launchers
 
 template <class T>
@@ -135,6 +377,77 @@ void matmul_outer(const T* a, const T* b, float* c, int m, int n, int k) {
     CUDA_CHECK_LAUNCH();
   }
 }
+
+
+// ----------------------------------------------------------------------------
+// version 3 launcher
+
+namespace {
+
+// The driver's tensor-map encoder, looked up through the runtime so that nothing links libcuda.
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* p = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
+    if (p == nullptr || q != cudaDriverEntryPointSuccess)
+      throw std::runtime_error("cuTensorMapEncodeTiled not found in the CUDA driver");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
+  }();
+  return fn;
+}
+
+// Row-major bf16 matrix rows x cols as a 2-D tensor map with box_rows x 64 boxes, 128-byte swizzle.
+CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_rows) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};  // bytes; the innermost stride is implied
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(box_rows)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<__nv_bfloat16*>(p),
+                                          dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                          CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed with CUresult " + std::to_string(r));
+  return map;
+}
+
+}  // namespace
+
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      cudaStream_t stream) {
+  // TMA wants 16-byte row strides and bases
+  if (m < 0 || n < 0 || k < 0 || m % 8 || n % 8 || k % 8) {
+    std::ostringstream o;
+    o << "matmul_bf16_fast: m, n, k must be non-negative multiples of 8 (got " << m << "x" << n << "x" << k << ")";
+    throw std::invalid_argument(o.str());
+  }
+  const auto misaligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
+  if (misaligned(a) || misaligned(b) || misaligned(c))
+    throw std::invalid_argument("matmul_bf16_fast: a, b and c must be 16-byte aligned");
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // empty sum
+    CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(m) * n * sizeof(__nv_bfloat16), stream));
+    return;
+  }
+  if (a == nullptr || b == nullptr || c == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
+
+  const CUtensorMap map_a = bf16_tensor_map(a, m, k, v3::kBM);  // boxes of 128 rows x 64 k
+  const CUtensorMap map_b = bf16_tensor_map(b, k, n, v3::kBK);  // boxes of 64 k-rows x 64 columns
+  int dev = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                  v3::kSmemBytes));
+  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((n + v3::kBN - 1) / v3::kBN);
+  const int grid = static_cast<int>(std::min<long long>(tiles, sms));
+  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, c, m, n, k);
+  CUDA_CHECK_LAUNCH();
+}
+
+// The per-file driver's workload. kernels/tools/bench_matmul_fast.cu compiles this file on its own
+// with FLASHSIM_MATMUL_FAST_ONLY, without the runner and the other ops the workload pulls in.
+#ifndef FLASHSIM_MATMUL_FAST_ONLY
 
 // ----------------------------------------------------------------------------
 // workload: random inputs, poisoned output, CPU check
@@ -200,5 +513,7 @@ std::unique_ptr<Workload> make_matmul(const Spec& s) {
     throw std::invalid_argument("matmul-outer is compiled for 256x256x4 tiles");
   return std::make_unique<MatmulWorkload>(s);
 }
+
+#endif  // FLASHSIM_MATMUL_FAST_ONLY
 
 }  // namespace flashsim::gpu
