@@ -37,9 +37,11 @@ spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative 
 
 #include <algorithm>
 #include <cstdint>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
@@ -150,7 +152,9 @@ constexpr int kABytes = kBM * kBK * 2;        // 16 KB
 constexpr int kBBoxBytes = kBK * 64 * 2;      // one TMA box of B: 64 k-rows x 64 columns, 8 KB
 constexpr int kBBytes = kBK * kBN * 2;        // 32 KB
 constexpr int kStageBytes = kABytes + kBBytes;
-constexpr int kSmemBytes = kStages * kStageBytes + 1024;  // + slack to align the ring to 1024 bytes
+constexpr int kCChunkBytes = 64 * 64 * 2;     // one 64 x 64 bf16 chunk of C on its way out
+// ring + two chunk buffers per consumer + slack to align everything to 1024 bytes: 225 KB of 227
+constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
 constexpr int kGroupM = 16;                                // tile rows per raster group (L2 reuse)
 
 __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
@@ -193,6 +197,21 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, s
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
       : "memory");
 }
+
+// TMA store of a 2-D box from shared memory; elements outside the tensor are not written.
+__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<std::uint64_t>(map)),
+               "r"(smem_addr(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+// Waits until at most N committed bulk stores still have to read their shared-memory source.
+template <int N>
+__device__ __forceinline__ void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
+}
+// Barrier over one warpgroup (ids 1, 2; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
 
 // wgmma shared-memory descriptor, 128-byte swizzle (mode 1 in bits 62-63). Offsets in bytes.
 //  A, K-major: 8-row groups 1024 bytes apart (SBO); LBO unused with this swizzle (encoded 1).
@@ -266,13 +285,14 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // reading it. Every block walks tiles blockIdx.x, +gridDim.x, ... in the same order in both roles.
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_bf16_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                             __nv_bfloat16* __restrict__ c, int m, int n, int k) {
+                             const __grid_constant__ CUtensorMap map_c, int m, int n, int k) {
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) std::uint64_t full[kStages], empty[kStages];
   // 128-byte swizzle repeats every 1024 bytes; wgmma and TMA agree on it only from 1024-aligned bases
   unsigned char* ring = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
   auto stage_a = [&](int s) { return ring + s * kStageBytes; };
   auto stage_b = [&](int s) { return ring + s * kStageBytes + kABytes; };
+  unsigned char* cbuf = ring + kStages * kStageBytes;  // kConsumers x 2 output chunks
 
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
@@ -337,24 +357,38 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i) reg_fence(acc[i]);
 
-    // Fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns 8j + 2(l%4) + {0,1})
-    // of the warp's 16 rows, 4j + {2,3} the same columns 8 rows lower. n % 8 == 0 and the column
-    // pair starts even, so a pair is either wholly inside or wholly outside C.
-    const int row = tm * kBM + half * 64 + w * 16 + lane / 4;
-    const int col = tn * kBN + 2 * (lane % 4);
+    // Epilogue: fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns
+    // 8j + 2(l%4) + {0,1}) of the warp's 16 rows, 4j + {2,3} the same columns 8 rows lower. Each
+    // 64 x 64 chunk goes as bf16 into a 128-byte-swizzled staging buffer (the 16-byte column group j
+    // of row r sits at group j ^ (r % 8): the warp's 8 rows hit 8 different bank groups), then one
+    // thread stores it with TMA, which drops what lies outside C. Two buffers per warpgroup: the
+    // next chunk is written while the previous one is still being read out.
+    const int r0 = w * 16 + lane / 4;  // row within the warpgroup's 64
 #pragma unroll
-    for (int j = 0; j < 32; ++j) {
-      const int cc = col + 8 * j;
-      if (cc < n) {
-        if (row < m)
-          *reinterpret_cast<__nv_bfloat162*>(c + static_cast<std::size_t>(row) * n + cc) =
-              __floats2bfloat162_rn(acc[4 * j], acc[4 * j + 1]);
-        if (row + 8 < m)
-          *reinterpret_cast<__nv_bfloat162*>(c + static_cast<std::size_t>(row + 8) * n + cc) =
-              __floats2bfloat162_rn(acc[4 * j + 2], acc[4 * j + 3]);
+    for (int q = 0; q < kBN / 64; ++q) {
+      unsigned char* buf = cbuf + (half * 2 + (q & 1)) * kCChunkBytes;
+      if (threadIdx.x % 128 == 0) bulk_wait_read<1>();  // the store that last read `buf` is done
+      named_barrier(1 + half);
+#pragma unroll
+      for (int jj = 0; jj < 8; ++jj) {
+        const int j = 8 * q + jj;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + 8 * h;
+          *reinterpret_cast<__nv_bfloat162*>(buf + r * 128 + ((jj ^ (r % 8)) * 16) + 4 * (lane % 4)) =
+              __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
+        }
+      }
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // st.shared -> TMA's reads
+      named_barrier(1 + half);
+      if (threadIdx.x % 128 == 0) {
+        tma_store_2d(&map_c, buf, tn * kBN + q * 64, tm * kBM + half * 64);
+        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
       }
     }
   }
+  // shared memory must outlive the stores' reads of it
+  if (threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
 }
 
 }  // namespace v3
@@ -412,6 +446,25 @@ CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_
   return map;
 }
 
+// Multiprocessor count of the current device; raises the kernel's shared-memory limit there on
+// first use. Cached per device: these driver calls would otherwise sit in every timed call.
+int prepare_device_for_v3() {
+  static std::mutex mu;
+  static std::vector<int> sms_by_device;  // 0: not prepared yet
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<std::size_t>(dev) >= sms_by_device.size()) sms_by_device.resize(dev + 1, 0);
+  if (sms_by_device[dev] == 0) {
+    int sms = 0;
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    v3::kSmemBytes));
+    sms_by_device[dev] = sms;
+  }
+  return sms_by_device[dev];
+}
+
 }  // namespace
 
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
@@ -434,14 +487,11 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
 
   const CUtensorMap map_a = bf16_tensor_map(a, m, k, v3::kBM);  // boxes of 128 rows x 64 k
   const CUtensorMap map_b = bf16_tensor_map(b, k, n, v3::kBK);  // boxes of 64 k-rows x 64 columns
-  int dev = 0, sms = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  v3::kSmemBytes));
+  const CUtensorMap map_c = bf16_tensor_map(c, m, n, 64);        // output chunks of 64 x 64
+  const int sms = prepare_device_for_v3();
   const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((n + v3::kBN - 1) / v3::kBN);
   const int grid = static_cast<int>(std::min<long long>(tiles, sms));
-  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, c, m, n, k);
+  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, map_c, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
 
