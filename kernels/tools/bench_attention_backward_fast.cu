@@ -1,0 +1,450 @@
+// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 3),
+// standalone (no CMake, no CUPTI). Build from the repository root:
+//   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_BWD_FAST_ONLY -o build/bwdfast/bench_attention_backward_fast kernels/tools/bench_attention_backward_fast.cu kernels/attention_backward.cu kernels/reference.cpp
+// Run:
+//   bench_attention_backward_fast            full checks at small sizes, then every timed shape
+//                                            (checked on sampled rows) with its time and TFLOP/s
+//   bench_attention_backward_fast --small    only the small full checks
+//   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
+//                                            dtypes), for compute-sanitizer memcheck / racecheck
+// O and lse for the backward come from a plain mma.sync forward in this file (test-only; it is
+// checked against the float64 CPU forward at the small sizes). The gradients are checked against
+// kernels/reference.cpp in double: attention_backward (all heads, all rows) at small sizes,
+// attention_backward_rows (2 heads, sampled rows, given the GPU's O and lse) at the timed sizes.
+// Outputs and workspace are poisoned (NaN) before each checked run; a non-finite value fails.
+// Timed shapes: d in {64, 128}, N in {1024, 4096, 8192, 16384}, batch*heads = 16 * 16384 / N
+// (16k tokens x 16 heads), causal and not, bf16 and fp16. FLOPs = 2.5 * 4 N^2 d per head
+// (half under the causal mask); median of 20 timed runs after 3 warm-ups, CUDA events.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <initializer_list>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
+#include "kernels/mma.cuh"
+#include "kernels/reference.h"
+
+namespace flashsim::gpu {
+// the project's util.cu defines this; this driver links only the backward and the references
+void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
+  std::fprintf(stderr, "%s:%d: CUDA error %s: %s\n", file, line, cudaGetErrorString(e), what);
+  std::exit(1);
+}
+}  // namespace flashsim::gpu
+
+namespace fg = flashsim::gpu;
+namespace mm = flashsim::gpu::mma;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// device helpers: counter-based random fill, NaN counter, test forward
+
+__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <class T>
+__global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
+    p[i] = fg::from_f<T>(lo + (hi - lo) * u);
+  }
+}
+
+template <class T>
+__global__ void count_bad_kernel(const T* p, std::size_t n, unsigned long long* bad) {
+  unsigned long long local = 0;
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    local += !isfinite(fg::to_f(p[i]));
+  if (local) atomicAdd(bad, local);
+}
+
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <int ROWS, int D, class T>
+__device__ __forceinline__ void copy_rows(std::uint32_t dst, const T* src, int row0, int n) {
+  for (int i = threadIdx.x; i < ROWS * (D / 8); i += blockDim.x) {
+    const int r = i / (D / 8), c = i % (D / 8);
+    const bool ok = row0 + r < n;
+    mm::cp_async16(mm::swizzled<D>(dst, r, c), src + static_cast<std::size_t>(ok ? row0 + r : 0) * D + c * 8, ok);
+  }
+}
+
+// Test-only forward: 4 warps x 16 query rows, 64-key tiles, no pipelining. Writes O and the
+// natural-log lse the backward needs.
+template <class T, int D>
+__global__ void __launch_bounds__(128) test_forward_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                           const T* __restrict__ v, T* __restrict__ o,
+                                                           float* __restrict__ lse, int n, bool causal,
+                                                           float scale_log2) {
+  constexpr int BR = 64, BC = 64;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t qs = mm::smem_addr(smem), ks = qs + BR * D * 2, vs = ks + BC * D * 2;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int q0 = blockIdx.x * BR;
+  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * n * D;
+  q += head; k += head; v += head; o += head;
+  copy_rows<BR, D>(qs, q, q0, n);
+  const int kv_end = causal ? min(n, q0 + BR) : n;
+  float acc[D / 8][4] = {}, mx[2] = {-INFINITY, -INFINITY}, sum[2] = {0.f, 0.f};
+  for (int kv0 = 0; kv0 < kv_end; kv0 += BC) {
+    __syncthreads();
+    copy_rows<BC, D>(ks, k, kv0, n);
+    copy_rows<BC, D>(vs, v, kv0, n);
+    mm::cp_async_commit();
+    mm::cp_async_wait<0>();
+    __syncthreads();
+    float s[BC / 8][4] = {};
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t a[4];
+      mm::ldmatrix_x4(a, mm::swizzled<D>(qs, warp * 16 + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+#pragma unroll
+      for (int np = 0; np < BC / 16; ++np) {
+        std::uint32_t b[4];
+        mm::ldmatrix_x4(b, mm::swizzled<D>(ks, np * 16 + (lane % 8) + (lane / 16) * 8, kk * 2 + ((lane / 8) & 1)));
+        mm::mma16816<T>(s[2 * np], a, b[0], b[1]);
+        mm::mma16816<T>(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = q0 + warp * 16 + g + 8 * h;
+      float m = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int key = kv0 + nt * 8 + 2 * t + e;
+          float& x = s[nt][2 * h + e];
+          x = (key >= n || (causal && key > row)) ? -INFINITY : x * scale_log2;
+          m = fmaxf(m, x);
+        }
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+      const float m_new = fmaxf(mx[h], m);
+      const float base = m_new == -INFINITY ? 0.f : m_new;
+      const float alpha = ex2(mx[h] - base);
+      mx[h] = m_new;
+      float part = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = ex2(s[nt][2 * h + e] - base);
+          s[nt][2 * h + e] = p;
+          part += p;
+        }
+      sum[h] = sum[h] * alpha + part;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        acc[dt][2 * h] *= alpha;
+        acc[dt][2 * h + 1] *= alpha;
+      }
+    }
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      std::uint32_t a[4] = {mm::pack2<T>(s[2 * kk][0], s[2 * kk][1]), mm::pack2<T>(s[2 * kk][2], s[2 * kk][3]),
+                            mm::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]),
+                            mm::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3])};
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        std::uint32_t b[4];
+        mm::ldmatrix_x4_trans(b, mm::swizzled<D>(vs, kk * 16 + (lane % 8) + ((lane / 8) & 1) * 8, dp * 2 + lane / 16));
+        mm::mma16816<T>(acc[2 * dp], a, b[0], b[1]);
+        mm::mma16816<T>(acc[2 * dp + 1], a, b[2], b[3]);
+      }
+    }
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const int row = q0 + warp * 16 + g + 8 * h;
+    if (row >= n) continue;
+    const float inv = 1.f / l;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt)
+      *reinterpret_cast<std::uint32_t*>(o + static_cast<std::size_t>(row) * D + dt * 8 + 2 * t) =
+          mm::pack2<T>(acc[dt][2 * h] * inv, acc[dt][2 * h + 1] * inv);
+    if (t == 0) lse[static_cast<std::size_t>(blockIdx.y) * n + row] = (mx[h] + log2f(l)) * 0.6931471805599453f;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// host side
+
+template <class T> const char* type_name();
+template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
+template <> const char* type_name<__half>() { return "fp16"; }
+
+float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+float to_float(__half x) { return __half2float(x); }
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(std::size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  template <class U> U* as() const { return static_cast<U*>(p); }
+};
+
+template <class T>
+std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
+  std::vector<T> raw(count);
+  CUDA_CHECK(cudaMemcpy(raw.data(), p + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
+  return out;
+}
+std::vector<float> fetch(const float* p, std::size_t offset, std::size_t count) {
+  std::vector<float> out(count);
+  CUDA_CHECK(cudaMemcpy(out.data(), p + offset, count * sizeof(float), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+template <class T>
+std::uint64_t count_bad(const T* p, std::size_t n) {
+  Buf c(sizeof(unsigned long long));
+  CUDA_CHECK(cudaMemset(c.p, 0, sizeof(unsigned long long)));
+  count_bad_kernel<T><<<1024, 256>>>(p, n, c.as<unsigned long long>());
+  CUDA_CHECK_LAUNCH();
+  unsigned long long h = 0;
+  CUDA_CHECK(cudaMemcpy(&h, c.p, sizeof h, cudaMemcpyDeviceToHost));
+  return h;
+}
+
+// One problem on the device: inputs drawn, forward run, buffers for the gradients.
+template <class T>
+struct Problem {
+  int bh, n, d;
+  bool causal;
+  std::size_t elems;
+  Buf q, k, v, o, dout, lse, dq, dk, dv, ws;
+  Problem(int bh_, int n_, int d_, bool causal_, std::uint64_t seed)
+      : bh(bh_), n(n_), d(d_), causal(causal_), elems(static_cast<std::size_t>(bh_) * n_ * d_),
+        q(elems * sizeof(T)), k(elems * sizeof(T)), v(elems * sizeof(T)), o(elems * sizeof(T)),
+        dout(elems * sizeof(T)), lse(static_cast<std::size_t>(bh_) * n_ * 4), dq(elems * sizeof(T)),
+        dk(elems * sizeof(T)), dv(elems * sizeof(T)), ws(fg::attention_backward_fast_workspace_bytes(bh_, n_, d_)) {
+    fill_kernel<T><<<1024, 256>>>(q.as<T>(), elems, seed, -2.f, 2.f);
+    CUDA_CHECK_LAUNCH();
+    fill_kernel<T><<<1024, 256>>>(k.as<T>(), elems, seed + 1, -2.f, 2.f);
+    CUDA_CHECK_LAUNCH();
+    fill_kernel<T><<<1024, 256>>>(v.as<T>(), elems, seed + 2, -1.f, 1.f);
+    CUDA_CHECK_LAUNCH();
+    fill_kernel<T><<<1024, 256>>>(dout.as<T>(), elems, seed + 3, -1.f, 1.f);
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaMemset(o.p, 0xff, elems * sizeof(T)));
+    CUDA_CHECK(cudaMemset(lse.p, 0xff, static_cast<std::size_t>(bh) * n * 4));
+    const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(d));
+    const dim3 grid((n + 63) / 64, bh);
+    if (d == 64) {
+      constexpr int smem = 3 * 64 * 64 * 2;
+      test_forward_kernel<T, 64><<<grid, 128, smem>>>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), n,
+                                                     causal, scale_log2);
+    } else {
+      constexpr int smem = 3 * 64 * 128 * 2;
+      CUDA_CHECK(cudaFuncSetAttribute(test_forward_kernel<T, 128>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      test_forward_kernel<T, 128><<<grid, 128, smem>>>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), n,
+                                                      causal, scale_log2);
+    }
+    CUDA_CHECK_LAUNCH();
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  void poison() {
+    for (Buf* b : {&dq, &dk, &dv}) CUDA_CHECK(cudaMemset(b->p, 0xff, elems * sizeof(T)));
+    CUDA_CHECK(cudaMemset(ws.p, 0xff, fg::attention_backward_fast_workspace_bytes(bh, n, d)));
+  }
+  void backward() {
+    fg::attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(),
+                                   dq.as<T>(), dk.as<T>(), dv.as<T>(), ws.p, bh, n, d, causal, nullptr);
+  }
+  std::uint64_t bad_outputs() { return count_bad(dq.as<T>(), elems) + count_bad(dk.as<T>(), elems) + count_bad(dv.as<T>(), elems); }
+};
+
+constexpr double kTolerance = 1e-2;  // relative L2, bf16 and fp16 operands
+
+// Small sizes: every head and row against the float64 CPU forward and backward.
+template <class T>
+bool check_full(int bh, int n, int d, bool causal, std::uint64_t seed) {
+  Problem<T> p(bh, n, d, causal, seed);
+  p.poison();
+  p.backward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const std::uint64_t bad = p.bad_outputs();
+  const std::size_t per = static_cast<std::size_t>(n) * d;
+  double err_fwd = 0, err_lse = 0, err[3] = {0, 0, 0};
+  for (int h = 0; h < bh; ++h) {
+    auto hq = fetch(p.q.template as<T>(), h * per, per), hk = fetch(p.k.template as<T>(), h * per, per),
+         hv = fetch(p.v.template as<T>(), h * per, per), hdo = fetch(p.dout.template as<T>(), h * per, per);
+    auto go = fetch(p.o.template as<T>(), h * per, per);
+    auto glse = fetch(p.lse.template as<float>(), static_cast<std::size_t>(h) * n, n);
+    std::vector<float> ro(per), rlse(n), rdq(per), rdk(per), rdv(per);
+    fg::ref::attention_forward(hq.data(), hk.data(), hv.data(), n, d, causal, ro.data(), rlse.data());
+    fg::ref::attention_backward(hq.data(), hk.data(), hv.data(), hdo.data(), n, d, causal, rdq.data(), rdk.data(),
+                                rdv.data());
+    err_fwd = std::max(err_fwd, fg::ref::rel_error(go, ro));
+    err_lse = std::max(err_lse, fg::ref::rel_error(glse, rlse));
+    const std::vector<float>* want[3] = {&rdq, &rdk, &rdv};
+    const Buf* got[3] = {&p.dq, &p.dk, &p.dv};
+    for (int x = 0; x < 3; ++x)
+      err[x] = std::max(err[x], fg::ref::rel_error(fetch(got[x]->template as<T>(), h * per, per), *want[x]));
+  }
+  const double worst = std::max({err[0], err[1], err[2], err_fwd});
+  const bool ok = bad == 0 && worst < kTolerance && err_lse < 1e-3;
+  std::printf("check %s d=%-3d n=%-5d bh=%d %-6s  fwd O %.1e lse %.1e | dQ %.2e dK %.2e dV %.2e | non-finite %llu  %s\n",
+              type_name<T>(), d, n, bh, causal ? "causal" : "full", err_fwd, err_lse, err[0], err[1], err[2],
+              static_cast<unsigned long long>(bad), ok ? "ok" : "FAIL");
+  return ok;
+}
+
+// Timed sizes: 2 heads (first, last), sampled rows, given the GPU forward's O and lse.
+template <class T>
+bool check_rows(Problem<T>& p, double* worst_out) {
+  const std::uint64_t bad = p.bad_outputs();
+  const std::size_t per = static_cast<std::size_t>(p.n) * p.d;
+  const auto heads = fg::ref::pick_indices(p.bh, 2);
+  const auto rows = fg::ref::pick_indices(p.n, 12);
+  std::vector<double> errs(heads.size(), 0.0);
+  std::vector<std::thread> th;
+  std::vector<std::vector<float>> in[6], out[3];
+  for (auto& x : in) x.resize(heads.size());
+  for (auto& x : out) x.resize(heads.size());
+  for (std::size_t i = 0; i < heads.size(); ++i) {
+    const std::size_t off = heads[i] * per;
+    in[0][i] = fetch(p.q.template as<T>(), off, per);
+    in[1][i] = fetch(p.k.template as<T>(), off, per);
+    in[2][i] = fetch(p.v.template as<T>(), off, per);
+    in[3][i] = fetch(p.o.template as<T>(), off, per);
+    in[4][i] = fetch(p.dout.template as<T>(), off, per);
+    in[5][i] = fetch(p.lse.template as<float>(), heads[i] * p.n, p.n);
+    const Buf* got[3] = {&p.dq, &p.dk, &p.dv};
+    for (int x = 0; x < 3; ++x) {
+      auto full = fetch(got[x]->template as<T>(), off, per);
+      out[x][i].clear();
+      for (auto r : rows) out[x][i].insert(out[x][i].end(), full.begin() + r * p.d, full.begin() + (r + 1) * p.d);
+    }
+  }
+  for (std::size_t i = 0; i < heads.size(); ++i)
+    th.emplace_back([&, i] {
+      const std::size_t m = rows.size() * p.d;
+      std::vector<float> rq(m), rk(m), rv(m);
+      fg::ref::attention_backward_rows(in[0][i].data(), in[1][i].data(), in[2][i].data(), in[3][i].data(),
+                                       in[4][i].data(), in[5][i].data(), p.n, p.d, p.causal, rows, rq.data(),
+                                       rk.data(), rv.data());
+      errs[i] = std::max({fg::ref::rel_error(out[0][i], rq), fg::ref::rel_error(out[1][i], rk),
+                          fg::ref::rel_error(out[2][i], rv)});
+    });
+  for (auto& x : th) x.join();
+  double worst = 0;
+  for (double e : errs) worst = std::max(worst, e);
+  *worst_out = bad ? INFINITY : worst;
+  return bad == 0 && worst < kTolerance;
+}
+
+template <class T>
+bool bench_shape(int d, int n, bool causal, std::uint64_t seed) {
+  const int bh = 16 * 16384 / n;
+  Problem<T> p(bh, n, d, causal, seed);
+  p.poison();
+  p.backward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  double err = 0;
+  const bool ok = check_rows(p, &err);
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int w = 0; w < 3; ++w) p.backward();
+  std::vector<float> ms;
+  for (int r = 0; r < 20; ++r) {
+    CUDA_CHECK(cudaEventRecord(a));
+    p.backward();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float x = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
+    ms.push_back(x);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  const double med = ms[ms.size() / 2];
+  const double flops = 2.5 * 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
+  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s  %8.3f ms  %6.1f TFLOP/s  (min %.3f max %.3f)  err %.2e %s\n",
+              type_name<T>(), d, n, bh, causal ? "causal" : "full", med, flops / med * 1e-9, ms.front(), ms.back(),
+              err, ok ? "ok" : "FAIL");
+  std::fflush(stdout);
+  return ok;
+}
+
+template <class T>
+bool small_checks(std::uint64_t seed, bool tiny) {
+  bool ok = true;
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      ok &= check_full<T>(2, 100, d, causal, seed += 10);
+      if (tiny) continue;
+      ok &= check_full<T>(1, 1, d, causal, seed += 10);
+      ok &= check_full<T>(3, 333, d, causal, seed += 10);
+      ok &= check_full<T>(1, 256, d, causal, seed += 10);
+    }
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
+  const bool small_only = sanitize || (argc > 1 && std::strcmp(argv[1], "--small") == 0);
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  const std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  bool ok = small_checks<__nv_bfloat16>(seed, sanitize) & small_checks<__half>(seed + 1000, sanitize);
+  if (!small_only) {
+    // argument errors are reported, not crashed on
+    try {
+      fg::attention_backward_fast<__nv_bfloat16>(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+                                                 nullptr, nullptr, nullptr, 1, 16, 96, false, nullptr);
+      std::printf("bad-argument check FAIL (no exception)\n");
+      ok = false;
+    } catch (const std::invalid_argument& e) {
+      std::printf("bad-argument check ok: %s\n", e.what());
+    }
+    std::uint64_t s = seed + 5000;
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int n : {1024, 4096, 8192, 16384}) {
+          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10);
+          ok &= bench_shape<__half>(d, n, causal, s += 10);
+        }
+  }
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
