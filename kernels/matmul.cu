@@ -23,11 +23,14 @@ panels in L2). Each block has three warpgroups: the producer (one thread, 40 reg
 128x64 panels of A and 64x256 panels of B into a 4-stage shared-memory ring with TMA
 (cp.async.bulk.tensor, 128-byte swizzle, zero fill past the edges) and mbarriers; two consumer
 warpgroups (232 registers) each run m64n256k16 wgmma on their 64 rows, A K-major and B read in its
-row-major [k][n] layout as an MN-major operand (the descriptor's transpose bit), keeping one wgmma
-group in flight while the next stage arrives. The fp32 accumulators (128 a thread) are rounded to
-bf16 and stored straight from registers, bounds-checked. m, n, k: multiples of 8 (TMA's 16-byte
-strides). Tensor maps come from cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion.
-Timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header).
+row-major [k][n] layout as an MN-major operand (wgmma's transpose-B flag), keeping one wgmma
+group in flight while the next stage arrives. The epilogue rounds the fp32 accumulators (128 a
+thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
+C) while the consumers already start the next tile; storing straight from registers instead cost
+25% at k = 1024. m, n, k: multiples of 8 (TMA's 16-byte strides). Tensor maps come from
+cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda).
+Checked and timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header):
+H100 SXM, 2026-11-22, 8192^3 in 1.59 ms = 693 TFLOP/s, 1.03x cuBLAS's speed.
 
 CPU reference: kernels/reference.cpp matmul_rows (double accumulation), checked on up to 64 rows
 spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative L2 error).
