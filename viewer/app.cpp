@@ -555,9 +555,21 @@ void App::source_lines(int slot) {
   ImFont* mono = static_cast<ImFont*>(mono_font_);
   const float row_h = mono->FontSize + 7;
   // Loop bodies get an "executed k of n times" column; straight-line files do not need it.
-  bool loops = false;
-  for (std::uint32_t l = 1; l <= lines.size() && !loops; ++l) loops = t.line_total(l) > 1;
-  const float code_x = loops ? 132 : 66;
+  // The columns are as wide as the largest numbers; measured once per trace (a generated
+  // program's disassembly can have a million lines).
+  SourceColumns& cols = source_columns_[slot];
+  if (cols.serial != t.serial()) {
+    std::uint64_t most = 0;
+    for (std::uint32_t l = 1; l <= lines.size(); ++l) most = std::max(most, t.line_total(l));
+    std::string widest_line(std::max<std::size_t>(3, std::to_string(lines.size()).size()), '9');
+    std::string widest_hits = std::to_string(most) + "/" + std::to_string(most);
+    cols.serial = t.serial();
+    cols.loops = most > 1;
+    cols.number_w = mono->CalcTextSizeA(mono->FontSize, 1e9f, 0, widest_line.c_str()).x;
+    cols.hits_w = mono->CalcTextSizeA(mono->FontSize, 1e9f, 0, widest_hits.c_str()).x;
+  }
+  const bool loops = cols.loops;
+  const float code_x = loops ? std::max(132.0f, 30 + cols.number_w + 12 + cols.hits_w + 10) : std::max(66.0f, 30 + cols.number_w + 8);
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const std::string prefix = "t" + std::to_string(slot) + ".";
   std::uint32_t current = t.current_line(), next = t.next_line();
@@ -906,11 +918,12 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   const float px = static_cast<float>(layout.cell_px);
   ImVec2 a(x, y), b(x + static_cast<float>(layout.width_px()), y + static_cast<float>(layout.height_px()));
   dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(h.gl)), a, b);
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  mark(prefix + "heat_texture." + t.program().arrays[id].name, a.x, a.y, b.x, b.y);
   auto cell_rect = [&](std::int64_t cell, float grow) {
     float cx = a.x + static_cast<float>(cell % layout.cells_across) * px, cy = a.y + static_cast<float>(cell / layout.cells_across) * px;
     return std::pair(ImVec2(cx - grow, cy - grow), ImVec2(cx + px - 1 + grow, cy + px - 1 + grow));
   };
-  const std::string prefix = "t" + std::to_string(slot) + ".";
   // Cells are a few pixels wide: the boxes around the next and the touched cell stand out
   // past its edges.
   if (auto next = t.next_touch(); next && next->array == id) {
@@ -998,7 +1011,7 @@ void App::dram_pane(int slot, Rect r) {
       HeatLayout layout;
       if (as_texture) {
         const float max_h = std::max(48.0f, (r.h - 70.0f) / static_cast<float>(p.arrays.size()) - 46.0f);
-        layout = heat_layout(d, full, max_h);
+        layout = heat_layout(d, full - 16, max_h);  // room for the spacing after the group: no scrollbar
         cell = static_cast<float>(layout.cell_px);
         per_row = layout.cells_across;
         rows = layout.cells_down;

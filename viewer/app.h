@@ -141,6 +141,12 @@ class App {
   void* mono_font_ = nullptr;  // ImFont*
   bool show_symbolic_ = true;
   bool show_keys_ = false;
+  struct SourceColumns {
+    std::uint64_t serial = 0;  // Trace::serial() they were measured for
+    bool loops = false;
+    float number_w = 0, hits_w = 0;
+  };
+  SourceColumns source_columns_[2];
   std::uint64_t scrolled_to_[2][2] = {{~0ull, ~0ull}, {~0ull, ~0ull}};  // [slot][source, trace]
 
   // Open dialog state.

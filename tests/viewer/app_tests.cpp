@@ -261,3 +261,25 @@ TEST_CASE("bad command lines exit 2", "[viewer]") {
   CHECK(list.rc == 0);
   CHECK(has(slurp(scratch("list.txt")), "06-online-softmax n=8"));
 }
+
+TEST_CASE("big arrays: the binned heat-map texture marks the cell a LOAD read", "[viewer][xvfb]") {
+  // x[5000] has more elements than the per-cell drawing allows: it is one texture of binned cells.
+  Shot s = screenshot("bigarray", "--step 906 online-softmax:n=5000");
+  CHECK(s.run.rc == 0);
+  check_not_blank(s.img);
+  INFO(s.state);
+  CHECK(has(s.state, "step: 906/69996\n"));
+  CHECK(has(s.state, "touched: x[101] read"));
+  REQUIRE(s.rect.count("t0.touched_cell"));
+  REQUIRE(s.rect.count("t0.heat_texture.x"));
+  REQUIRE(s.rect.count("t0.heat_texture.out"));
+  Box b = s.rect["t0.touched_cell"], x = s.rect["t0.heat_texture.x"];
+  // The box sits on the texture, a few pixels round a cell of the first of its rows.
+  CHECK(b.x0 >= x.x0 - 4);
+  CHECK(b.x1 <= x.x1 + 4);
+  CHECK(b.y0 >= x.y0 - 4);
+  CHECK(b.y1 - b.y0 < 16);
+  CHECK(outline_share(s.img, b, theme::kTouchedCell) > 0.6);
+  // Cells read so far (x[0..101]) are heat-coloured, not the never-read colour.
+  CHECK_FALSE(near(s.img.at(x.x0 + 1, x.y0 + 1), Rgb{36, 40, 48}));
+}
