@@ -34,9 +34,12 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 #include <cmath>
 #include <sstream>
 #include <thread>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
+#include "kernels/mma.cuh"
 #include "kernels/reference.h"
 
 namespace flashsim::gpu {
@@ -381,6 +384,264 @@ template void attention_fa2<float>(const float*, const float*, const float*, flo
 template void attention_fa2<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
                                            __nv_bfloat16*, float*, int, int, bool);
 
+// ---- version 4: FA2 order on tensor cores ------------------------------------------------------
+//
+// One block of NW warps per BR-row Q tile; each warp owns MT = BR / (16 NW) slabs of 16 rows, so
+// every K/V fragment read from shared memory feeds MT products. S = Q K^T and O += P V use
+// mma.sync m16n8k16 with fp32 accumulators; P never leaves registers (the S accumulators are
+// repacked as the A operand of P V). K and V tiles are double-buffered with cp.async so the next
+// tile's copy overlaps this tile's math. Scores are kept in log2 units (scale * log2 e folded into
+// one FFMA before exp2).
+
+namespace fast {
+
+// 2^x on the special-function unit; flushes denormal results to zero, which only ever meets
+// probabilities below 2^-126 (they vanish in the sum anyway).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+template <class T, int D, int BR, int BC, int NW>
+struct FwdConfig {
+  static constexpr int kThreads = NW * 32;
+  static constexpr int kMT = BR / (16 * NW);  // 16-row slabs per warp
+  static constexpr int kNT = BC / 8;          // 8-column score tiles per slab
+  static constexpr int kDT = D / 8;           // 8-column output tiles per slab
+  static constexpr int kChunks = D / 8;       // 16-byte chunks per row
+  static constexpr int kQBytes = BR * D * 2, kKVBytes = BC * D * 2;
+  static constexpr int kSmem = kQBytes + 4 * kKVBytes;  // Q, K x2, V x2
+  static_assert(BR % (16 * NW) == 0 && BC % 16 == 0 && D % 16 == 0, "tile shape");
+};
+
+// Copies rows [row0, row0 + ROWS) of a [n, D] matrix into a swizzled tile; rows >= n become zeros.
+template <int ROWS, int D, int THREADS, class T>
+__device__ __forceinline__ void load_rows(std::uint32_t dst, const T* src, int row0, int n) {
+  constexpr int kChunks = D / 8;
+  for (int i = threadIdx.x; i < ROWS * kChunks; i += THREADS) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool valid = row0 + r < n;
+    const T* g = src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8);
+    mma::cp_async16(mma::swizzled<D>(dst, r, c), g, valid);
+  }
+}
+
+template <class T, int D, int BR, int BC, int NW>
+__global__ void __launch_bounds__(NW * 32) attn_fwd_fast_kernel(const T* __restrict__ q, const T* __restrict__ k,
+                                                                 const T* __restrict__ v, T* __restrict__ o,
+                                                                 float* __restrict__ lse, int n, bool causal,
+                                                                 float scale_log2) {
+  using C = FwdConfig<T, D, BR, BC, NW>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t qs = mma::smem_addr(smem);
+  const std::uint32_t ks0 = qs + C::kQBytes, vs0 = ks0 + 2 * C::kKVBytes;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  // heavy (late) Q tiles first under the causal mask, so the tail of the grid is short
+  const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int q0 = q_tile * BR;
+  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * n * D;
+  q += head; k += head; v += head; o += head;
+  const int kv_end = causal ? min(n, q0 + BR) : n;
+  const int tiles = (kv_end + BC - 1) / BC;
+
+  load_rows<BR, D, C::kThreads>(qs, q, q0, n);
+  load_rows<BC, D, C::kThreads>(ks0, k, 0, n);
+  mma::cp_async_commit();
+  load_rows<BC, D, C::kThreads>(vs0, v, 0, n);
+  mma::cp_async_commit();
+
+  float acc_o[C::kMT][C::kDT][4];
+  float row_max[C::kMT][2], row_sum[C::kMT][2];
+#pragma unroll
+  for (int mt = 0; mt < C::kMT; ++mt) {
+#pragma unroll
+    for (int dt = 0; dt < C::kDT; ++dt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_o[mt][dt][e] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = -INFINITY;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+  const int warp_row0 = warp * 16 * C::kMT;
+
+  for (int j = 0; j < tiles; ++j) {
+    const std::uint32_t ks = ks0 + (j & 1) * C::kKVBytes, vs = vs0 + (j & 1) * C::kKVBytes;
+    mma::cp_async_wait<1>();  // Q and K_j have landed (V_j may still be in flight)
+    __syncthreads();
+    if (j + 1 < tiles) load_rows<BC, D, C::kThreads>(ks0 + ((j + 1) & 1) * C::kKVBytes, k, (j + 1) * BC, n);
+    mma::cp_async_commit();
+
+    float s[C::kMT][C::kNT][4];
+#pragma unroll
+    for (int mt = 0; mt < C::kMT; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mt][nt][e] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk) {
+      std::uint32_t a[C::kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < C::kMT; ++mt) {
+        const int r = warp_row0 + mt * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
+        mma::ldmatrix_x4(a[mt], mma::swizzled<D>(qs, r, kk * 2 + lane / 16));
+      }
+#pragma unroll
+      for (int np = 0; np < C::kNT / 2; ++np) {
+        std::uint32_t b[4];
+        const int r = np * 16 + (lane % 8) + (lane / 16) * 8;
+        mma::ldmatrix_x4(b, mma::swizzled<D>(ks, r, kk * 2 + ((lane / 8) & 1)));
+#pragma unroll
+        for (int mt = 0; mt < C::kMT; ++mt) {
+          mma::mma16816<T>(s[mt][2 * np], a[mt], b[0], b[1]);
+          mma::mma16816<T>(s[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+
+    // masks: keys past the end, and keys after the query under the causal mask
+    const int kv0 = j * BC;
+    if (kv0 + BC > n || (causal && kv0 + BC - 1 > q0)) {
+#pragma unroll
+      for (int mt = 0; mt < C::kMT; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int key = kv0 + nt * 8 + 2 * t + (e & 1);
+            const int row = q0 + warp_row0 + mt * 16 + g + (e / 2) * 8;
+            if (key >= n || (causal && key > row)) s[mt][nt][e] = -INFINITY;
+          }
+    }
+
+    // online softmax: new running max, rescale what was accumulated, exponentiate
+#pragma unroll
+    for (int mt = 0; mt < C::kMT; ++mt)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt) mx = fmaxf(mx, fmaxf(s[mt][nt][2 * h], s[mt][nt][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(row_max[mt][h], mx * scale_log2);
+        const float base = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
+        const float alpha = fast_exp2(row_max[mt][h] - base);
+        row_max[mt][h] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < C::kNT; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            const float p = fast_exp2(fmaf(s[mt][nt][2 * h + e], scale_log2, -base));
+            s[mt][nt][2 * h + e] = p;
+            sum += p;
+          }
+        row_sum[mt][h] = row_sum[mt][h] * alpha + sum;  // per-thread partial; the quad sums at the end
+        // once the running max settles it rarely moves: skip the rescale when no row of the warp moved
+        if (__any_sync(0xffffffffu, alpha != 1.f)) {
+#pragma unroll
+          for (int dt = 0; dt < C::kDT; ++dt) {
+            acc_o[mt][dt][2 * h] *= alpha;
+            acc_o[mt][dt][2 * h + 1] *= alpha;
+          }
+        }
+      }
+
+    mma::cp_async_wait<1>();  // V_j has landed (K_{j+1} may still be in flight)
+    __syncthreads();
+    if (j + 1 < tiles) load_rows<BC, D, C::kThreads>(vs0 + ((j + 1) & 1) * C::kKVBytes, v, (j + 1) * BC, n);
+    mma::cp_async_commit();
+
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      std::uint32_t a[C::kMT][4];
+#pragma unroll
+      for (int mt = 0; mt < C::kMT; ++mt) {
+        a[mt][0] = mma::pack2<T>(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        a[mt][1] = mma::pack2<T>(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        a[mt][2] = mma::pack2<T>(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        a[mt][3] = mma::pack2<T>(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+#pragma unroll
+      for (int dp = 0; dp < C::kDT / 2; ++dp) {
+        std::uint32_t b[4];
+        const int r = kk * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
+        mma::ldmatrix_x4_trans(b, mma::swizzled<D>(vs, r, dp * 2 + lane / 16));
+#pragma unroll
+        for (int mt = 0; mt < C::kMT; ++mt) {
+          mma::mma16816<T>(acc_o[mt][2 * dp], a[mt], b[0], b[1]);
+          mma::mma16816<T>(acc_o[mt][2 * dp + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+  }
+  mma::cp_async_wait<0>();
+
+  // normalize, stage the warp's own rows in its part of the Q tile, write 16-byte rows
+#pragma unroll
+  for (int mt = 0; mt < C::kMT; ++mt)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[mt][h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int r = warp_row0 + mt * 16 + g + 8 * h;
+#pragma unroll
+      for (int dt = 0; dt < C::kDT; ++dt) {
+        const std::uint32_t packed = mma::pack2<T>(acc_o[mt][dt][2 * h] * inv, acc_o[mt][dt][2 * h + 1] * inv);
+        const std::uint32_t addr = mma::swizzled<D>(qs, r, dt) + t * 4;
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(packed));
+      }
+      if (t == 0 && q0 + r < n)
+        lse[static_cast<std::size_t>(blockIdx.y) * n + q0 + r] =
+            l > 0.f ? (row_max[mt][h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+  __syncwarp();
+  for (int i = lane; i < 16 * C::kMT * C::kChunks; i += 32) {
+    const int r = warp_row0 + i / C::kChunks, c = i % C::kChunks;
+    if (q0 + r >= n) continue;
+    uint4 val;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(mma::swizzled<D>(qs, r, c)));
+    *reinterpret_cast<uint4*>(o + static_cast<std::size_t>(q0 + r) * D + c * 8) = val;
+  }
+}
+
+template <class T, int D, int BR, int BC, int NW>
+void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                cudaStream_t stream) {
+  using C = FwdConfig<T, D, BR, BC, NW>;
+  auto kernel = attn_fwd_fast_kernel<T, D, BR, BC, NW>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+  const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
+  kernel<<<dim3((n + BR - 1) / BR, bh), C::kThreads, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace fast
+
+template <class T>
+void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
+                            cudaStream_t stream) {
+  if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
+  // tiles chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 with 128 x 128, d = 128
+  // with 128 x 64 (a 128 x 128 tile would not fit the 255 registers a thread may have)
+  if (d == 64) {
+    fast::launch_fwd<T, 64, 128, 128, 4>(q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 128) {
+    fast::launch_fwd<T, 128, 128, 64, 4>(q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
+  }
+}
+
+template void attention_forward_fast<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
+                                                    __nv_bfloat16*, float*, int, int, int, bool, cudaStream_t);
+template void attention_forward_fast<__half>(const __half*, const __half*, const __half*, __half*, float*, int, int,
+                                             int, bool, cudaStream_t);
+
 // ----------------------------------------------------------------------------
 // workload
 
@@ -422,7 +683,9 @@ class AttnFwdWorkload : public Workload {
     if (lse_.get()) poison(lse_);
   }
   void run(int set) override {
-    if (spec_.dtype == Dtype::F32) go<float>(set); else go<__nv_bfloat16>(set);
+    if (spec_.dtype == Dtype::F32) go<float>(set);
+    else if (spec_.dtype == Dtype::F16) go<__half>(set);
+    else go<__nv_bfloat16>(set);
   }
   double check(std::string* note) override {
     const auto& s = spec_;
@@ -474,7 +737,14 @@ class AttnFwdWorkload : public Workload {
     auto q = static_cast<const T*>(in(set, iq_)), k = static_cast<const T*>(in(set, ik_)),
          v = static_cast<const T*>(in(set, iv_));
     const int bh = static_cast<int>(s.bh), n = static_cast<int>(s.seq);
-    switch (s.schedule) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (s.schedule == Schedule::AttnFA2Mma) throw std::logic_error("attn-fa2-mma has no fp32 version");
+    } else if (s.schedule == Schedule::AttnFA2Mma) {
+      attention_forward_fast(q, k, v, o_.as<T>(), lse_.as<float>(), bh, n, static_cast<int>(s.d), s.causal, nullptr);
+      return;
+    }
+    if constexpr (std::is_same_v<T, __half>) throw std::logic_error("the SIMT attention kernels have no fp16 version");
+    else switch (s.schedule) {
       case Schedule::AttnNaive: attention_naive(q, k, v, o_.as<T>(), s_.as<float>(), p_.as<float>(), lse_.as<float>(), bh, n, s.causal); break;
       case Schedule::AttnFA1: attention_fa1(q, k, v, o_.as<T>(), m_.as<float>(), l_.as<float>(), bh, n, s.causal); break;
       default: attention_fa2(q, k, v, o_.as<T>(), lse_.as<float>(), bh, n, s.causal); break;
@@ -487,8 +757,9 @@ class AttnFwdWorkload : public Workload {
 }  // namespace
 
 std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
-  if (s.d != kHead || s.br != kTile || s.bc != kTile)
-    throw std::invalid_argument("attention kernels are compiled for d = 64 and 64 x 64 tiles");
+  if (auto why = unsupported(s.schedule, s.dtype, s.d)) throw std::invalid_argument(*why);
+  if (s.schedule != Schedule::AttnFA2Mma && (s.br != kTile || s.bc != kTile))
+    throw std::invalid_argument("the SIMT attention kernels are compiled for 64 x 64 tiles");
   return std::make_unique<AttnFwdWorkload>(s);
 }
 

@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
                   "comma list of presets (tiny, small = inside L2, large = far beyond L2) or op:dims, e.g. "
                   "matmul:4096x4096x512, softmax:256x524288, attn-fwd:8x4096x64, attn-bwd:.., attn:..")
       ->capture_default_str();
-  cmp->add_option("--dtype", dtypes, "comma list of fp32, bf16 (default: matmul both, softmax fp32, attention bf16)");
+  cmp->add_option("--dtype", dtypes, "comma list of fp32, bf16, fp16 (fp16: attn-fa2-mma only; default: matmul both, softmax fp32, attention bf16)");
   cmp->add_option("--causal", causal, "attention masks: no, yes or both")
       ->check(CLI::IsMember({"no", "yes", "both"}))
       ->capture_default_str();
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (specs.empty()) {
-    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules)\n");
+    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");
     return 1;
   }
 

@@ -142,6 +142,57 @@ void attention_backward(const float* q, const float* k, const float* v, const fl
   }
 }
 
+void attention_forward_rows(const float* q, const float* k, const float* v, std::int64_t n, std::int64_t d,
+                            bool causal, const std::vector<std::int64_t>& rows, float* o_out, float* lse_out) {
+  std::vector<double> p(static_cast<std::size_t>(n));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::int64_t i = rows[r];
+    const double l = prob_row(q, k, n, d, causal, i, p);
+    for (std::int64_t c = 0; c < d; ++c) {
+      double acc = 0.0;
+      for (std::int64_t j = 0; j < n; ++j)
+        if (p[j] != 0.0) acc += p[j] * v[j * d + c];
+      o_out[r * d + c] = static_cast<float>(acc);
+    }
+    if (lse_out) lse_out[r] = static_cast<float>(l);
+  }
+}
+
+void attention_backward_rows(const float* q, const float* k, const float* v, const float* o, const float* dout,
+                             const float* lse, std::int64_t n, std::int64_t d, bool causal,
+                             const std::vector<std::int64_t>& rows, float* dq_out, float* dk_out, float* dv_out) {
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  auto dot = [d](const float* a, const float* b) {
+    double s = 0.0;
+    for (std::int64_t c = 0; c < d; ++c) s += static_cast<double>(a[c]) * b[c];
+    return s;
+  };
+  std::vector<double> big_d(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) big_d[i] = dot(dout + i * d, o + i * d);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const std::int64_t x = rows[r];
+    std::vector<double> gq(static_cast<std::size_t>(d), 0.0), gk(gq), gv(gq);
+    for (std::int64_t j = 0; j < n && (!causal || j <= x); ++j) {  // dQ row x: keys j seen by query x
+      const double p = std::exp(scale * dot(q + x * d, k + j * d) - lse[x]);
+      const double ds = p * (dot(dout + x * d, v + j * d) - big_d[x]);
+      for (std::int64_t c = 0; c < d; ++c) gq[c] += ds * scale * k[j * d + c];
+    }
+    for (std::int64_t i = causal ? x : 0; i < n; ++i) {  // dK, dV row x: queries i that see key x
+      const double p = std::exp(scale * dot(q + i * d, k + x * d) - lse[i]);
+      const double ds = p * (dot(dout + i * d, v + x * d) - big_d[i]);
+      for (std::int64_t c = 0; c < d; ++c) {
+        gk[c] += ds * scale * q[i * d + c];
+        gv[c] += p * dout[i * d + c];
+      }
+    }
+    for (std::int64_t c = 0; c < d; ++c) {
+      dq_out[r * d + c] = static_cast<float>(gq[c]);
+      dk_out[r * d + c] = static_cast<float>(gk[c]);
+      dv_out[r * d + c] = static_cast<float>(gv[c]);
+    }
+  }
+}
+
 std::vector<std::int64_t> pick_indices(std::int64_t count, std::int64_t max_pick) {
   std::vector<std::int64_t> out;
   if (count <= 0) return out;

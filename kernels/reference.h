@@ -36,6 +36,17 @@ void attention_forward(const float* q, const float* k, const float* v, std::int6
 void attention_backward(const float* q, const float* k, const float* v, const float* dout, std::int64_t n,
                         std::int64_t d, bool causal, float* dq, float* dk, float* dv);
 
+// The same forward for the listed rows only (o_out: rows.size() x d, lse_out: rows.size()), so that
+// large heads can be checked on a sample of rows.
+void attention_forward_rows(const float* q, const float* k, const float* v, std::int64_t n, std::int64_t d,
+                            bool causal, const std::vector<std::int64_t>& rows, float* o_out, float* lse_out);
+
+// The backward for the listed rows, given what a backward kernel receives (O and lse of the forward):
+// dQ rows, and dK, dV rows of the same indices (each rows.size() x d).
+void attention_backward_rows(const float* q, const float* k, const float* v, const float* o, const float* dout,
+                             const float* lse, std::int64_t n, std::int64_t d, bool causal,
+                             const std::vector<std::int64_t>& rows, float* dq_out, float* dk_out, float* dv_out);
+
 // Indices 0..count-1 when count <= max_pick, else max_pick indices spread evenly, always including
 // the first and the last. Used to check a subset of rows / heads at large sizes.
 std::vector<std::int64_t> pick_indices(std::int64_t count, std::int64_t max_pick);

@@ -25,6 +25,7 @@ tolerance fp32 1e-4, bf16 1e-2 (relative L2 error).
 #include <sstream>
 
 #include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
 #include "kernels/reference.h"
 
 namespace flashsim::gpu {
@@ -161,6 +162,147 @@ void softmax_online(const T* x, T* y, float* pm, float* pl, long long rows, long
   CUDA_CHECK_LAUNCH();
 }
 
+// ---- version 3: online softmax at the memory bandwidth ---------------------------------------
+//
+// Same two passes as version 2, built for bandwidth: 16-byte loads, four of them in flight per
+// thread before the first use, chunks of kFastChunk columns per block (so a long row is spread
+// over many blocks and the grid covers the GPU many times over), exp2 with log2 e folded in,
+// and streaming (evict-first) stores for Y so it does not push X's lines out of L2 early.
+// Pass 1 writes one (max, sum) pair per chunk; pass 2 merges its row's pairs, then normalizes.
+
+namespace fast {
+
+constexpr int kFastThreads = 512;
+constexpr int kUnroll = 4;                                  // float4 loads in flight per thread
+constexpr int kFastChunk = kFastThreads * 4 * kUnroll * 2;  // 16384 columns per block
+constexpr float kLog2e = 1.4426950408889634f;
+
+__device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
+  const float mx = fmaxf(m, m2);
+  if (mx == -INFINITY) return;  // both empty
+  l = l * exp2f(m - mx) + l2 * exp2f(m2 - mx);
+  m = mx;
+}
+
+// (max, sum) in log2 units of one block's chunk; every thread gets the block's pair.
+__device__ __forceinline__ void block_merge(float& m, float& l, float2* sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
+    merge(m, l, m2, l2);
+  }
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) sh[warp] = make_float2(m, l);
+  __syncthreads();
+  m = -INFINITY;
+  l = 0.f;
+  if (lane < kFastThreads / 32) { m = sh[lane].x; l = sh[lane].y; }
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
+    merge(m, l, m2, l2);
+  }
+}
+
+__global__ void __launch_bounds__(kFastThreads) softmax_fast_stats_kernel(const float* __restrict__ x,
+                                                                           float2* __restrict__ partial,
+                                                                           long long cols) {
+  __shared__ float2 sh[kFastThreads / 32];
+  const long long row = blockIdx.y, c0 = static_cast<long long>(blockIdx.x) * kFastChunk;
+  const float* xr = x + row * cols;
+  const long long c1 = min(cols, c0 + kFastChunk);
+  float m = -INFINITY, l = 0.f;
+  if ((cols % 4) == 0) {  // 16-byte rows: float4 loads, kUnroll in flight, -inf past the end
+    const float4* x4 = reinterpret_cast<const float4*>(xr);
+    const long long e4 = c1 / 4;
+    for (long long base = c0 / 4 + threadIdx.x; base < e4; base += kUnroll * kFastThreads) {
+      float4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const long long i = base + static_cast<long long>(u) * kFastThreads;
+        v[u] = i < e4 ? __ldg(x4 + i) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+      }
+      float mx = m;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)) * kLog2e);
+      if (mx == -INFINITY) continue;  // nothing visible yet
+      float sum = l * exp2f(m - mx);  // m = -inf, l = 0 at the start: exp2(-inf) = 0
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u)
+        sum += exp2f(fmaf(v[u].x, kLog2e, -mx)) + exp2f(fmaf(v[u].y, kLog2e, -mx)) +
+               exp2f(fmaf(v[u].z, kLog2e, -mx)) + exp2f(fmaf(v[u].w, kLog2e, -mx));
+      m = mx;
+      l = sum;
+    }
+  } else {  // rows not a multiple of 16 bytes: scalar loads
+    for (long long c = c0 + threadIdx.x; c < c1; c += kFastThreads) merge(m, l, xr[c] * kLog2e, 1.f);
+  }
+  block_merge(m, l, sh);
+  if (threadIdx.x == 0) partial[row * gridDim.x + blockIdx.x] = make_float2(m, l);
+}
+
+__global__ void __launch_bounds__(kFastThreads) softmax_fast_norm_kernel(const float* __restrict__ x,
+                                                                          const float2* __restrict__ partial,
+                                                                          float* __restrict__ y, long long cols) {
+  __shared__ float2 sh[kFastThreads / 32];
+  const long long row = blockIdx.y, c0 = static_cast<long long>(blockIdx.x) * kFastChunk;
+  float m = -INFINITY, l = 0.f;
+  for (int i = threadIdx.x; i < static_cast<int>(gridDim.x); i += kFastThreads) {
+    const float2 p = partial[row * gridDim.x + i];
+    merge(m, l, p.x, p.y);
+  }
+  block_merge(m, l, sh);
+  const float inv = 1.f / l;
+  const float* xr = x + row * cols;
+  float* yr = y + row * cols;
+  const long long c1 = min(cols, c0 + kFastChunk);
+  if ((cols % 4) == 0) {
+    const float4* x4 = reinterpret_cast<const float4*>(xr);
+    float4* y4 = reinterpret_cast<float4*>(yr);
+    const long long e4 = c1 / 4;
+    for (long long base = c0 / 4 + threadIdx.x; base < e4; base += kUnroll * kFastThreads) {
+      float4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const long long i = base + static_cast<long long>(u) * kFastThreads;
+        if (i < e4) v[u] = __ldg(x4 + i);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        const long long i = base + static_cast<long long>(u) * kFastThreads;
+        if (i >= e4) break;
+        float4 r;
+        r.x = exp2f(fmaf(v[u].x, kLog2e, -m)) * inv;
+        r.y = exp2f(fmaf(v[u].y, kLog2e, -m)) * inv;
+        r.z = exp2f(fmaf(v[u].z, kLog2e, -m)) * inv;
+        r.w = exp2f(fmaf(v[u].w, kLog2e, -m)) * inv;
+        __stcs(y4 + i, r);
+      }
+    }
+  } else {
+    for (long long c = c0 + threadIdx.x; c < c1; c += kFastThreads) yr[c] = exp2f(fmaf(xr[c], kLog2e, -m)) * inv;
+  }
+}
+
+}  // namespace fast
+
+std::size_t softmax_fast_partials_bytes(int rows, long long cols) {
+  return static_cast<std::size_t>(rows) * static_cast<std::size_t>((cols + fast::kFastChunk - 1) / fast::kFastChunk) *
+         sizeof(float2);
+}
+
+void softmax_online_fast(const float* x, float* y, int rows, long long cols, float* partials, cudaStream_t stream) {
+  if (rows < 1 || rows > 65535 || cols < 1) throw std::invalid_argument("softmax_online_fast: need 1 <= rows <= 65535, cols >= 1");
+  const long long chunks = (cols + fast::kFastChunk - 1) / fast::kFastChunk;
+  if (chunks > 0x7fffffffLL) throw std::invalid_argument("softmax_online_fast: rows too long");
+  const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(rows));
+  auto* part = reinterpret_cast<float2*>(partials);
+  fast::softmax_fast_stats_kernel<<<grid, fast::kFastThreads, 0, stream>>>(x, part, cols);
+  CUDA_CHECK_LAUNCH();
+  fast::softmax_fast_norm_kernel<<<grid, fast::kFastThreads, 0, stream>>>(x, part, y, cols);
+  CUDA_CHECK_LAUNCH();
+}
+
 // ----------------------------------------------------------------------------
 // workload
 
@@ -175,18 +317,27 @@ class SoftmaxWorkload : public Workload {
     const long long nc = (s.cols + kChunk - 1) / kChunk;
     ix_ = add_input(n * dtype_bytes(s.dtype));
     y_ = DevBuf(n * dtype_bytes(s.dtype));
-    pm_ = DevBuf(static_cast<std::size_t>(s.rows * nc) * 4);
-    pl_ = DevBuf(static_cast<std::size_t>(s.rows * nc) * 4);
+    if (s.schedule == Schedule::SoftmaxFast) {  // one (max, sum) float2 per chunk
+      pm_ = DevBuf(softmax_fast_partials_bytes(static_cast<int>(s.rows), s.cols));
+    } else {
+      pm_ = DevBuf(static_cast<std::size_t>(s.rows * nc) * 4);
+      pl_ = DevBuf(static_cast<std::size_t>(s.rows * nc) * 4);
+    }
     // a wide range so that the max matters: exp would overflow in fp32 without it
     fill_uniform(in(0, ix_), n, s.dtype, seed, -40.f, 40.f);
   }
   void poison_outputs() override {
     poison(y_);
     poison(pm_);
-    poison(pl_);
+    if (pl_.get()) poison(pl_);
   }
   void run(int set) override {
     const auto& s = spec_;
+    if (s.schedule == Schedule::SoftmaxFast) {
+      softmax_online_fast(static_cast<const float*>(in(set, ix_)), y_.as<float>(), static_cast<int>(s.rows), s.cols,
+                          pm_.as<float>(), nullptr);
+      return;
+    }
     const bool three = s.schedule == Schedule::SoftmaxThree;
     if (s.dtype == Dtype::F32) {
       auto x = static_cast<const float*>(in(set, ix_));
@@ -228,7 +379,10 @@ class SoftmaxWorkload : public Workload {
 }  // namespace
 
 std::unique_ptr<Workload> make_softmax(const Spec& s) {
-  if (s.chunk != kChunk) throw std::invalid_argument("softmax kernels are compiled for chunk = 4096");
+  if (auto why = unsupported(s.schedule, s.dtype, 0)) throw std::invalid_argument(*why);
+  const long long chunk = s.schedule == Schedule::SoftmaxFast ? fast::kFastChunk : kChunk;
+  if (s.chunk != chunk)
+    throw std::invalid_argument("this softmax kernel is compiled for chunk = " + std::to_string(chunk));
   return std::make_unique<SoftmaxWorkload>(s);
 }
 

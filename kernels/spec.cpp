@@ -32,6 +32,10 @@ const std::vector<ScheduleInfo> kSchedules = {
      "D = rowsum(dO*O), then a dQ kernel and a dK/dV kernel, each recomputing P"},
     {Schedule::BwdAtomic, Op::AttnBwd, "bwd-atomic", "attention_backward.cu", 2,
      "D, then one dK/dV kernel per KV block with atomic fp32 dQ accumulation"},
+    {Schedule::SoftmaxFast, Op::Softmax, "softmax-fast", "softmax.cu", 3,
+     "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
+    {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 4,
+     "FlashAttention-2 order on tensor cores (mma.sync), 128-row Q tiles"},
 };
 
 std::string trim(const std::string& s) {
@@ -92,12 +96,27 @@ const char* op_name(Op op) {
   return "?";
 }
 
-const char* dtype_name(Dtype d) { return d == Dtype::F32 ? "fp32" : "bf16"; }
+const char* dtype_name(Dtype d) { return d == Dtype::F32 ? "fp32" : d == Dtype::BF16 ? "bf16" : "fp16"; }
 int dtype_bytes(Dtype d) { return d == Dtype::F32 ? 4 : 2; }
 
 std::optional<Dtype> parse_dtype(const std::string& s) {
   if (s == "fp32" || s == "f32" || s == "float") return Dtype::F32;
   if (s == "bf16") return Dtype::BF16;
+  if (s == "fp16" || s == "f16" || s == "half") return Dtype::F16;
+  return std::nullopt;
+}
+
+std::optional<std::string> unsupported(Schedule s, Dtype dt, std::int64_t d) {
+  const Op op = info(s).op;
+  if (s == Schedule::AttnFA2Mma) {
+    if (dt == Dtype::F32) return std::string("attn-fa2-mma runs bf16 and fp16 only");
+    if (d != 64 && d != 128) return std::string("attn-fa2-mma is built for d = 64 and 128");
+    return std::nullopt;
+  }
+  if (dt == Dtype::F16) return std::string(info(s).id) + " does not run in fp16";
+  if (s == Schedule::SoftmaxFast && dt != Dtype::F32) return std::string("softmax-fast runs fp32 only");
+  if ((op == Op::AttnFwd || op == Op::AttnBwd) && d != 64)
+    return std::string(info(s).id) + " is built for d = 64 only";
   return std::nullopt;
 }
 
@@ -141,6 +160,8 @@ void apply_kernel_tiles(Spec& s) {
     case Schedule::MatmulOuter: s.bm = 256; s.bn = 256; s.bk = 4; break;
     case Schedule::SoftmaxThree:
     case Schedule::SoftmaxOnline: s.chunk = 4096; break;
+    case Schedule::SoftmaxFast: s.chunk = 16384; break;
+    case Schedule::AttnFA2Mma: s.br = 128; s.bc = s.d == 128 ? 64 : 128; break;
     default: s.br = 64; s.bc = 64; break;
   }
 }
@@ -184,9 +205,9 @@ SizeSet parse_sizes(const std::string& list) {
     }
   }
   for (const auto& v : out.attn_fwd)
-    if (v[2] != 64) throw std::invalid_argument("attention kernels are compiled for d = 64 only");
+    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: attn-fa2-mma)");
   for (const auto& v : out.attn_bwd)
-    if (v[2] != 64) throw std::invalid_argument("attention kernels are compiled for d = 64 only");
+    if (v[2] != 64) throw std::invalid_argument("attention backward kernels are built for d = 64 only");
   return out;
 }
 
@@ -215,6 +236,7 @@ std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& 
           if (op == Op::Matmul) { s.m = dims[0]; s.n = dims[1]; s.k = dims[2]; }
           else if (op == Op::Softmax) { s.rows = dims[0]; s.cols = dims[1]; }
           else { s.bh = dims[0]; s.seq = dims[1]; s.d = dims[2]; s.causal = c; }
+          if (unsupported(sch, dt, s.d)) continue;  // e.g. d = 128 or fp16 on the SIMT versions
           apply_kernel_tiles(s);
           out.push_back(s);
         }
@@ -342,7 +364,7 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
         a.push_back({"O", bh * q_rows_vis_after_first * d * e, bh * q_rows_vis * d * e, tensor, true});
         a.push_back({"m", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
         a.push_back({"l", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
-      } else if (s.schedule == Schedule::AttnFA2) {
+      } else if (s.schedule == Schedule::AttnFA2 || s.schedule == Schedule::AttnFA2Mma) {
         a.push_back({"Q", tensor, 0, tensor, false});
         a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
         a.push_back({"V", bh * k_cols_vis * d * e, 0, tensor, false});
@@ -419,7 +441,8 @@ double flops(const Spec& s) {
   return 0.0;
 }
 
-double tolerance(const Spec& s) { return s.dtype == Dtype::F32 ? 1e-4 : 1e-2; }
+// fp16 keeps 3 more mantissa bits than bf16.
+double tolerance(const Spec& s) { return s.dtype == Dtype::F32 ? 1e-4 : s.dtype == Dtype::BF16 ? 1e-2 : 5e-3; }
 
 bool within_tolerance(double rel_err, double tol) { return rel_err == rel_err && rel_err <= tol; }
 

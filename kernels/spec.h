@@ -12,7 +12,7 @@
 namespace flashsim::gpu {
 
 enum class Op { Matmul, Softmax, AttnFwd, AttnBwd };
-enum class Dtype { F32, BF16 };
+enum class Dtype { F32, BF16, F16 };  // F16: the fast tensor-core versions only
 
 // Every schedule we run on the GPU. The number after the op in the kernel file is `version`.
 enum class Schedule {
@@ -25,7 +25,13 @@ enum class Schedule {
   AttnFA2,        // attention_forward.cu v3: Q-block outer loop, logsumexp stored
   BwdTwoPass,     // attention_backward.cu v1: D, then dQ kernel + dK/dV kernel
   BwdAtomic,      // attention_backward.cu v2: D, then one dK/dV kernel with atomic fp32 dQ
+  // the fast versions (kernels/fast.h): same schedules, tensor cores / 16-byte accesses
+  SoftmaxFast,    // softmax.cu v3: online 2-pass at the memory bandwidth (fp32)
+  AttnFA2Mma,     // attention_forward.cu v4: FA2 order on mma.sync tensor cores (bf16/fp16, d 64/128)
 };
+
+// Whether a kernel exists for this (schedule, dtype, head dim); the reason when not.
+std::optional<std::string> unsupported(Schedule s, Dtype dt, std::int64_t d);
 
 struct ScheduleInfo {
   Schedule schedule;

@@ -184,6 +184,33 @@ TEST_CASE("attention backward reference matches finite differences of sum(dO * O
   }
 }
 
+TEST_CASE("row-sampled attention references agree with the full-head references", "[kernels][reference]") {
+  std::mt19937 rng(5);
+  for (bool causal : {false, true}) {
+    const int n = 11, d = 6;
+    auto q = random_vec(n * d, rng, -2, 2), k = random_vec(n * d, rng, -2, 2), v = random_vec(n * d, rng);
+    auto dout = random_vec(n * d, rng);
+    std::vector<float> o(n * d), lse(n), dq(n * d), dk(n * d), dv(n * d);
+    ref::attention_forward(q.data(), k.data(), v.data(), n, d, causal, o.data(), lse.data());
+    ref::attention_backward(q.data(), k.data(), v.data(), dout.data(), n, d, causal, dq.data(), dk.data(), dv.data());
+    const std::vector<std::int64_t> rows = {0, 4, 10};
+    std::vector<float> ro(rows.size() * d), rl(rows.size()), rq(rows.size() * d), rk(rq), rv(rq);
+    ref::attention_forward_rows(q.data(), k.data(), v.data(), n, d, causal, rows, ro.data(), rl.data());
+    ref::attention_backward_rows(q.data(), k.data(), v.data(), o.data(), dout.data(), lse.data(), n, d, causal, rows,
+                                 rq.data(), rk.data(), rv.data());
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      CHECK(rl[r] == Approx(lse[rows[r]]).margin(1e-6));
+      for (int c = 0; c < d; ++c) {
+        const auto x = rows[r] * d + c;
+        CHECK(ro[r * d + c] == Approx(o[x]).margin(1e-6));
+        CHECK(rq[r * d + c] == Approx(dq[x]).margin(1e-5));
+        CHECK(rk[r * d + c] == Approx(dk[x]).margin(1e-5));
+        CHECK(rv[r * d + c] == Approx(dv[x]).margin(1e-5));
+      }
+    }
+  }
+}
+
 TEST_CASE("pick_indices spreads and includes both ends", "[kernels][reference]") {
   CHECK(ref::pick_indices(3, 16) == std::vector<std::int64_t>{0, 1, 2});
   auto p = ref::pick_indices(100, 5);
@@ -196,7 +223,7 @@ TEST_CASE("schedule lists parse groups, keep canonical order and reject unknown 
   CHECK(parse_schedules("all").size() == all_schedules().size());
   CHECK(parse_schedules("softmax-online,matmul") ==
         std::vector<Schedule>{Schedule::MatmulInner, Schedule::MatmulOuter, Schedule::SoftmaxOnline});
-  CHECK(parse_schedules("attention").size() == 5);
+  CHECK(parse_schedules("attention").size() == 6);  // 3 + the tensor-core FA2 forward, 2 backward
   CHECK(parse_schedules("attn-fa1, attn-fa1") == std::vector<Schedule>{Schedule::AttnFA1});
   CHECK_THROWS_AS(parse_schedules("attn-fa3"), std::invalid_argument);
   CHECK_THROWS_AS(parse_schedules(""), std::invalid_argument);
@@ -213,7 +240,9 @@ TEST_CASE("size lists parse presets and op:dims", "[kernels][cli]") {
   CHECK_THROWS_AS(parse_sizes("matmul:10x10"), std::invalid_argument);
   CHECK_THROWS_AS(parse_sizes("matmul:10x0x10"), std::invalid_argument);
   CHECK_THROWS_AS(parse_sizes("softmax:10xabc"), std::invalid_argument);
-  CHECK_THROWS_AS(parse_sizes("attn-fwd:2x128x128"), std::invalid_argument);  // d = 64 only
+  CHECK(parse_sizes("attn-fwd:2x128x128").attn_fwd.size() == 1);               // d = 128: attn-fa2-mma
+  CHECK_THROWS_AS(parse_sizes("attn-fwd:2x128x96"), std::invalid_argument);   // d = 64 or 128 only
+  CHECK_THROWS_AS(parse_sizes("attn-bwd:2x128x128"), std::invalid_argument);
   CHECK_THROWS_AS(parse_sizes("conv:1x2x3"), std::invalid_argument);
 }
 
@@ -233,6 +262,34 @@ TEST_CASE("expand uses per-op default dtypes and both masks for attention", "[ke
   CHECK(outer[0].bk == 4);
   CHECK(outer[0].size_label() == "100x72x40");
   CHECK(specs[4].size_label() == "2x100x64 causal");
+}
+
+TEST_CASE("the fast versions: which dtype and head dim each runs, and their tiles", "[kernels][cli]") {
+  CHECK_FALSE(unsupported(Schedule::AttnFA2Mma, Dtype::F16, 128));
+  CHECK_FALSE(unsupported(Schedule::AttnFA2Mma, Dtype::BF16, 64));
+  CHECK(unsupported(Schedule::AttnFA2Mma, Dtype::F32, 64));
+  CHECK(unsupported(Schedule::AttnFA2, Dtype::F16, 64));
+  CHECK(unsupported(Schedule::AttnFA2, Dtype::BF16, 128));
+  CHECK(unsupported(Schedule::SoftmaxFast, Dtype::BF16, 0));
+  // d = 128 and fp16 expand only for the tensor-core forward
+  auto specs = expand(parse_schedules("attn-fa2,attn-fa2-mma"), parse_sizes("attn-fwd:2x100x128"),
+                      {Dtype::BF16, Dtype::F16}, {false});
+  REQUIRE(specs.size() == 2);
+  for (const auto& s : specs) {
+    CHECK(s.schedule == Schedule::AttnFA2Mma);
+    CHECK(s.br == 128);
+    CHECK(s.bc == 64);
+  }
+  CHECK(expand({Schedule::AttnFA2Mma}, parse_sizes("attn-fwd:2x100x64"), {}, {false}).front().bc == 128);
+  CHECK(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front().chunk == 16384);
+  CHECK(parse_dtype("fp16") == Dtype::F16);
+  CHECK(std::string(dtype_name(Dtype::F16)) == "fp16");
+  // the fast FA2 moves what FA2 moves with its own tiles: K and V once per 128-row Q tile
+  Spec s = specs.front();
+  s.dtype = Dtype::BF16;
+  const auto a = model_traffic(s);
+  CHECK(arr(a, "K").read == 2ull * 100 * 128 * 2);  // one Q tile covers all 100 rows
+  CHECK(arr(a, "O").written == 2ull * 100 * 128 * 2);
 }
 
 TEST_CASE("compulsory minimum: each input once, each output once", "[kernels][traffic]") {
