@@ -89,13 +89,51 @@ struct SpecReader {
   }
 };
 
-void set_budget(Part& p, const std::string& counter, std::uint64_t limit) {
+void set_budget(Part& p, const std::string& counter, std::uint64_t limit, const std::string& why = {}) {
   for (auto& b : p.budgets)
     if (b.counter == counter) {
       b.limit = limit;
+      b.why = why;
       return;
     }
-  p.budgets.push_back({counter, limit});
+  p.budgets.push_back({counter, limit, why});
+}
+
+// "Q[8][4] tile[4][4] elem 2 K[8][4] ...": shapes, each optionally followed by its tile and
+// element size (the tile machine); a bare shape is the scalar machine's 1x1 tiles.
+std::vector<ArrayShape> parse_arrays(const SpecReader& r, const std::vector<std::string>& w, int vcol) {
+  std::vector<ArrayShape> out;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const auto& t = w[k];
+    std::string name;
+    std::vector<std::int64_t> idx;
+    if (t == "elem") {
+      if (out.empty() || k + 1 == w.size()) r.fail(vcol, "'elem B' follows an array, as in Q[8][4] tile[4][4] elem 2");
+      auto b = r.integer(w[++k], vcol, 1);
+      if (b != 1 && b != 2 && b != 4 && b != 8) r.fail(vcol, "element size must be 1, 2, 4 or 8 bytes");
+      out.back().elem_bytes = static_cast<int>(b);
+      continue;
+    }
+    r.indexed(t, vcol, name, idx);
+    if (name == "tile") {
+      if (out.empty()) r.fail(vcol, "'" + t + "' follows an array, as in Q[8][4] tile[4][4]");
+      ArrayShape& s = out.back();
+      if (static_cast<int>(idx.size()) != s.rank) r.fail(vcol, "the tile of '" + s.name + "' needs as many dimensions as the array");
+      s.tile_rows = idx[0];
+      s.tile_cols = idx.size() == 2 ? idx[1] : 1;
+      if (s.tile_rows < 1 || s.tile_cols < 1) r.fail(vcol, "the tile of '" + s.name + "' is empty");
+      continue;
+    }
+    ArrayShape s;
+    s.name = name;
+    if (idx.empty()) r.fail(vcol, "array '" + t + "' needs a shape, e.g. " + t + "[2][2] or " + t + "[8]");
+    s.rank = static_cast<int>(idx.size());
+    s.rows = idx[0];
+    s.cols = idx.size() == 2 ? idx[1] : 1;
+    if (s.rows < 1 || s.cols < 1) r.fail(vcol, "array '" + t + "' has an empty shape");
+    out.push_back(s);
+  }
+  return out;
 }
 
 void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::string& value, int vcol) {
@@ -112,18 +150,26 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
     if (value != "f32" && value != "f64") r.fail(vcol, "dtype is f32 or f64, not '" + value + "'");
     p.f64 = value == "f64";
   } else if (key == "arrays") {
-    p.arrays.clear();
-    for (const auto& t : w) {
-      ArrayShape s;
-      std::vector<std::int64_t> idx;
-      r.indexed(t, vcol, s.name, idx);
-      if (idx.empty()) r.fail(vcol, "array '" + t + "' needs a shape, e.g. " + t + "[2][2] or " + t + "[8]");
-      s.rank = static_cast<int>(idx.size());
-      s.rows = idx[0];
-      s.cols = idx.size() == 2 ? idx[1] : 1;
-      if (s.rows < 1 || s.cols < 1) r.fail(vcol, "array '" + t + "' has an empty shape");
-      p.arrays.push_back(s);
-    }
+    p.arrays = parse_arrays(r, w, vcol);
+  } else if (key == "array") {
+    // One array a line, for the tile machine's long declarations.
+    auto one = parse_arrays(r, w, vcol);
+    if (one.size() != 1) r.fail(vcol, "array = NAME[rows][cols] [tile[tr][tc]] [elem B] declares one array");
+    p.arrays.push_back(one.front());
+  } else if (key == "derived") {
+    p.derived = w;
+  } else if (key == "sram") {
+    p.sram_bytes = static_cast<std::uint64_t>(r.integer(value, vcol, 1));
+  } else if (key == "elem") {
+    auto b = r.integer(value, vcol, 1);
+    if (b != 1 && b != 2 && b != 4 && b != 8) r.fail(vcol, "element size must be 1, 2, 4 or 8 bytes");
+    p.reg_elem_bytes = static_cast<int>(b);
+  } else if (key == "max_read" || key == "max_written") {
+    // max_read = K 128 [because ...]: bytes of one array
+    if (w.size() < 2) r.fail(vcol, key + " is 'ARRAY BYTES [closed form]'");
+    std::string why;
+    for (std::size_t k = 2; k < w.size(); ++k) why += (why.empty() ? "" : " ") + w[k];
+    set_budget(p, key.substr(4) + ":" + w[0], static_cast<std::uint64_t>(r.integer(w[1], vcol)), why);
   } else if (key == "outputs") {
     p.outputs.clear();
     for (const auto& t : w) {
@@ -154,10 +200,11 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
     for (const auto& t : w) p.custom_checks.push_back(t);
   } else if (key.rfind("max_", 0) == 0 && key.size() > 4) {
     std::string counter = key.substr(4);
-    static const std::vector<std::string> known = {"cycles", "loads", "stores", "dram_reads", "dram_writes", "instructions"};
+    static const std::vector<std::string> known = {"cycles",       "loads",      "stores",        "dram_reads", "dram_writes",
+                                                   "instructions", "bytes_read", "bytes_written", "sram"};
     if (std::find(known.begin(), known.end(), counter) == known.end() && !isa::find_mnemonic(counter))
       r.fail(1, "unknown budget '" + key + "' (max_cycles, max_loads, max_stores, max_dram_reads, max_dram_writes, "
-                "max_instructions or max_<OPCODE>)");
+                "max_instructions, max_bytes_read, max_bytes_written, max_sram, max_read, max_written or max_<OPCODE>)");
     set_budget(p, counter, static_cast<std::uint64_t>(r.integer(value, vcol)));
   } else {
     r.fail(1, "unknown key '" + key + "'");
@@ -183,7 +230,34 @@ std::string number(double v) {
   return os.str();
 }
 
-std::uint64_t counter_value(const Counts& c, const sim::Counters& mc, const std::string& name) {
+// "512 bytes", "3145728 bytes (3 MiB)"
+std::string bytes_text(std::uint64_t b) {
+  std::string s = std::to_string(b) + (b == 1 ? " byte" : " bytes");
+  if (b < 1024) return s;
+  std::ostringstream os;
+  os.precision(3);
+  if (b < 1024 * 1024) os << static_cast<double>(b) / 1024 << " KiB";
+  else os << static_cast<double>(b) / (1024.0 * 1024.0) << " MiB";
+  return s + " (" + os.str() + ")";
+}
+
+// A budget on one array's bytes: "read:K" -> {"read", "K"}.
+std::optional<std::pair<std::string, std::string>> array_budget(const std::string& counter) {
+  auto colon = counter.find(':');
+  if (colon == std::string::npos) return std::nullopt;
+  return std::pair{counter.substr(0, colon), counter.substr(colon + 1)};
+}
+
+std::uint64_t counter_value(const Counts& c, const sim::Machine& m, const std::string& name) {
+  if (auto ab = array_budget(name)) {
+    auto id = m.program().find_array(ab->second);
+    if (!id) return 0;
+    return ab->first == "read" ? m.array(*id).bytes_read : m.array(*id).bytes_written;
+  }
+  const sim::Counters& mc = m.counters();
+  if (name == "bytes_read") return c.bytes_read;
+  if (name == "bytes_written") return c.bytes_written;
+  if (name == "sram") return c.sram_peak;
   if (name == "cycles") return c.cycles;
   if (name == "loads") return c.loads;
   if (name == "stores") return c.stores;
@@ -195,6 +269,13 @@ std::uint64_t counter_value(const Counts& c, const sim::Counters& mc, const std:
 
 std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_t limit) {
   std::string g = std::to_string(got), l = std::to_string(limit);
+  if (auto ab = array_budget(name))
+    return "your trace " + std::string(ab->first == "read" ? "reads " : "writes ") + bytes_text(got) + " of " +
+           ab->second + "; the budget is " + bytes_text(limit);
+  if (name == "bytes_read") return "your trace reads " + bytes_text(got) + " of DRAM; the budget is " + bytes_text(limit);
+  if (name == "bytes_written") return "your trace writes " + bytes_text(got) + " of DRAM; the budget is " + bytes_text(limit);
+  if (name == "sram")
+    return "your trace holds up to " + bytes_text(got) + " in its registers at once; the SRAM budget is " + bytes_text(limit);
   if (name == "cycles") return "your trace takes " + g + " cycles; the budget is " + l;
   if (name == "loads") return "your trace makes " + g + " LOADs; the budget is " + l;
   if (name == "stores") return "your trace makes " + g + " STOREs; the budget is " + l;
@@ -206,6 +287,10 @@ std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_
 }
 
 std::string budget_label(const std::string& name) {
+  if (auto ab = array_budget(name)) return ab->second + (ab->first == "read" ? " bytes read" : " bytes written");
+  if (name == "bytes_read") return "bytes read";
+  if (name == "bytes_written") return "bytes written";
+  if (name == "sram") return "SRAM bytes";
   if (name == "cycles") return "cycles";
   if (name == "loads") return "LOADs";
   if (name == "stores") return "STOREs";
@@ -247,6 +332,10 @@ const ReferenceFn* find_reference(const std::string& name) {
 bool register_custom_check(const std::string& name, CustomCheck fn) {
   custom_checks()[name] = std::move(fn);
   return true;
+}
+
+bool Part::tiled() const {
+  return std::any_of(arrays.begin(), arrays.end(), [](const ArrayShape& a) { return a.tile_rows * a.tile_cols > 1; });
 }
 
 const Part* Lesson::find_part(const std::string& name) const {
@@ -338,6 +427,14 @@ Lesson load_lesson(const std::string& dir) {
         r.fail(1, "output " + cell_text(o.array, s->rank, *o.row, *o.col) + " lies outside " + o.array +
                       shape_text(s->rows, s->cols, s->rank));
     }
+    auto has_array = [&](const std::string& n) {
+      return std::any_of(p.arrays.begin(), p.arrays.end(), [&](const ArrayShape& a) { return a.name == n; });
+    };
+    for (const auto& b : p.budgets)
+      if (auto ab = array_budget(b.counter); ab && !has_array(ab->second))
+        r.fail(1, "the budget max_" + ab->first + " names '" + ab->second + "', which is not among the arrays");
+    for (const auto& d : p.derived)
+      if (!has_array(d) || is_output(p, d)) r.fail(1, "derived array '" + d + "' must be one of the arrays and not an output");
     if (p.title.empty()) p.title = lesson.title;
   }
   lesson.parts = std::move(parts);
@@ -451,6 +548,11 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
                        std::to_string(part.regs) + " registers");
     return v;
   }
+  if (part.reg_elem_bytes && prog.config.elem_bytes != part.reg_elem_bytes) {
+    problems.push_back("your trace declares .elem " + std::to_string(prog.config.elem_bytes) + ", but a register element of this machine takes " +
+                       std::to_string(part.reg_elem_bytes) + " bytes of SRAM (leave .elem out)");
+    return v;
+  }
 
   // The arrays must be the lesson's; inferred shapes grow to the lesson's shape.
   for (auto& a : prog.arrays) {
@@ -461,8 +563,19 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       problems.push_back("your trace uses an array '" + a.name + "' that this machine does not have (it has " + names + ")");
       continue;
     }
-    if (a.tile_rows != 1 || a.tile_cols != 1) {
-      problems.push_back("array '" + a.name + "' must have 1x1 tiles on this machine");
+    if (a.tile_rows != s->tile_rows || a.tile_cols != s->tile_cols) {
+      if (s->tile_rows * s->tile_cols == 1) problems.push_back("array '" + a.name + "' must have 1x1 tiles on this machine");
+      else
+        problems.push_back("your trace splits '" + a.name + "' into " + std::to_string(a.tile_rows) + "x" +
+                           std::to_string(a.tile_cols) + " tiles, but on this machine its tiles are " +
+                           std::to_string(s->tile_rows) + "x" + std::to_string(s->tile_cols) + " (tile" +
+                           shape_text(s->tile_rows, s->tile_cols, s->rank) + ")");
+      continue;
+    }
+    const int elem = a.elem_bytes ? a.elem_bytes : prog.config.elem_bytes;
+    if (s->elem_bytes && elem != s->elem_bytes) {
+      problems.push_back("your trace gives '" + a.name + "' " + std::to_string(elem) + "-byte elements, but on this machine they take " +
+                         std::to_string(s->elem_bytes) + " bytes (elem " + std::to_string(s->elem_bytes) + ")");
       continue;
     }
     if (a.rank != s->rank || a.rows > s->rows || a.cols > s->cols || (a.declared && (a.rows != s->rows || a.cols != s->cols))) {
@@ -486,12 +599,14 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
     mo.f64 = part.f64;
     mo.history = false;
     mo.symbolic = trial == 0;
+    mo.sram_bytes = part.sram_bytes;
+    const auto derived = [&](const std::string& n) { return std::find(part.derived.begin(), part.derived.end(), n) != part.derived.end(); };
     for (const auto& s : part.arrays) {
       Matrix m{s.rows, s.cols, std::vector<double>(static_cast<std::size_t>(s.rows * s.cols), 0.0)};
       if (auto k = part.constants.find(s.name); k != part.constants.end()) {
         std::fill(m.v.begin(), m.v.end(), k->second);
         if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
-      } else if (!is_output(part, s.name)) {
+      } else if (!is_output(part, s.name) && !derived(s.name)) {
         auto range = part.ranges.count(s.name) ? part.ranges.at(s.name) : std::pair<double, double>{-1.0, 1.0};
         std::uniform_real_distribution<double> dist(range.first, range.second);
         for (auto& x : m.v) {
@@ -503,6 +618,8 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       arrays[s.name] = std::move(m);
     }
     (*ref)(arrays);
+    for (const auto& d : part.derived)
+      if (prog.find_array(d)) mo.inputs[d] = arrays.at(d).v;
 
     std::optional<sim::Machine> machine;
     try {
@@ -525,6 +642,9 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       v.counts.macs = c.count(isa::Opcode::MAC) + c.count(isa::Opcode::MAC_Z);
       v.counts.dram_reads = c.elem_reads;
       v.counts.dram_writes = c.elem_writes;
+      v.counts.bytes_read = c.bytes_read;
+      v.counts.bytes_written = c.bytes_written;
+      v.counts.sram_peak = m.sram_peak();
       v.counts.regs_used = prog.highest_reg + 1;
     }
 
@@ -534,23 +654,33 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       const auto& shape = *std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == o.array; });
       auto id = *prog.find_array(o.array);
       const auto& state = m.array(id);
+      const auto& decl = prog.arrays[id];
       const Matrix& want = arrays.at(o.array);
       for (std::int64_t r = 0; r < shape.rows; ++r)
         for (std::int64_t c = 0; c < shape.cols; ++c) {
           if (o.row && (r != *o.row || c != *o.col)) continue;
           auto flat = static_cast<std::size_t>(r * shape.cols + c);
+          // tile_writes counts per tile; on the scalar machine a tile is an element
+          std::int64_t tr = r / decl.tile_rows, tc = c / decl.tile_cols;
+          auto tile = static_cast<std::size_t>(tr * decl.tile_grid_cols() + tc);
           std::string cell = cell_text(o.array, shape.rank, r, c);
+          if (part.tiled()) cell += " (in tile " + cell_text(o.array, shape.rank, tr, tc) + ")";
           double expected = want.at(r, c);
-          if (state.tile_writes[flat] == 0) {
-            if (wrong++ < 4) problems.push_back(cell + " is never stored (expected " + number(expected) + ")");
+          if (state.tile_writes[tile] == 0) {
+            if (!part.tiled()) {
+              if (wrong++ < 4) problems.push_back(cell + " is never stored (expected " + number(expected) + ")");
+            } else if (r % decl.tile_rows == 0 && c % decl.tile_cols == 0) {  // once per tile, at its first cell
+              if (wrong++ < 4) problems.push_back("tile " + cell_text(o.array, shape.rank, tr, tc) + " is never stored");
+            }
             continue;
           }
           double got = state.values[flat];
           double tol = part.tolerance * std::max(1.0, std::fabs(expected));
           if (std::isfinite(got) && std::fabs(got - expected) <= tol) continue;
+          if (std::isinf(expected) && got == expected) continue;  // a row that sees no key: L = -inf
           if (wrong++ >= 4) continue;
           std::string msg = cell + ": expected " + number(expected) + ", got " + number(got);
-          if (m.symbolic()) msg += " (your trace stored " + m.value_symbol(id, static_cast<std::int64_t>(flat)) + ")";
+          if (m.symbolic()) msg += " (your trace stored " + m.value_symbol(id, static_cast<std::int64_t>(tile)) + ")";
           problems.push_back(msg);
         }
     }
@@ -563,8 +693,9 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
     }
     if (trial == 0) {
       for (const auto& b : part.budgets) {
-        auto got = counter_value(v.counts, m.counters(), b.counter);
-        if (got > b.limit) problems.push_back(over_budget(b.counter, got, b.limit));
+        auto got = counter_value(v.counts, m, b.counter);
+        if (got > b.limit)
+          problems.push_back(over_budget(b.counter, got, b.limit) + (b.why.empty() ? "" : " (" + b.why + ")"));
       }
       for (const auto& name : part.custom_checks) {
         auto it = custom_checks().find(name);
@@ -585,9 +716,14 @@ std::string Verdict::report(const Lesson& lesson, const Part& part) const {
   if (counts.instructions > 0) {
     os << "      " << counts.cycles << " cycles, " << counts.loads << " LOADs, " << counts.macs << " MACs, "
        << counts.stores << " STOREs on " << part.regs << " registers";
+    if (part.tiled())
+      os << "; " << counts.bytes_read << " bytes read, " << counts.bytes_written << " written, " << counts.sram_peak
+         << " bytes of SRAM at most";
     if (!part.budgets.empty()) {
       os << "; budget:";
-      for (const auto& b : part.budgets) os << " " << budget_label(b.counter) << " <= " << b.limit;
+      const char* sep = part.tiled() ? ", " : " ";  // the tile lessons' lists are long
+      for (std::size_t k = 0; k < part.budgets.size(); ++k)
+        os << (k ? sep : " ") << budget_label(part.budgets[k].counter) << " <= " << part.budgets[k].limit;
     }
     os << "\n";
   }

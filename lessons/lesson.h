@@ -46,12 +46,18 @@ struct ArrayShape {
   std::string name;
   int rank = 2;
   std::int64_t rows = 1, cols = 1;
+  std::int64_t tile_rows = 1, tile_cols = 1;  // the tile machine (lessons 10+): how LOAD/STORE split it
+  int elem_bytes = 0;                         // bytes per DRAM element; 0: the machine's default
 };
 
 // Budgets are upper bounds; absent means unlimited.
 struct Budget {
-  std::string counter;  // cycles, loads, stores, dram_reads, dram_writes, instructions, or an opcode mnemonic
+  // cycles, loads, stores, dram_reads, dram_writes, instructions, an opcode mnemonic; on the tile
+  // machine also bytes_read, bytes_written, sram (peak bytes held in registers) and the bytes of
+  // one array: read:NAME, written:NAME.
+  std::string counter;
   std::uint64_t limit = 0;
+  std::string why;  // optional closed form the limit comes from ("N*d*2"), quoted on failure
 };
 
 // A gradable exercise. Most lessons have one part; a lesson can add more (a quiz).
@@ -72,6 +78,12 @@ struct Part {
   double tolerance = 1e-9;   // relative, against the float64 reference
   bool f64 = true;           // registers hold float64 (f32 = false models the float machine)
   std::vector<std::string> custom_checks;  // names of registered CustomCheck functions
+  // Inputs the reference computes from the random ones (the forward O and L of a backward
+  // lesson): not random, not compared, handed to the machine after the reference ran.
+  std::vector<std::string> derived;
+  std::optional<std::uint64_t> sram_bytes;  // the machine's SRAM capacity (it faults beyond it)
+  int reg_elem_bytes = 0;  // bytes a register element counts in the SRAM; the trace's .elem must agree
+  bool tiled() const;      // some array has tiles larger than 1x1
 };
 
 struct Lesson {
@@ -93,6 +105,7 @@ class SpecError : public std::invalid_argument {
 struct Counts {
   std::uint64_t cycles = 0, instructions = 0, loads = 0, stores = 0, macs = 0;
   std::uint64_t dram_reads = 0, dram_writes = 0;
+  std::uint64_t bytes_read = 0, bytes_written = 0, sram_peak = 0;
   int regs_used = 0;  // highest register used + 1
 };
 
