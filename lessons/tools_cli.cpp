@@ -1,4 +1,5 @@
-// `flashsim gen matmul` (schedule generators) and `flashsim optimize matmul` (exhaustive search).
+// `flashsim gen matmul` (schedule generators) and `flashsim optimize matmul|softmax` (exhaustive
+// search).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iomanip>
@@ -7,6 +8,7 @@
 #include "lessons/lesson_cli.h"
 #include "sim/cli.h"
 #include "sim/optimize.h"
+#include "sim/optimize_softmax.h"
 #include "sim/schedules/matmul.h"
 
 namespace flashsim::lessons {
@@ -153,6 +155,96 @@ int do_optimize(const OptArgs& a) {
   return cli::kExitOk;
 }
 
+struct SoftmaxOptArgs {
+  int n = 3;
+  std::vector<int> regs{3};
+  std::vector<std::string> costs;
+  std::string output, objective = "cycles";
+  bool no_symmetry = false, spills = false, no_rescale = false;
+  std::uint64_t max_states = 30'000'000;
+};
+
+void parse_costs(const std::vector<std::string>& costs, std::array<std::uint32_t, isa::kOpcodeCount>& cycles) {
+  for (const auto& c : costs) {
+    auto eq = c.find('=');
+    auto op = eq == std::string::npos ? std::nullopt : isa::find_mnemonic(c.substr(0, eq));
+    if (!op) throw std::invalid_argument("--cost expects OP=CYCLES, e.g. LOAD=100, not '" + c + "'");
+    try {
+      long long v = std::stoll(c.substr(eq + 1));
+      if (v < 0 || v > 1'000'000) throw std::out_of_range(c);
+      cycles[static_cast<std::size_t>(*op)] = static_cast<std::uint32_t>(v);
+    } catch (const std::exception&) {
+      throw std::invalid_argument("--cost " + c + ": not a cycle count");
+    }
+  }
+}
+
+int do_optimize_softmax(const SoftmaxOptArgs& a) {
+  sim::SoftmaxSearch p;
+  p.n = a.n;
+  p.allow_spills = a.spills;
+  p.allow_rescale = !a.no_rescale;
+  p.use_symmetry = !a.no_symmetry;
+  p.max_states = a.max_states;
+  if (a.objective == "cycles") p.objective = sim::SoftmaxSearch::Objective::Cycles;
+  else if (a.objective == "loads") p.objective = sim::SoftmaxSearch::Objective::Loads;
+  else throw std::invalid_argument("--objective is cycles or loads, not '" + a.objective + "'");
+  parse_costs(a.costs, p.cycles);
+  const bool by_loads = p.objective == sim::SoftmaxSearch::Objective::Loads;
+  std::cout << "Optimal schedules for the safe softmax of n = " << p.n << " (minimum "
+            << (by_loads ? "LOADs, then cycles" : "cycles, then LOADs") << "), every program over LOAD STORE MAX SUB\n"
+            << "EXP ADD " << (p.allow_rescale ? "MUL " : "") << "DIV MOV on symbolic values"
+            << (p.allow_spills ? ", spills to out allowed" : ", no spills") << (p.allow_rescale ? "" : ", no rescale") << "\n";
+  std::cout << std::setw(5) << "regs" << std::setw(8) << "cycles" << std::setw(7) << "LOADs" << std::setw(11) << "x reads"
+            << std::setw(8) << "spills" << std::setw(6) << "MULs" << std::setw(14) << "start bound" << std::setw(11)
+            << "states" << std::setw(10) << "seconds" << "\n";
+  sim::SoftmaxSchedule last;
+  sim::SoftmaxVerification check;
+  bool found = false;
+  for (int r : a.regs) {
+    p.regs = r;
+    sim::SoftmaxSchedule res;
+    try {
+      res = sim::optimize_softmax(p);
+    } catch (const sim::NoProgramError& e) {
+      if (a.regs.size() == 1) throw;  // the caller prints it and exits 2
+      std::cout << std::setw(5) << r << "  no program: the search exhausted all " << e.states << " reachable states\n";
+      continue;
+    }
+    found = true;
+    check = sim::verify_softmax_trace(res.program, p.n);
+    if (check.reads != res.loads)
+      throw sim::SearchError("internal error: the machine counted " + std::to_string(check.reads) + " reads, the search " +
+                             std::to_string(res.loads));
+    std::string per_x;
+    for (int c : res.x_reads) per_x += (per_x.empty() ? "" : "+") + std::to_string(c);
+    std::ostringstream bound;
+    bound << (by_loads ? res.start_bound_loads : res.start_bound_cycles) << (by_loads ? " LOADs" : " cyc");
+    std::cout << std::setw(5) << r << std::setw(8) << res.cycles << std::setw(7) << res.loads << std::setw(11) << per_x
+              << std::setw(8) << res.spill_stores << std::setw(6) << res.per_op[static_cast<std::size_t>(isa::Opcode::MUL)]
+              << std::setw(14) << bound.str() << std::setw(11) << res.stats.stored << std::setw(9) << std::fixed
+              << std::setprecision(2) << res.stats.seconds << "\n";
+    last = std::move(res);
+  }
+  if (!found) throw sim::SearchError("no register count in the list admits a program");
+  std::cout << "\nx reads: LOADs of each x[i]; spills: values stored to an out cell and loaded back; MULs:\n"
+               "rescales by e^(m_old - m_new), the online-softmax update. The search visits every program in\n"
+               "its value model (up to register renaming and "
+            << (p.use_symmetry ? std::to_string(last.stats.symmetries) + " index permutations" : std::string("no symmetry"))
+            << "), so none beats the minimum shown.\n";
+  std::cout << "Verified: the " << (a.regs.size() == 1 ? "" : "last ") << "trace ran " << check.trials
+            << " times (float64 and float32, large and tied inputs); max relative error " << std::scientific
+            << std::setprecision(1) << check.max_rel_error << std::defaultfloat << " against a float64 softmax.\n";
+  if (a.output.empty()) {
+    if (a.regs.size() == 1) std::cout << "\nOne optimal trace:\n" << last.trace;
+  } else {
+    write_text(a.output, last.trace);
+    std::cout << "\nThe trace for " << a.regs.back() << " registers written to " << a.output << " (run it: flashsim run "
+              << a.output << " --symbolic)\n";
+  }
+  return cli::kExitOk;
+}
+
 }  // namespace
 
 void register_gen_command(CLI::App& app, int& exit_code) {
@@ -186,6 +278,27 @@ void register_optimize_command(CLI::App& app, int& exit_code) {
   mm->add_flag("--no-symmetry", a->no_symmetry, "Merge states under register renaming only");
   mm->add_flag("--no-spills", a->no_spills, "Forbid storing a partial sum and loading it back");
   mm->add_option("--max-states", a->max_states, "Give up after this many states (memory guard)");
+  auto sa = std::make_shared<SoftmaxOptArgs>();
+  CLI::App* sm = opt->add_subcommand("softmax", "Safe softmax of n elements: minimum cycles (or LOADs) on R registers");
+  sm->add_option("--n", sa->n, "Elements of x (1..4)")->check(CLI::Range(1, 4));
+  sm->add_option("--regs", sa->regs, "Registers (a list prints a table: --regs 2,3,4)")->delimiter(',')->check(CLI::Range(1, 8));
+  sm->add_option("--objective", sa->objective, "cycles (then LOADs) or loads (then cycles)");
+  sm->add_option("--cost", sa->costs, "Cycle cost of an opcode, OP=C (e.g. LOAD=100)");
+  sm->add_option("-o,--output", sa->output, "Write the optimal trace here");
+  sm->add_flag("--spills", sa->spills, "Allow storing a value to an out cell not yet final and loading it back");
+  sm->add_flag("--no-rescale", sa->no_rescale, "Forbid MUL by e^(m_old - m_new), i.e. the online form");
+  sm->add_flag("--no-symmetry", sa->no_symmetry, "Merge states under register renaming only");
+  sm->add_option("--max-states", sa->max_states, "Give up after this many states (memory guard)");
+  sm->callback([sa, &exit_code] {
+    exit_code = cli::guarded([&] {
+      try {
+        return do_optimize_softmax(*sa);
+      } catch (const sim::SearchError& e) {
+        std::cerr << "flashsim: error: " << e.what() << "\n";
+        return cli::kExitBadInput;
+      }
+    });
+  });
   mm->callback([a, &exit_code] {
     exit_code = cli::guarded([&] {
       try {
