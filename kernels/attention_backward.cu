@@ -27,18 +27,28 @@ measured range). CPU reference: kernels/reference.cpp attention_backward (double
 
 version 3 is FA2's backward on tensor cores (kernels/fast.h attention_backward_fast; bf16 or fp16,
 d = 64 or 128, any n). A preprocessing kernel writes D = rowsum(dO * O) and lse * log2(e) into the
-workspace (rows padded to 128, padding lse = +inf so P = 0 there) and zeroes an fp32 dQ
-accumulator. The main kernel runs one block of 8 warps per 128-key tile; each warp owns 16 keys
-and keeps their dK, dV accumulators in registers while the block walks the 64-query tiles that
-see the keys (causal: tiles above the diagonal skipped, the diagonal masked). Per query tile:
-S^T = K Q^T and dP^T = V dO^T, P^T = exp2(S^T scale log2e - lse2), dS^T = P^T (dP^T - D), all
-in registers; dV += P^T dO and dK += dS^T Q take P^T, dS^T straight from the accumulators as the
-A operand; dS^T goes through shared memory so that all 8 warps split dQ_tile = dS K, added to the
-accumulator with float2 atomics. mma.sync m16n8k16 (fp32 accumulate) fed by ldmatrix (.trans for
-the dO, Q, K and dS^T operands that are read along their rows), Q / dO / statistics tiles
-double-buffered with cp.async, 16-byte chunks XOR-swizzled. A last kernel scales dQ and converts
-it. Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build,
-compiled with -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload).
+workspace (rows padded to 128; padding lse = +inf, so P = 0 there) and zeroes an fp32 dQ
+accumulator. The main kernel runs one block of 8 warps per 128-key tile, walking the query tiles
+that see it (64 queries for d = 128, 128 for d = 64; causal: tiles above the diagonal skipped, the
+diagonal masked) with Q, dO and their statistics double-buffered through cp.async. Per query tile:
+S^T = K Q^T and dP^T = V dO^T on a 4 (keys) x 2 (queries) warp grid, P^T = exp2(S^T scale log2e -
+lse2) and dS^T = P^T (dP^T - D) to shared memory, then dV += P^T dO and dK += dS^T Q into register
+accumulators on a 4 (keys) x 2 (head columns) warp grid (32 x d/2 per warp for the whole loop),
+and dQ_tile = dS K split in 32-row slabs over the warps, added to the accumulator with float2
+atomics. Every product is mma.sync m16n8k16 with fp32 accumulation; operands come from 16-byte
+XOR-swizzled shared tiles through ldmatrix (.trans for dO, Q, K and dS^T, which are read along
+their rows). dK, dV leave through shared memory as 16-byte stores; a last kernel scales dQ and
+converts it. Blocks are launched KV tile by KV tile with a few heads interleaved (as many as keep
+their Q and dO within ~20 MB of L2), longest causal tiles first.
+Measured on an H100 (2026-11-22, kernels/tools/bench_attention_backward_fast.cu, bf16, 16k tokens
+x 16 heads): d = 128 N = 16384 280 TFLOP/s (PyTorch FA2 306, cuDNN 544), d = 64 245 (FA2 280,
+cuDNN 450); ahead of FA2 at N = 1024 (236 vs 199 at d = 128). The tile sweep (--variants) found:
+the first version, one warp per 16 keys with P^T / dS^T kept in registers, 258-263 TFLOP/s at
+d = 128 (shared-memory bound: every warp read all of Q and dO twice; ncu: L1 78 %, tensor 39 %);
+the 4 x 2 warp grid 281; 32-row dQ slabs +1-3 %; 128-query tiles +6 % at d = 64.
+Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
+-DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds the
+sweep's tile shapes).
 */
 #include <algorithm>
 #include <cmath>
@@ -558,49 +568,64 @@ __device__ __forceinline__ void load_rows(std::uint32_t dst, const T* src, int r
   }
 }
 
-template <int D, int BR, int BC, int NW>
+// One block per KV tile of BC = 128 keys, looping over the Q tiles of BR queries that see it.
+// 8 warps in FA2's layout: S^T / dP^T as a 4 (keys) x 2 (queries) grid of 32 x BR/2 blocks, and the
+// dK / dV accumulators (registers, for the whole loop) as 4 (keys) x 2 (head columns) blocks of
+// 32 x D/2, so that every fragment read from shared memory feeds two m16 products. Per Q tile:
+//   S^T = K Q^T, dP^T = V dO^T                  (A: K, V rows; B: Q, dO rows; ldmatrix)
+//   P^T = exp2(S^T scale log2e - lse2), dS^T = P^T (dP^T - D)  -> shared memory (bf16 / fp16)
+//   dV += P^T dO, dK += dS^T Q                  (A: P^T, dS^T; B: dO, Q with ldmatrix.trans)
+//   dQ slab (16 DQ_MT queries x D/kColGroups) = dS K  (A: dS^T with .trans; B: K with .trans),
+//   added to the fp32 accumulator with float2 atomics.
+// Two barriers per Q tile: tile landed (and the previous tile's readers done), P^T / dS^T written.
+template <int D, int BR, int BC, int NW, int DQ_MT>
 struct BwdConfig {
   static constexpr int kThreads = NW * 32;
-  static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
-  // K, V; Q and dO double-buffered; dS^T; (lse, D) double-buffered
-  static constexpr int kSmem = 2 * kKVBytes + 4 * kQBytes + kDSBytes + 2 * kStatBytes;
-  static constexpr int kRowGroups = BR / 16;            // dQ = dS K: 16-row slabs of the Q tile
-  static constexpr int kColGroups = NW / kRowGroups;    // ... times column slabs of the head
+  static constexpr int kWarpsKV = 4, kWarpsQ = NW / 4;
+  static constexpr int kSKV = BC / kWarpsKV, kSQ = BR / kWarpsQ;  // S^T block of one warp
+  static constexpr int kSM = kSKV / 16, kSN = kSQ / 8;
+  static constexpr int kGD = D / kWarpsQ, kGN = kGD / 8;           // dK, dV block: kSKV x kGD
+  static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kPBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
+  // K, V; Q and dO double-buffered; P^T, dS^T; (lse, D) double-buffered
+  static constexpr int kSmem = 2 * kKVBytes + 4 * kQBytes + 2 * kPBytes + 2 * kStatBytes;
+  static constexpr int kRowGroups = BR / (16 * DQ_MT);
+  static constexpr int kColGroups = NW / kRowGroups;
   static constexpr int kDQCols = D / kColGroups;
-  static_assert(BC == 16 * NW, "each warp owns 16 key rows");
+  static_assert(NW % 4 == 0 && kSKV % 16 == 0 && kSQ % 16 == 0 && kGD % 16 == 0, "warp grid");
   static_assert(NW % kRowGroups == 0 && kDQCols % 16 == 0, "dQ partition");
-  static_assert(BR % 16 == 0 && D % 16 == 0, "tile shape");
+  static_assert(BR % 64 == 0 && D % 64 == 0, "tile shape");
 };
 
-// One block per KV tile of BC rows (each warp owns 16 key rows and their dK, dV accumulators in
-// registers), looping over the Q tiles of BR rows that see it. Per Q tile:
-//   S^T = K Q^T, dP^T = V dO^T                      (A: K, V rows; B: Q, dO rows, ldmatrix)
-//   P^T = exp2(S^T scale log2e - lse2), dS^T = P^T (dP^T - D)    (in registers)
-//   dV += P^T dO, dK += dS^T Q                      (A: the accumulators repacked; B: ldmatrix.trans)
-//   dS^T -> shared memory, then dQ_tile = dS K split over all warps, atomically added in fp32.
-// KEEP_KV holds the K and V A-fragments in registers for the whole loop (d = 64 only: 32 registers).
-template <class T, int D, int BR, int BC, int NW, bool KEEP_KV>
+template <class T, int D, int BR, int BC, int NW, int DQ_MT>
 __global__ void __launch_bounds__(NW * 32, 1)
     attn_bwd_fast_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                         const T* __restrict__ dout, const float* __restrict__ lse2,
-                         const float* __restrict__ dsum, float* __restrict__ dq_acc, T* __restrict__ dk,
-                         T* __restrict__ dv, int n, int n_pad, bool causal, float scale, float scale_log2) {
-  using C = BwdConfig<D, BR, BC, NW>;
+                              const T* __restrict__ dout, const float* __restrict__ lse2,
+                              const float* __restrict__ dsum, float* __restrict__ dq_acc, T* __restrict__ dk,
+                              T* __restrict__ dv, int n, int n_pad, int bh, int heads_per_group, bool causal,
+                              float scale, float scale_log2) {
+  using C = BwdConfig<D, BR, BC, NW, DQ_MT>;
   extern __shared__ __align__(128) unsigned char smem[];
   const std::uint32_t ks = mma::smem_addr(smem), vs = ks + C::kKVBytes;
   const std::uint32_t qs0 = vs + C::kKVBytes, dos0 = qs0 + 2 * C::kQBytes;
-  const std::uint32_t dss = dos0 + 2 * C::kQBytes;
-  float* stat0 = reinterpret_cast<float*>(smem + 2 * C::kKVBytes + 4 * C::kQBytes + C::kDSBytes);
+  const std::uint32_t pss = dos0 + 2 * C::kQBytes, dss = pss + C::kPBytes;
+  float* stat0 = reinterpret_cast<float*>(smem + 2 * C::kKVBytes + 4 * C::kQBytes + 2 * C::kPBytes);
   const std::uint32_t stat_s0 = mma::smem_addr(stat0);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  // causal: the first KV tiles see the most Q tiles, so they start first
-  const int kv_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  // Launch order: groups of heads_per_group heads (their Q and dO fit in L2 together), and in a
+  // group, KV tile by KV tile with the heads interleaved, so that under the causal mask the long
+  // (first) KV tiles of all the group's heads start before its short ones.
+  const int kv_tiles = (n + BC - 1) / BC;
+  const int group = blockIdx.x / (heads_per_group * kv_tiles);
+  const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
+  const int group_heads = min(heads_per_group, bh - group * heads_per_group);
+  const int bh_index = group * heads_per_group + in_group % group_heads;
+  const int kv_tile = causal ? kv_tiles - 1 - in_group / group_heads : in_group / group_heads;
   const int kv0 = kv_tile * BC;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * n * D;
+  const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
   q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
-  lse2 += static_cast<std::size_t>(blockIdx.y) * n_pad;
-  dsum += static_cast<std::size_t>(blockIdx.y) * n_pad;
+  lse2 += static_cast<std::size_t>(bh_index) * n_pad;
+  dsum += static_cast<std::size_t>(bh_index) * n_pad;
   const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
 
   auto load_q_tile = [&](int i, int buf) {
@@ -617,169 +642,182 @@ __global__ void __launch_bounds__(NW * 32, 1)
   load_q_tile(i_begin, 0);
   mma::cp_async_commit();
 
-  float acc_dk[D / 8][4], acc_dv[D / 8][4];
+  const int wm = warp % C::kWarpsKV, wn = warp / C::kWarpsKV;
+  const int key_row0 = wm * C::kSKV;  // this warp's keys (S^T rows, dK/dV rows)
+  const int q_col0 = wn * C::kSQ;     // this warp's queries in S^T
+  const int d_col0 = wn * C::kGD;     // this warp's head columns in dK/dV
+  float acc_dk[C::kSM][C::kGN][4], acc_dv[C::kSM][C::kGN][4];
 #pragma unroll
-  for (int x = 0; x < D / 8; ++x)
+  for (int mt = 0; mt < C::kSM; ++mt)
 #pragma unroll
-    for (int e = 0; e < 4; ++e) acc_dk[x][e] = acc_dv[x][e] = 0.f;
-  std::uint32_t kfrag[KEEP_KV ? D / 16 : 1][4], vfrag[KEEP_KV ? D / 16 : 1][4];
+    for (int x = 0; x < C::kGN; ++x)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc_dk[mt][x][e] = acc_dv[mt][x][e] = 0.f;
 
-  const int wrow = warp * 16;                                   // this warp's key rows in the tile
-  const int a_row = wrow + (lane % 8) + ((lane / 8) & 1) * 8;   // ldmatrix A (row-major source)
-  const int a_chunk = lane / 16;
-  const int b_row = (lane % 8) + (lane / 16) * 8;               // ldmatrix B from [n][k] rows
-  const int b_chunk = (lane / 8) & 1;
-  const int bt_row = (lane % 8) + ((lane / 8) & 1) * 8;         // ldmatrix.trans B from [k][n] rows
-  const int bt_chunk = lane / 16;
-  const int at_row = (lane % 8) + (lane / 16) * 8;              // ldmatrix.trans A from [k][m] rows
-  const int at_chunk = (lane / 8) & 1;
-  const int rg = warp % C::kRowGroups, cg = warp / C::kRowGroups;  // this warp's dQ slab
+  const int a_row = (lane % 8) + ((lane / 8) & 1) * 8, a_chunk = lane / 16;   // A, row-major source
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_chunk = (lane / 8) & 1;   // B from [n][k]
+  const int bt_row = (lane % 8) + ((lane / 8) & 1) * 8, bt_chunk = lane / 16; // B from [k][n], .trans
+  const int at_row = (lane % 8) + (lane / 16) * 8, at_chunk = (lane / 8) & 1; // A from [k][m], .trans
+  const int rg = warp % C::kRowGroups, cg = warp / C::kRowGroups;
 
   for (int i = i_begin; i < i_end; ++i) {
     const int buf = (i - i_begin) & 1;
-    if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);  // its buffer was last read before the previous
-    mma::cp_async_commit();                           // iteration's second barrier
+    if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
+    mma::cp_async_commit();
     mma::cp_async_wait<1>();
-    __syncthreads();
+    __syncthreads();  // tile i landed; P^T, dS^T and the other buffer free
     const std::uint32_t qs = qs0 + buf * C::kQBytes, dos = dos0 + buf * C::kQBytes;
     const float* st_lse = stat0 + buf * (C::kStatBytes / 4);
     const float* st_d = st_lse + BR;
     const int q0 = i * BR;
 
-    if (KEEP_KV && i == i_begin) {
+    float s[C::kSM][C::kSN][4], dp[C::kSM][C::kSN][4];
 #pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk) {
-        mma::ldmatrix_x4(kfrag[KEEP_KV ? kk : 0], mma::swizzled<D>(ks, a_row, kk * 2 + a_chunk));
-        mma::ldmatrix_x4(vfrag[KEEP_KV ? kk : 0], mma::swizzled<D>(vs, a_row, kk * 2 + a_chunk));
-      }
-    }
-
-    float s[BR / 8][4], dp[BR / 8][4];
+    for (int mt = 0; mt < C::kSM; ++mt)
 #pragma unroll
-    for (int x = 0; x < BR / 8; ++x)
+      for (int x = 0; x < C::kSN; ++x)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) s[x][e] = dp[x][e] = 0.f;
+        for (int e = 0; e < 4; ++e) s[mt][x][e] = dp[mt][x][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
-      std::uint32_t ka[4], va[4];
-      if constexpr (KEEP_KV) {
+      std::uint32_t ka[C::kSM][4], va[C::kSM][4];
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          ka[e] = kfrag[kk][e];
-          va[e] = vfrag[kk][e];
-        }
-      } else {
-        mma::ldmatrix_x4(ka, mma::swizzled<D>(ks, a_row, kk * 2 + a_chunk));
-        mma::ldmatrix_x4(va, mma::swizzled<D>(vs, a_row, kk * 2 + a_chunk));
+      for (int mt = 0; mt < C::kSM; ++mt) {
+        mma::ldmatrix_x4(ka[mt], mma::swizzled<D>(ks, key_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
+        mma::ldmatrix_x4(va[mt], mma::swizzled<D>(vs, key_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
       }
 #pragma unroll
-      for (int np = 0; np < BR / 16; ++np) {
+      for (int np = 0; np < C::kSN / 2; ++np) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4(b, mma::swizzled<D>(qs, np * 16 + b_row, kk * 2 + b_chunk));
-        mma::mma16816<T>(s[2 * np], ka, b[0], b[1]);
-        mma::mma16816<T>(s[2 * np + 1], ka, b[2], b[3]);
-        mma::ldmatrix_x4(b, mma::swizzled<D>(dos, np * 16 + b_row, kk * 2 + b_chunk));
-        mma::mma16816<T>(dp[2 * np], va, b[0], b[1]);
-        mma::mma16816<T>(dp[2 * np + 1], va, b[2], b[3]);
+        mma::ldmatrix_x4(b, mma::swizzled<D>(qs, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
+#pragma unroll
+        for (int mt = 0; mt < C::kSM; ++mt) {
+          mma::mma16816<T>(s[mt][2 * np], ka[mt], b[0], b[1]);
+          mma::mma16816<T>(s[mt][2 * np + 1], ka[mt], b[2], b[3]);
+        }
+        mma::ldmatrix_x4(b, mma::swizzled<D>(dos, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
+#pragma unroll
+        for (int mt = 0; mt < C::kSM; ++mt) {
+          mma::mma16816<T>(dp[mt][2 * np], va[mt], b[0], b[1]);
+          mma::mma16816<T>(dp[mt][2 * np + 1], va[mt], b[2], b[3]);
+        }
       }
     }
 
-    // P^T and dS^T in place (row = key, column = query). Padding queries have lse2 = +inf (P = 0);
-    // padding keys and keys after the query (causal) are masked here.
+    // P^T, dS^T -> shared memory (row = key, column = query). Padding queries have lse2 = +inf
+    // (P = 0); padding keys and keys after the query (causal) are masked here.
     const bool masked = kv0 + BC > n || (causal && kv0 + BC - 1 > q0);
 #pragma unroll
-    for (int nt = 0; nt < BR / 8; ++nt) {
-      const float2 l2 = *reinterpret_cast<const float2*>(st_lse + nt * 8 + 2 * t);
-      const float2 dd = *reinterpret_cast<const float2*>(st_d + nt * 8 + 2 * t);
+    for (int nt = 0; nt < C::kSN; ++nt) {
+      const int col = q_col0 + nt * 8 + 2 * t;
+      const float2 l2 = *reinterpret_cast<const float2*>(st_lse + col);
+      const float2 dd = *reinterpret_cast<const float2*>(st_d + col);
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        float p = fast_exp2(fmaf(s[nt][e], scale_log2, -((e & 1) ? l2.y : l2.x)));
-        if (masked) {
-          const int key = kv0 + wrow + g + (e / 2) * 8, query = q0 + nt * 8 + 2 * t + (e & 1);
-          if (key >= n || (causal && key > query)) p = 0.f;
+      for (int mt = 0; mt < C::kSM; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = key_row0 + mt * 16 + g + 8 * h;
+          float p0 = fast_exp2(fmaf(s[mt][nt][2 * h], scale_log2, -l2.x));
+          float p1 = fast_exp2(fmaf(s[mt][nt][2 * h + 1], scale_log2, -l2.y));
+          if (masked) {
+            const int key = kv0 + row, query = q0 + col;
+            if (key >= n || (causal && key > query)) p0 = 0.f;
+            if (key >= n || (causal && key > query + 1)) p1 = 0.f;
+          }
+          const float ds0 = p0 * (dp[mt][nt][2 * h] - dd.x), ds1 = p1 * (dp[mt][nt][2 * h + 1] - dd.y);
+          const std::uint32_t off = (((q_col0 / 8 + nt) ^ (row & 7)) << 4) + row * (BR * 2) + 4 * t;
+          st_shared_b32(pss + off, mma::pack2<T>(p0, p1));
+          st_shared_b32(dss + off, mma::pack2<T>(ds0, ds1));
         }
-        s[nt][e] = p;
-        dp[nt][e] = p * (dp[nt][e] - ((e & 1) ? dd.y : dd.x));
-      }
     }
+    __syncthreads();  // P^T, dS^T complete
 
-    // dV += P^T dO, dK += dS^T Q; dS^T also goes to shared memory for dQ.
+    // dV += P^T dO, dK += dS^T Q on this warp's kSKV x kGD block
 #pragma unroll
     for (int kk = 0; kk < BR / 16; ++kk) {
-      std::uint32_t pa[4], da[4];
-      pa[0] = mma::pack2<T>(s[2 * kk][0], s[2 * kk][1]);
-      pa[1] = mma::pack2<T>(s[2 * kk][2], s[2 * kk][3]);
-      pa[2] = mma::pack2<T>(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      pa[3] = mma::pack2<T>(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      da[0] = mma::pack2<T>(dp[2 * kk][0], dp[2 * kk][1]);
-      da[1] = mma::pack2<T>(dp[2 * kk][2], dp[2 * kk][3]);
-      da[2] = mma::pack2<T>(dp[2 * kk + 1][0], dp[2 * kk + 1][1]);
-      da[3] = mma::pack2<T>(dp[2 * kk + 1][2], dp[2 * kk + 1][3]);
-      // row wrow+g (+8), query columns kk*16 + 2t (+8): chunks 2kk and 2kk+1
-      st_shared_b32(mma::swizzled<BR>(dss, wrow + g, 2 * kk) + 4 * t, da[0]);
-      st_shared_b32(mma::swizzled<BR>(dss, wrow + g + 8, 2 * kk) + 4 * t, da[1]);
-      st_shared_b32(mma::swizzled<BR>(dss, wrow + g, 2 * kk + 1) + 4 * t, da[2]);
-      st_shared_b32(mma::swizzled<BR>(dss, wrow + g + 8, 2 * kk + 1) + 4 * t, da[3]);
+      std::uint32_t pa[C::kSM][4], da[C::kSM][4];
 #pragma unroll
-      for (int np = 0; np < D / 16; ++np) {
+      for (int mt = 0; mt < C::kSM; ++mt) {
+        mma::ldmatrix_x4(pa[mt], mma::swizzled<BR>(pss, key_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
+        mma::ldmatrix_x4(da[mt], mma::swizzled<BR>(dss, key_row0 + mt * 16 + a_row, kk * 2 + a_chunk));
+      }
+#pragma unroll
+      for (int np = 0; np < C::kGN / 2; ++np) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4_trans(b, mma::swizzled<D>(dos, kk * 16 + bt_row, np * 2 + bt_chunk));
-        mma::mma16816<T>(acc_dv[2 * np], pa, b[0], b[1]);
-        mma::mma16816<T>(acc_dv[2 * np + 1], pa, b[2], b[3]);
-        mma::ldmatrix_x4_trans(b, mma::swizzled<D>(qs, kk * 16 + bt_row, np * 2 + bt_chunk));
-        mma::mma16816<T>(acc_dk[2 * np], da, b[0], b[1]);
-        mma::mma16816<T>(acc_dk[2 * np + 1], da, b[2], b[3]);
+        mma::ldmatrix_x4_trans(b, mma::swizzled<D>(dos, kk * 16 + bt_row, d_col0 / 8 + np * 2 + bt_chunk));
+#pragma unroll
+        for (int mt = 0; mt < C::kSM; ++mt) {
+          mma::mma16816<T>(acc_dv[mt][2 * np], pa[mt], b[0], b[1]);
+          mma::mma16816<T>(acc_dv[mt][2 * np + 1], pa[mt], b[2], b[3]);
+        }
+        mma::ldmatrix_x4_trans(b, mma::swizzled<D>(qs, kk * 16 + bt_row, d_col0 / 8 + np * 2 + bt_chunk));
+#pragma unroll
+        for (int mt = 0; mt < C::kSM; ++mt) {
+          mma::mma16816<T>(acc_dk[mt][2 * np], da[mt], b[0], b[1]);
+          mma::mma16816<T>(acc_dk[mt][2 * np + 1], da[mt], b[2], b[3]);
+        }
       }
     }
-    __syncthreads();  // dS^T complete
 
-    // dQ slab (16 query rows x kDQCols) = dS (A via ldmatrix.trans of dS^T) K (B via ldmatrix.trans)
-    float dq[C::kDQCols / 8][4];
+    // dQ slab = dS K; each K fragment feeds DQ_MT products
+    float dq[DQ_MT][C::kDQCols / 8][4];
 #pragma unroll
-    for (int x = 0; x < C::kDQCols / 8; ++x)
+    for (int mt = 0; mt < DQ_MT; ++mt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) dq[x][e] = 0.f;
+      for (int x = 0; x < C::kDQCols / 8; ++x)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dq[mt][x][e] = 0.f;
 #pragma unroll
     for (int kk = 0; kk < BC / 16; ++kk) {
-      std::uint32_t a[4];
-      mma::ldmatrix_x4_trans(a, mma::swizzled<BR>(dss, kk * 16 + at_row, rg * 2 + at_chunk));
+      std::uint32_t a[DQ_MT][4];
+#pragma unroll
+      for (int mt = 0; mt < DQ_MT; ++mt)
+        mma::ldmatrix_x4_trans(a[mt], mma::swizzled<BR>(dss, kk * 16 + at_row, (rg * DQ_MT + mt) * 2 + at_chunk));
 #pragma unroll
       for (int np = 0; np < C::kDQCols / 16; ++np) {
         std::uint32_t b[4];
         mma::ldmatrix_x4_trans(b, mma::swizzled<D>(ks, kk * 16 + bt_row, cg * (C::kDQCols / 8) + np * 2 + bt_chunk));
-        mma::mma16816<T>(dq[2 * np], a, b[0], b[1]);
-        mma::mma16816<T>(dq[2 * np + 1], a, b[2], b[3]);
+#pragma unroll
+        for (int mt = 0; mt < DQ_MT; ++mt) {
+          mma::mma16816<T>(dq[mt][2 * np], a[mt], b[0], b[1]);
+          mma::mma16816<T>(dq[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
       }
     }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = q0 + rg * 16 + g + 8 * h;
-      if (row >= n) continue;
-      float* dst = dq_acc + static_cast<std::size_t>(row) * D + cg * C::kDQCols + 2 * t;
+    for (int mt = 0; mt < DQ_MT; ++mt)
 #pragma unroll
-      for (int nt = 0; nt < C::kDQCols / 8; ++nt) {
+      for (int h = 0; h < 2; ++h) {
+        const int row = q0 + (rg * DQ_MT + mt) * 16 + g + 8 * h;
+        if (row >= n) continue;
+        float* dst = dq_acc + static_cast<std::size_t>(row) * D + cg * C::kDQCols + 2 * t;
+#pragma unroll
+        for (int nt = 0; nt < C::kDQCols / 8; ++nt) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-        atomicAdd(reinterpret_cast<float2*>(dst + nt * 8), make_float2(dq[nt][2 * h], dq[nt][2 * h + 1]));
+          atomicAdd(reinterpret_cast<float2*>(dst + nt * 8), make_float2(dq[mt][nt][2 * h], dq[mt][nt][2 * h + 1]));
 #else
-        atomicAdd(dst + nt * 8, dq[nt][2 * h]);
-        atomicAdd(dst + nt * 8 + 1, dq[nt][2 * h + 1]);
+          atomicAdd(dst + nt * 8, dq[mt][nt][2 * h]);
+          atomicAdd(dst + nt * 8 + 1, dq[mt][nt][2 * h + 1]);
 #endif
+        }
       }
-    }
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with K and V: stage dK, dV there for 16-byte stores
 
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = wrow + g + 8 * h;
+  for (int mt = 0; mt < C::kSM; ++mt)
 #pragma unroll
-    for (int nt = 0; nt < D / 8; ++nt) {
-      st_shared_b32(mma::swizzled<D>(ks, r, nt) + 4 * t,
-                    mma::pack2<T>(acc_dk[nt][2 * h] * scale, acc_dk[nt][2 * h + 1] * scale));
-      st_shared_b32(mma::swizzled<D>(vs, r, nt) + 4 * t, mma::pack2<T>(acc_dv[nt][2 * h], acc_dv[nt][2 * h + 1]));
+    for (int h = 0; h < 2; ++h) {
+      const int r = key_row0 + mt * 16 + g + 8 * h;
+#pragma unroll
+      for (int nt = 0; nt < C::kGN; ++nt) {
+        st_shared_b32(mma::swizzled<D>(ks, r, d_col0 / 8 + nt) + 4 * t,
+                      mma::pack2<T>(acc_dk[mt][nt][2 * h] * scale, acc_dk[mt][nt][2 * h + 1] * scale));
+        st_shared_b32(mma::swizzled<D>(vs, r, d_col0 / 8 + nt) + 4 * t,
+                      mma::pack2<T>(acc_dv[mt][nt][2 * h], acc_dv[mt][nt][2 * h + 1]));
+      }
     }
-  }
   __syncthreads();
   constexpr int kChunks = D / 8;
   for (int x = threadIdx.x; x < BC * kChunks; x += C::kThreads) {
@@ -812,10 +850,13 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
   }
 }
 
-template <class T, int D, int BR, int BC, int NW, bool KEEP_KV>
+#ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
+int heads_per_group_override = 0;  // set by the bench driver's launch-order sweep
+#endif
+
+template <class T, int D, int BR, int BC, int NW, int DQ_MT>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
-  using C = BwdConfig<D, BR, BC, NW>;
   const int n_pad = static_cast<int>(stat_rows(n));
   const std::size_t elems = static_cast<std::size_t>(bh) * n * D;
   float* dq_acc = static_cast<float*>(workspace);
@@ -828,14 +869,23 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
   CUDA_CHECK_LAUNCH();
 
-  auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, KEEP_KV>;
+  auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT>;
+  constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem;
   static bool smem_set = false;  // one per instantiation
   if (!smem_set) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     smem_set = true;
   }
-  kernel<<<dim3((n + BC - 1) / BC, bh), C::kThreads, C::kSmem, stream>>>(
-      q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad, causal, scale, scale * kLog2e);
+  // heads per launch group: Q and dO of a group take at most about 20 MB of L2
+  const std::size_t head_bytes = static_cast<std::size_t>(n) * D * sizeof(T) * 2;
+  int group = static_cast<int>(std::clamp<std::size_t>((20u << 20) / head_bytes, 1, static_cast<std::size_t>(bh)));
+#ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
+  if (heads_per_group_override > 0) group = std::min(heads_per_group_override, bh);
+#endif
+  const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
+  if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
+  kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
+                                                                 bh, group, causal, scale, scale * kLog2e);
   CUDA_CHECK_LAUNCH();
 
   const std::size_t chunks = elems / 8;
@@ -855,20 +905,19 @@ std::size_t attention_backward_fast_workspace_bytes(int bh, int n, int d) {
 template <class T>
 void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq,
                              T* dk, T* dv, void* workspace, int bh, int n, int d, bool causal, cudaStream_t stream) {
-  if (bh < 1 || n < 1 || bh > 65535)
-    throw std::invalid_argument("attention_backward_fast: need 1 <= bh <= 65535, n >= 1");
+  if (bh < 1 || n < 1) throw std::invalid_argument("attention_backward_fast: need bh >= 1 and n >= 1");
   for (const void* p : {static_cast<const void*>(q), static_cast<const void*>(k), static_cast<const void*>(v),
                         static_cast<const void*>(o), static_cast<const void*>(dout), static_cast<const void*>(dq),
                         static_cast<const void*>(dk), static_cast<const void*>(dv), static_cast<const void*>(workspace)})
     if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
       throw std::invalid_argument("attention_backward_fast: tensors and workspace must be non-null and 16-byte aligned");
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
-  // tiles: 128 keys per block (8 warps x 16 rows), 64 queries per step
+  // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
+  // slabs; chosen by the --variants sweep of the bench driver on an H100
   if (d == 64)
-    bwd_fast::launch_bwd<T, 64, 64, 128, 8, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else if (d == 128)
-    bwd_fast::launch_bwd<T, 128, 64, 128, 8, false>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal,
-                                                     stream);
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else
     throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
 }
@@ -883,3 +932,20 @@ template void attention_backward_fast<__half>(const __half*, const __half*, cons
                                               int, bool, cudaStream_t);
 
 }  // namespace flashsim::gpu
+
+#ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
+// Other tile shapes, only in the standalone build: the tuning sweep of
+// kernels/tools/bench_attention_backward_fast.cu (--variants) times them against the chosen ones.
+namespace flashsim::gpu::bwd_fast {
+#define FLASHSIM_BWD_VARIANT(D, BR, BC, NW, DQ_MT)                                                                 \
+  template void launch_bwd<__nv_bfloat16, D, BR, BC, NW, DQ_MT>(                                                   \
+      const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, \
+      const float*, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, void*, int, int, bool, cudaStream_t);
+FLASHSIM_BWD_VARIANT(64, 128, 128, 8, 2)  // the d = 64 choice
+FLASHSIM_BWD_VARIANT(64, 128, 128, 8, 1)
+FLASHSIM_BWD_VARIANT(64, 64, 128, 8, 2)
+FLASHSIM_BWD_VARIANT(128, 64, 128, 8, 2)  // the d = 128 choice
+FLASHSIM_BWD_VARIANT(128, 64, 128, 8, 1)
+#undef FLASHSIM_BWD_VARIANT
+}  // namespace flashsim::gpu::bwd_fast
+#endif

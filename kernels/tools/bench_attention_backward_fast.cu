@@ -5,6 +5,9 @@
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape
 //                                            (checked on sampled rows) with its time and TFLOP/s
 //   bench_attention_backward_fast --small    only the small full checks
+//   bench_attention_backward_fast --variants tile-shape sweep (bf16; shapes instantiated in the .cu
+//                                            under FLASHSIM_ATTN_BWD_FAST_ONLY)
+//   bench_attention_backward_fast --one D N CAUSAL   one bf16 problem run twice (for ncu)
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
 //                                            dtypes), for compute-sanitizer memcheck / racecheck
 // O and lse for the backward come from a plain mma.sync forward in this file (test-only; it is
@@ -44,6 +47,13 @@ void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
   std::exit(1);
 }
 }  // namespace flashsim::gpu
+
+namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the standalone build
+template <class T, int D, int BR, int BC, int NW, int DQ_MT>
+void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
+                void* workspace, int bh, int n, bool causal, cudaStream_t stream);
+extern int heads_per_group_override;  // 0: the launcher's choice
+}  // namespace flashsim::gpu::bwd_fast
 
 namespace fg = flashsim::gpu;
 namespace mm = flashsim::gpu::mma;
@@ -280,7 +290,15 @@ struct Problem {
     for (Buf* b : {&dq, &dk, &dv}) CUDA_CHECK(cudaMemset(b->p, 0xff, elems * sizeof(T)));
     CUDA_CHECK(cudaMemset(ws.p, 0xff, fg::attention_backward_fast_workspace_bytes(bh, n, d)));
   }
+  using Launcher = void (*)(const T*, const T*, const T*, const T*, const T*, const float*, T*, T*, T*, void*, int, int,
+                           bool, cudaStream_t);
+  Launcher variant = nullptr;  // a tile-shape variant instead of attention_backward_fast
   void backward() {
+    if (variant) {
+      variant(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(), dq.as<T>(), dk.as<T>(),
+              dv.as<T>(), ws.p, bh, n, causal, nullptr);
+      return;
+    }
     fg::attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(),
                                    dq.as<T>(), dk.as<T>(), dv.as<T>(), ws.p, bh, n, d, causal, nullptr);
   }
@@ -368,9 +386,11 @@ bool check_rows(Problem<T>& p, double* worst_out) {
 }
 
 template <class T>
-bool bench_shape(int d, int n, bool causal, std::uint64_t seed) {
+bool bench_shape(int d, int n, bool causal, std::uint64_t seed, typename Problem<T>::Launcher variant = nullptr,
+                 const char* label = "") {
   const int bh = 16 * 16384 / n;
   Problem<T> p(bh, n, d, causal, seed);
+  p.variant = variant;
   p.poison();
   p.backward();
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -395,9 +415,9 @@ bool bench_shape(int d, int n, bool causal, std::uint64_t seed) {
   std::sort(ms.begin(), ms.end());
   const double med = ms[ms.size() / 2];
   const double flops = 2.5 * 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
-  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s  %8.3f ms  %6.1f TFLOP/s  (min %.3f max %.3f)  err %.2e %s\n",
+  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s  %8.3f ms  %6.1f TFLOP/s  (min %.3f max %.3f)  err %.2e %s%s\n",
               type_name<T>(), d, n, bh, causal ? "causal" : "full", med, flops / med * 1e-9, ms.front(), ms.back(),
-              err, ok ? "ok" : "FAIL");
+              err, ok ? "ok" : "FAIL", label);
   std::fflush(stdout);
   return ok;
 }
@@ -419,6 +439,40 @@ bool small_checks(std::uint64_t seed, bool tiny) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // tuning sweep, bf16
+    using B = __nv_bfloat16;
+    namespace bf = fg::bwd_fast;
+    struct V { int d; const char* name; Problem<B>::Launcher f; };
+    const V vs[] = {{64, "  [chosen: Br 128 dQ32]", bf::launch_bwd<B, 64, 128, 128, 8, 2>},
+                    {64, "  [Br 128 dQ16]", bf::launch_bwd<B, 64, 128, 128, 8, 1>},
+                    {64, "  [Br 64 dQ32]", bf::launch_bwd<B, 64, 64, 128, 8, 2>},
+                    {128, "  [chosen: Br 64 dQ32]", bf::launch_bwd<B, 128, 64, 128, 8, 2>},
+                    {128, "  [Br 64 dQ16]", bf::launch_bwd<B, 128, 64, 128, 8, 1>}};
+    bool ok = true;
+    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+    for (const V& v : vs)
+      for (bool causal : {false, true})
+        for (int n : {1024, 16384}) ok &= bench_shape<B>(v.d, n, causal, s += 10, v.f, v.name);
+    // launch order: heads per group (1 = KV tiles of one head after another; 16 = all heads interleaved)
+    for (int group : {1, 4, 16}) {
+      bf::heads_per_group_override = group;
+      const std::string label = "  [chosen tiles, " + std::to_string(group) + " heads per launch group]";
+      for (int d : {64, 128})
+        for (bool causal : {false, true})
+          for (int n : {4096, 16384}) ok &= bench_shape<B>(d, n, causal, s += 10, nullptr, label.c_str());
+    }
+    bf::heads_per_group_override = 0;
+    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  if (argc > 4 && std::strcmp(argv[1], "--one") == 0) {  // one bf16 problem, two runs (for a profiler)
+    Problem<__nv_bfloat16> p(16 * 16384 / std::atoi(argv[3]), std::atoi(argv[3]), std::atoi(argv[2]),
+                             std::atoi(argv[4]) != 0, 7);
+    p.backward();
+    p.backward();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+  }
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
   const bool small_only = sanitize || (argc > 1 && std::strcmp(argv[1], "--small") == 0);
   cudaDeviceProp prop{};
