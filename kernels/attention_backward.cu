@@ -45,7 +45,10 @@ x 16 heads): d = 128 N = 16384 280 TFLOP/s (PyTorch FA2 306, cuDNN 544), d = 64 
 cuDNN 450); ahead of FA2 at N = 1024 (236 vs 199 at d = 128). The tile sweep (--variants) found:
 the first version, one warp per 16 keys with P^T / dS^T kept in registers, 258-263 TFLOP/s at
 d = 128 (shared-memory bound: every warp read all of Q and dO twice; ncu: L1 78 %, tensor 39 %);
-the 4 x 2 warp grid 281; 32-row dQ slabs +1-3 %; 128-query tiles +6 % at d = 64.
+the 4 x 2 warp grid 281; 32-row dQ slabs +1-3 %; 128-query tiles +6 % at d = 64. Tried and
+dropped: all heads interleaved in launch order (-7 % causal: Q and dO of 16 heads overflow L2);
+staggering each block's first query tile so the dQ atomics of concurrent blocks hit different
+rows (no change; its extra registers spilled, -3 %).
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds the
 sweep's tile shapes).
