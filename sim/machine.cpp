@@ -83,7 +83,7 @@ Machine::Machine(isa::Program program, MachineOptions options)
   scalar_ = prog_.is_scalar();
   uses_mask_ = std::any_of(prog_.code.begin(), prog_.code.end(), [](const isa::Instruction& in) { return in.op == Opcode::MASK; });
   check_static();
-  if (scalar_) decode_fast();
+  if (scalar_ && opts_.compute_values && !opts_.symbolic) decode_fast();
   init_memory();
   reset();
 }
@@ -250,16 +250,16 @@ void Machine::count_access(const isa::Instruction& in, int sign) {
 
 void Machine::record_reg_undo(int r) {
   const Tile& t = regs_state_[static_cast<std::size_t>(r)];
-  Undo u{static_cast<std::uint32_t>(r), reg_written_[static_cast<std::size_t>(r)], 0, value_pool_.size(), kNone, kNone};
+  Undo u{value_pool_.size(), reg_written_[static_cast<std::size_t>(r)] != 0, 0, 0};
   value_pool_.insert(value_pool_.end(), t.v.begin(), t.v.end());
   if (!scalar_) {
-    u.meta = static_cast<std::uint32_t>(meta_pool_.size());
+    u.has_meta = 1;
     Tile shape = t;
     shape.v.clear();
     meta_pool_.push_back(std::move(shape));
   }
   if (opts_.symbolic) {
-    u.sym = static_cast<std::uint32_t>(sym_pool_.size());
+    u.has_sym = 1;
     sym_pool_.push_back(reg_sym_[static_cast<std::size_t>(r)]);
   }
   undo_.push_back(u);
@@ -267,7 +267,7 @@ void Machine::record_reg_undo(int r) {
 
 void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
   const auto& d = prog_.arrays[array];
-  Undo u{array | kMemBit, 0, static_cast<std::uint64_t>(tile), value_pool_.size(), kNone, kNone};
+  Undo u{value_pool_.size(), 0, 0, 0};
   if (opts_.compute_values) {
     std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
     std::int32_t vr, vc;
@@ -280,10 +280,18 @@ void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
     }
   }
   if (opts_.symbolic) {
-    u.sym = static_cast<std::uint32_t>(sym_pool_.size());
+    u.has_sym = 1;
     sym_pool_.push_back(arrays_[array].symbols[static_cast<std::size_t>(tile)]);
   }
   undo_.push_back(u);
+}
+
+const Operand& Machine::overwritten(const isa::Instruction& in) const {
+  const auto& info = isa::info(in.op);
+  for (int k = 0; k < info.operand_count; ++k)
+    if (info.operands[k] == isa::OperandKind::DstReg || info.operands[k] == isa::OperandKind::MemDst)
+      return in.operands[k];
+  return in.operands[0];  // every opcode in the table has a destination
 }
 
 bool Machine::step_back() {
@@ -291,11 +299,11 @@ bool Machine::step_back() {
   Undo u = undo_.back();
   undo_.pop_back();
   const isa::Instruction& in = prog_.code[pc_ - 1];
-  if (u.target & kMemBit) {
-    std::uint32_t array = u.target & ~kMemBit;
+  const Operand& target = overwritten(in);
+  if (target.kind == Operand::Kind::Mem) {
+    std::uint32_t array = target.array;
     const auto& d = prog_.arrays[array];
-    auto tile = static_cast<std::int64_t>(u.tile);
-    std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
+    std::int64_t tr = target.row, tc = target.col;
     std::int32_t vr, vc;
     tile_extent(array, tr, tc, vr, vc);
     auto& vals = arrays_[array].values;
@@ -307,23 +315,24 @@ bool Machine::step_back() {
         p += static_cast<std::size_t>(vc);
       }
     }
-    if (u.sym != kNone) {
-      arrays_[array].symbols[static_cast<std::size_t>(tile)] = std::move(sym_pool_[u.sym]);
+    if (u.has_sym) {
+      arrays_[array].symbols[static_cast<std::size_t>(flat_tile(target))] = std::move(sym_pool_.back());
       sym_pool_.pop_back();
     }
   } else {
-    Tile& t = regs_state_[u.target];
-    if (u.meta != kNone) {
+    const std::uint16_t r = target.reg;
+    Tile& t = regs_state_[r];
+    if (u.has_meta) {
       std::vector<double> keep = std::move(t.v);
-      t = std::move(meta_pool_[u.meta]);
+      t = std::move(meta_pool_.back());
       meta_pool_.pop_back();
       t.v = std::move(keep);
     }
     t.v.assign(value_pool_.begin() + static_cast<std::ptrdiff_t>(u.pool), value_pool_.end());
-    reg_written_[u.target] = static_cast<std::uint8_t>(u.flags & 1);
-    if (!reg_written_[u.target]) t = Tile{};
-    if (u.sym != kNone) {
-      reg_sym_[u.target] = std::move(sym_pool_[u.sym]);
+    reg_written_[r] = static_cast<std::uint8_t>(u.was_written);
+    if (!reg_written_[r]) t = Tile{};
+    if (u.has_sym) {
+      reg_sym_[r] = std::move(sym_pool_.back());
       sym_pool_.pop_back();
     }
   }
@@ -358,10 +367,20 @@ bool Machine::run_to_breakpoint(const std::set<std::uint32_t>& lines) {
 }
 
 void Machine::run() {
-  if (scalar_ && static_ok_ && !opts_.symbolic && opts_.compute_values && !uses_mask_ &&
-      prog_.arrays.size() < 65536) {
-    if (opts_.history) run_scalar_fast<true>();
-    else run_scalar_fast<false>();
+  if (!opts_.compute_values && !opts_.symbolic && !opts_.history) {
+    run_count_only();
+    return;
+  }
+  if (scalar_ && fast_ok_ && static_ok_ && !opts_.symbolic && opts_.compute_values && !uses_mask_) {
+    if (config_.f64) {
+      if (opts_.history) run_scalar_fast<true, double>();
+      else run_scalar_fast<false, double>();
+    } else {
+      // binary32 +, -, *, / computed in binary32 equal the binary64 result rounded to
+      // binary32 (53 >= 2 * 24 + 2), so the f32 machine can keep float registers.
+      if (opts_.history) run_scalar_fast<true, float>();
+      else run_scalar_fast<false, float>();
+    }
     return;
   }
   while (!done()) step();
@@ -679,8 +698,11 @@ void Machine::execute(const isa::Instruction& in) {
 void Machine::decode_fast() {
   // A compact copy of the trace for the hot loop: 16 bytes an instruction instead of the
   // assembler's general operands, so a 10 M trace streams through the cache quickly.
-  fast_.resize(prog_.code.size());
-  for (std::size_t i = 0; i < prog_.code.size(); ++i) {
+  const std::size_t n = prog_.code.size();
+  fast_.resize(n);
+  fast_ok_ = prog_.arrays.size() <= 0xffff;
+  first_write_.assign(static_cast<std::size_t>(regs_), n);
+  for (std::size_t i = 0; i < n; ++i) {
     const isa::Instruction& in = prog_.code[i];
     const auto& info = isa::info(in.op);
     FastOp f{};
@@ -691,148 +713,359 @@ void Machine::decode_fast() {
       const Operand& o = in.operands[k];
       switch (info.operands[k]) {
         case isa::OperandKind::SrcReg: *srcs[ns++] = o.reg; break;
-        case isa::OperandKind::DstReg: f.d = o.reg; break;
-        default:
+        case isa::OperandKind::DstReg:
+          f.d = o.reg;
+          if (first_write_[o.reg] == n) first_write_[o.reg] = i;
+          break;
+        default: {
+          std::int64_t e = flat_tile(o);
+          if (e < 0 || e > 0xffffffffLL) fast_ok_ = false;
           f.array = static_cast<std::uint16_t>(o.array);
-          f.elem = static_cast<std::uint32_t>(flat_tile(o));
+          f.elem = static_cast<std::uint32_t>(e);
+        }
       }
     }
     fast_[i] = f;
   }
 }
 
-template <bool kHistory>
+template <bool kHistory, typename Value>
 void Machine::run_scalar_fast() {
-  // The scalar machine's hot loop: values live in a flat array, counters are summed per
-  // opcode and folded in at the end. Same semantics as execute() on 1x1 tiles.
-  const std::size_t n = prog_.code.size();
-  if (fast_.size() != n) decode_fast();
-  std::vector<double> R(static_cast<std::size_t>(regs_), 0.0);
-  for (int r = 0; r < regs_; ++r)
-    if (reg_written_[static_cast<std::size_t>(r)]) R[static_cast<std::size_t>(r)] = regs_state_[static_cast<std::size_t>(r)].v[0];
-  std::vector<std::uint8_t> written = reg_written_;
-  std::vector<double*> base(arrays_.size());
-  std::vector<std::uint32_t*> reads(arrays_.size()), writes(arrays_.size());
-  for (std::size_t a = 0; a < arrays_.size(); ++a) {
+  // The scalar machine's hot loop over the decoded trace. Registers live in a flat array of
+  // Value (float on the f32 machine); counters are summed in locals and folded in at the end.
+  // Each case computes exactly what execute() computes on 1x1 tiles, including its order of
+  // operations (MAC_Z is 0 + a*b in double, so an exact -0 product becomes +0). A division by zero hands the step to
+  // step(), which reports the fault.
+  const std::size_t n = fast_.size();
+  const std::size_t regs = static_cast<std::size_t>(regs_);
+  std::vector<Value> regfile(regs, Value(0));
+  for (std::size_t r = 0; r < regs; ++r)
+    if (reg_written_[r]) regfile[r] = static_cast<Value>(regs_state_[r].v[0]);
+  Value* const R = regfile.data();
+  const std::size_t narrays = arrays_.size();
+  std::vector<double*> base(narrays);
+  std::vector<std::uint32_t*> reads(narrays), writes(narrays);
+  for (std::size_t a = 0; a < narrays; ++a) {
     base[a] = arrays_[a].values.data();
     reads[a] = arrays_[a].tile_reads.data();
     writes[a] = arrays_[a].tile_writes.data();
   }
-  std::vector<std::uint64_t> arr_reads(arrays_.size(), 0), arr_writes(arrays_.size(), 0);
-  std::array<std::uint64_t, isa::kOpcodeCount> per_op{};
-  const bool f64 = config_.f64;
-  const std::uint64_t start = pc_;
-  std::uint64_t i = pc_;
-  auto sync = [&] {
-    for (int r = 0; r < regs_; ++r) {
-      auto ur = static_cast<std::size_t>(r);
-      if (written[ur] && !reg_written_[ur]) {
-        Tile& t = regs_state_[ur];
-        t.rows = t.cols = t.valid_rows = t.valid_cols = 1;
-        t.v.assign(1, 0.0);
-      }
-      reg_written_[ur] = written[ur];
-      if (written[ur]) regs_state_[ur].v[0] = R[ur];
-    }
-    for (std::size_t k = 0; k < isa::kOpcodeCount; ++k) {
-      counters_.per_op[k] += per_op[k];
-      counters_.cycles += per_op[k] * config_.cycles[k];
-      counters_.instructions += per_op[k];
-    }
-    for (std::size_t a = 0; a < arrays_.size(); ++a) {
-      std::uint64_t eb = element_bytes(static_cast<std::uint32_t>(a));
-      arrays_[a].elem_reads += arr_reads[a];
-      arrays_[a].bytes_read += arr_reads[a] * eb;
-      arrays_[a].elem_writes += arr_writes[a];
-      arrays_[a].bytes_written += arr_writes[a] * eb;
-      counters_.elem_reads += arr_reads[a];
-      counters_.bytes_read += arr_reads[a] * eb;
-      counters_.elem_writes += arr_writes[a];
-      counters_.bytes_written += arr_writes[a] * eb;
-    }
-    pc_ = i;
-  };
-  auto save_reg = [&](std::uint16_t r) {
-    if constexpr (kHistory) {
-      undo_.push_back(Undo{r, written[r], 0, value_pool_.size(), kNone, kNone});
-      if (written[r]) value_pool_.push_back(R[r]);
-    }
-  };
+  std::vector<std::uint64_t> mem_count(2 * narrays, 0);  // LOADs of array a at 2a, STOREs at 2a + 1
+  std::array<std::uint64_t, isa::kOpcodeCount> per_op{};   // every opcode but STORE
+  const std::uint64_t* const first_write = first_write_.data();
+  const FastOp* const ops = fast_.data();
+  constexpr double kNegInf = -std::numeric_limits<double>::infinity();
   if constexpr (kHistory) {
-    undo_.reserve(undo_.size() + (n - start));
-    value_pool_.reserve(value_pool_.size() + (n - start));
+    undo_.reserve(undo_.size() + (n - pc_));
+    value_pool_.reserve(value_pool_.size() + (n - pc_));
   }
+
+  std::size_t i = pc_;
   for (; i < n; ++i) {
-    const FastOp& f = fast_[i];
-    const Opcode op = static_cast<Opcode>(f.op);
-    double r;
-    std::uint16_t dst;
-    switch (op) {
-      case Opcode::LOAD: {
-        r = base[f.array][f.elem];
+    const FastOp f = ops[i];
+    Value r;
+    switch (static_cast<Opcode>(f.op)) {
+      case Opcode::LOAD:
+        r = static_cast<Value>(base[f.array][f.elem]);
         ++reads[f.array][f.elem];
-        ++arr_reads[f.array];
-        dst = f.d;
+        ++mem_count[2u * f.array];
+        break;
+      case Opcode::STORE:
+        if constexpr (kHistory) {
+          undo_.push_back(Undo{value_pool_.size(), 0, 0, 0});
+          value_pool_.push_back(base[f.array][f.elem]);
+        }
+        base[f.array][f.elem] = static_cast<double>(R[f.s0]);
+        ++writes[f.array][f.elem];
+        ++mem_count[2u * f.array + 1];
+        continue;
+      // In double like execute(): on the f32 machine a product that underflows to -0 in
+      // float would become +0 after the 0 + ..., where the double product keeps its sign.
+      case Opcode::MAC_Z: r = static_cast<Value>(0.0 + static_cast<double>(R[f.s0]) * static_cast<double>(R[f.s1])); break;
+      case Opcode::MAC:
+        r = static_cast<Value>((0.0 + static_cast<double>(R[f.s0]) * static_cast<double>(R[f.s1])) +
+                               static_cast<double>(R[f.s2]));
+        break;
+      case Opcode::MAX: {
+        Value x = R[f.s0], y = R[f.s1];
+        r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<Value>::quiet_NaN() : std::max(x, y);
+        break;
+      }
+      case Opcode::SUB: r = R[f.s0] - R[f.s1]; break;
+      case Opcode::ADD: r = R[f.s0] + R[f.s1]; break;
+      case Opcode::MUL: r = R[f.s0] * R[f.s1]; break;
+      case Opcode::DIV:
+        if (R[f.s1] == 0) goto general;
+        r = R[f.s0] / R[f.s1];
+        break;
+      case Opcode::EXP: r = static_cast<Value>(std::exp(static_cast<double>(R[f.s0]))); break;
+      case Opcode::EXPD:
+      case Opcode::EXP2D: {
+        double x = static_cast<double>(R[f.s0]), y = static_cast<double>(R[f.s1]);
+        r = y == kNegInf ? Value(0)
+            : static_cast<Opcode>(f.op) == Opcode::EXPD ? static_cast<Value>(std::exp(x - y))
+                                                        : static_cast<Value>(std::exp2(x - y));
+        break;
+      }
+      case Opcode::SDIV: r = R[f.s1] == 0 ? Value(0) : R[f.s0] / R[f.s1]; break;
+      case Opcode::LOG: r = static_cast<Value>(std::log(static_cast<double>(R[f.s0]))); break;
+      case Opcode::LOG2: r = static_cast<Value>(std::log2(static_cast<double>(R[f.s0]))); break;
+      case Opcode::MOV: r = R[f.s0]; break;
+      case Opcode::ROWMAX: r = std::max(static_cast<Value>(kNegInf), R[f.s0]); break;  // NaN gives -inf
+      case Opcode::ROWSUM: r = Value(0) + R[f.s0]; break;
+      default: goto general;  // MASK needs tile origins, which this loop does not keep
+    }
+    if constexpr (kHistory) {
+      const bool was = first_write[f.d] < i;
+      undo_.push_back(Undo{value_pool_.size(), was, 0, 0});
+      if (was) value_pool_.push_back(static_cast<double>(R[f.d]));
+    }
+    R[f.d] = r;
+    ++per_op[f.op];
+  }
+general:
+  // Fold the locals back into the machine as it stands before step i.
+  for (std::size_t r = 0; r < regs; ++r) {
+    const bool written = first_write[r] < i;
+    if (written && !reg_written_[r]) {
+      Tile& t = regs_state_[r];
+      t.rows = t.cols = t.valid_rows = t.valid_cols = 1;
+      t.v.assign(1, 0.0);
+    }
+    reg_written_[r] = written;
+    if (written) regs_state_[r].v[0] = static_cast<double>(R[r]);
+  }
+  for (std::size_t a = 0; a < narrays; ++a) {
+    const std::uint64_t loads = mem_count[2 * a], stores = mem_count[2 * a + 1];
+    const std::uint64_t eb = element_bytes(static_cast<std::uint32_t>(a));
+    per_op[static_cast<std::size_t>(Opcode::STORE)] += stores;
+    arrays_[a].elem_reads += loads;
+    arrays_[a].bytes_read += loads * eb;
+    arrays_[a].elem_writes += stores;
+    arrays_[a].bytes_written += stores * eb;
+    counters_.elem_reads += loads;
+    counters_.bytes_read += loads * eb;
+    counters_.elem_writes += stores;
+    counters_.bytes_written += stores * eb;
+  }
+  for (std::size_t k = 0; k < isa::kOpcodeCount; ++k) {
+    counters_.per_op[k] += per_op[k];
+    counters_.cycles += per_op[k] * config_.cycles[k];
+    counters_.instructions += per_op[k];
+  }
+  pc_ = i;
+  while (!done()) step();  // only after a step the loop does not take: it faults or is MASK
+}
+
+template void Machine::run_scalar_fast<true, double>();
+template void Machine::run_scalar_fast<false, double>();
+template void Machine::run_scalar_fast<true, float>();
+template void Machine::run_scalar_fast<false, float>();
+
+namespace {
+
+// A register's tile without values: what the count-only machine tracks.
+struct Shape {
+  std::int32_t rows, cols, valid_rows, valid_cols;
+  std::int64_t row0, col0;
+};
+
+// A register read, possibly transposed (the shape-only twin of View).
+struct ShapeView {
+  const Shape* s;
+  bool tr;
+  std::int32_t rows() const { return tr ? s->cols : s->rows; }
+  std::int32_t cols() const { return tr ? s->rows : s->cols; }
+  std::int64_t row0() const { return tr ? s->col0 : s->row0; }
+  std::int64_t col0() const { return tr ? s->row0 : s->col0; }
+  std::int32_t valid_rows() const { return tr ? s->valid_cols : s->valid_rows; }
+  std::int32_t valid_cols() const { return tr ? s->valid_rows : s->valid_cols; }
+};
+
+Shape shaped(const ShapeView& like, std::int32_t rows, std::int32_t cols) {
+  return Shape{rows, cols, std::min(like.valid_rows(), rows), std::min(like.valid_cols(), cols), like.row0(),
+               like.col0()};
+}
+
+}  // namespace
+
+void Machine::run_count_only() {
+  // Count-only runs (traffic counting) without history: the same shape rules, counters and
+  // SRAM accounting as execute() with compute_values off, on plain structs instead of Tiles.
+  // A step that would fault is left to step(), which reports it exactly as it always does.
+  const std::size_t n = prog_.code.size();
+  const std::size_t regs = static_cast<std::size_t>(regs_);
+  std::vector<Shape> shape(regs);
+  std::vector<std::uint8_t> written(reg_written_);
+  for (std::size_t r = 0; r < regs; ++r) {
+    const Tile& t = regs_state_[r];
+    shape[r] = Shape{t.rows, t.cols, t.valid_rows, t.valid_cols, t.row0, t.col0};
+  }
+  struct Geometry {
+    std::int64_t rows, cols, tile_rows, tile_cols, grid_cols;
+    std::uint64_t elem_bytes;
+    std::uint32_t *reads, *writes;
+  };
+  const std::size_t narrays = prog_.arrays.size();
+  std::vector<Geometry> geo(narrays);
+  for (std::size_t a = 0; a < narrays; ++a) {
+    const auto& d = prog_.arrays[a];
+    geo[a] = Geometry{d.rows, d.cols, d.tile_rows, d.tile_cols, d.tile_grid_cols(),
+                      element_bytes(static_cast<std::uint32_t>(a)), arrays_[a].tile_reads.data(),
+                      arrays_[a].tile_writes.data()};
+  }
+  std::vector<std::uint64_t> elems_moved(2 * narrays, 0);  // elements read from array a at 2a, written at 2a + 1
+  std::array<std::uint64_t, isa::kOpcodeCount> per_op{};
+  const bool track_sram = !scalar_;
+  const std::uint64_t reg_elem_bytes = static_cast<std::uint64_t>(config_.elem_bytes);
+  const std::uint64_t sram_cap = config_.sram_bytes.value_or(0);
+  std::uint64_t in_use = sram_in_use_, peak = sram_peak_;
+
+  auto extent = [](const Geometry& g, std::int64_t tr, std::int64_t tc, std::int32_t& vr, std::int32_t& vc) {
+    vr = static_cast<std::int32_t>(std::min(g.tile_rows, g.rows - tr * g.tile_rows));
+    vc = static_cast<std::int32_t>(std::min(g.tile_cols, g.cols - tc * g.tile_cols));
+  };
+  // Writes a result register; false where execute() would fault on the SRAM capacity.
+  auto commit = [&](std::uint16_t r, const Shape& out) {
+    if (track_sram) {
+      const Shape& old = shape[r];
+      std::uint64_t old_bytes = written[r] ? static_cast<std::uint64_t>(old.rows) *
+                                                 static_cast<std::uint64_t>(old.cols) * reg_elem_bytes
+                                           : 0;
+      std::uint64_t now = in_use - old_bytes +
+                          static_cast<std::uint64_t>(out.rows) * static_cast<std::uint64_t>(out.cols) * reg_elem_bytes;
+      if (sram_cap && now > sram_cap) return false;
+      in_use = now;
+      peak = std::max(peak, in_use);
+    }
+    shape[r] = out;
+    written[r] = 1;
+    return true;
+  };
+  auto view = [&](const Operand& o) { return ShapeView{&shape[o.reg], o.transposed}; };
+  auto fits = [](std::int32_t x, std::int32_t y) { return x == y || x == 1 || y == 1; };
+
+  std::size_t i = pc_;
+  for (; i < n; ++i) {
+    const isa::Instruction& in = prog_.code[i];
+    const auto& ops = in.operands;
+    const auto& info = isa::info(in.op);
+    for (int k = 0; k < info.operand_count; ++k)
+      if (info.operands[k] == isa::OperandKind::SrcReg && !written[ops[k].reg]) goto general;
+    switch (in.op) {
+      case Opcode::LOAD: {
+        const Operand& m = ops[0];
+        const Geometry& g = geo[m.array];
+        Shape t{static_cast<std::int32_t>(g.tile_rows), static_cast<std::int32_t>(g.tile_cols), 0, 0,
+                m.row * g.tile_rows, m.col * g.tile_cols};
+        extent(g, m.row, m.col, t.valid_rows, t.valid_cols);
+        if (!commit(ops[1].reg, t)) goto general;
+        elems_moved[2 * m.array] += static_cast<std::uint64_t>(t.valid_rows) * static_cast<std::uint64_t>(t.valid_cols);
+        ++g.reads[m.row * g.grid_cols + m.col];
         break;
       }
       case Opcode::STORE: {
-        if constexpr (kHistory) {
-          undo_.push_back(Undo{f.array | kMemBit, 0, f.elem, value_pool_.size(), kNone, kNone});
-          value_pool_.push_back(base[f.array][f.elem]);
-        }
-        base[f.array][f.elem] = R[f.s0];
-        ++writes[f.array][f.elem];
-        ++arr_writes[f.array];
-        ++per_op[static_cast<std::size_t>(Opcode::STORE)];
-        continue;
-      }
-      case Opcode::MAC_Z: r = R[f.s0] * R[f.s1]; dst = f.d; break;
-      case Opcode::MAC: r = R[f.s0] * R[f.s1] + R[f.s2]; dst = f.d; break;
-      case Opcode::MAX: {
-        double x = R[f.s0], y = R[f.s1];
-        r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<double>::quiet_NaN() : std::max(x, y);
-        dst = f.d;
+        ShapeView v = view(ops[0]);
+        const Operand& m = ops[1];
+        const Geometry& g = geo[m.array];
+        if (v.rows() != g.tile_rows || v.cols() != g.tile_cols) goto general;
+        std::int32_t vr, vc;
+        extent(g, m.row, m.col, vr, vc);
+        elems_moved[2 * m.array + 1] += static_cast<std::uint64_t>(vr) * static_cast<std::uint64_t>(vc);
+        ++g.writes[m.row * g.grid_cols + m.col];
         break;
       }
-      case Opcode::SUB: r = R[f.s0] - R[f.s1]; dst = f.d; break;
-      case Opcode::ADD: r = R[f.s0] + R[f.s1]; dst = f.d; break;
-      case Opcode::MUL: r = R[f.s0] * R[f.s1]; dst = f.d; break;
+      case Opcode::MAC_Z:
+      case Opcode::MAC: {
+        ShapeView a = view(ops[0]), b = view(ops[1]);
+        if (a.cols() != b.rows()) goto general;
+        Shape out = shaped(a, a.rows(), b.cols());
+        out.col0 = b.col0();
+        out.valid_cols = b.valid_cols();
+        if (in.op == Opcode::MAC) {
+          ShapeView c = view(ops[2]);
+          if (c.rows() != out.rows || c.cols() != out.cols) goto general;
+        }
+        if (!commit(ops[in.op == Opcode::MAC ? 3 : 2].reg, out)) goto general;
+        break;
+      }
+      case Opcode::MAX:
+      case Opcode::SUB:
+      case Opcode::ADD:
+      case Opcode::MUL:
       case Opcode::DIV:
-        if (R[f.s1] == 0) {
-          sync();
-          fault("division by zero: R" + std::to_string(f.s1) + " is 0");
-        }
-        r = R[f.s0] / R[f.s1];
-        dst = f.d;
-        break;
-      case Opcode::EXP: r = std::exp(R[f.s0]); dst = f.d; break;
       case Opcode::EXPD:
-      case Opcode::EXP2D: {
-        double x = R[f.s0], y = R[f.s1];
-        r = y == -std::numeric_limits<double>::infinity() ? 0.0
-            : op == Opcode::EXPD                         ? std::exp(x - y)
-                                                            : std::exp2(x - y);
-        dst = f.d;
+      case Opcode::EXP2D:
+      case Opcode::SDIV: {
+        ShapeView a = view(ops[0]), b = view(ops[1]);
+        if (!fits(a.rows(), b.rows()) || !fits(a.cols(), b.cols())) goto general;
+        std::int32_t rows = std::max(a.rows(), b.rows()), cols = std::max(a.cols(), b.cols());
+        const ShapeView& like = (a.rows() == rows && a.cols() == cols) ? a : b;
+        if (!commit(ops[2].reg, shaped(like, rows, cols))) goto general;
         break;
       }
-      case Opcode::SDIV: r = R[f.s1] == 0 ? 0.0 : R[f.s0] / R[f.s1]; dst = f.d; break;
-      case Opcode::LOG: r = std::log(R[f.s0]); dst = f.d; break;
-      case Opcode::LOG2: r = std::log2(R[f.s0]); dst = f.d; break;
+      case Opcode::EXP:
       case Opcode::MOV:
+      case Opcode::LOG:
+      case Opcode::LOG2: {
+        ShapeView a = view(ops[0]);
+        if (!commit(ops[1].reg, shaped(a, a.rows(), a.cols()))) goto general;
+        break;
+      }
+      case Opcode::MASK: {
+        ShapeView a = view(ops[0]);
+        Shape out = shaped(a, a.rows(), a.cols());
+        out.valid_cols = a.valid_cols();
+        if (!commit(ops[1].reg, out)) goto general;
+        break;
+      }
       case Opcode::ROWMAX:
-      case Opcode::ROWSUM: r = R[f.s0]; dst = f.d; break;
-      default: r = 0; dst = 0;
+      case Opcode::ROWSUM: {
+        ShapeView a = view(ops[0]);
+        Shape out = shaped(a, a.rows(), 1);
+        out.col0 = 0;
+        out.valid_cols = 1;
+        if (!commit(ops[1].reg, out)) goto general;
+        break;
+      }
+      default: goto general;
     }
-    if (!f64) r = static_cast<double>(static_cast<float>(r));
-    save_reg(dst);
-    R[dst] = r;
-    written[dst] = 1;
-    ++per_op[static_cast<std::size_t>(f.op)];
+    ++per_op[static_cast<std::size_t>(in.op)];
   }
-  sync();
+general:
+  // Fold the locals back into the machine as it stands before step i.
+  for (std::size_t r = 0; r < regs; ++r) {
+    reg_written_[r] = written[r];
+    if (!written[r]) continue;
+    Tile& t = regs_state_[r];
+    const Shape& s = shape[r];
+    t.rows = s.rows;
+    t.cols = s.cols;
+    t.valid_rows = s.valid_rows;
+    t.valid_cols = s.valid_cols;
+    t.row0 = s.row0;
+    t.col0 = s.col0;
+  }
+  for (std::size_t a = 0; a < narrays; ++a) {
+    const std::uint64_t eb = geo[a].elem_bytes, rd = elems_moved[2 * a], wr = elems_moved[2 * a + 1];
+    arrays_[a].elem_reads += rd;
+    arrays_[a].bytes_read += rd * eb;
+    arrays_[a].elem_writes += wr;
+    arrays_[a].bytes_written += wr * eb;
+    counters_.elem_reads += rd;
+    counters_.bytes_read += rd * eb;
+    counters_.elem_writes += wr;
+    counters_.bytes_written += wr * eb;
+  }
+  for (std::size_t k = 0; k < isa::kOpcodeCount; ++k) {
+    counters_.per_op[k] += per_op[k];
+    counters_.cycles += per_op[k] * config_.cycles[k];
+    counters_.instructions += per_op[k];
+  }
+  sram_in_use_ = in_use;
+  sram_peak_ = peak;
+  pc_ = i;
+  while (!done()) step();  // only after a step that faults or is not handled above
 }
-
-template void Machine::run_scalar_fast<true>();
-template void Machine::run_scalar_fast<false>();
 
 }  // namespace flashsim::sim

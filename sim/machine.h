@@ -113,25 +113,25 @@ class Machine {
   std::uint64_t history_bytes() const;
 
  private:
+  // One entry per executed step. The step's instruction names the register or DRAM tile it
+  // overwrote, so the entry only says where the old values are kept: 8 bytes a step.
   struct Undo {
-    std::uint32_t target;   // register, or array | kMemBit
-    std::uint32_t flags;    // bit 0: register was written before
-    std::uint64_t tile;     // flat tile index for a memory target
-    std::uint64_t pool;     // offset of the old values in value_pool_
-    std::uint32_t meta;     // index of the old tile shape in meta_pool_, or kNone
-    std::uint32_t sym;      // index of the old symbol in sym_pool_, or kNone
+    std::uint64_t pool : 61;        // offset of the old values in value_pool_
+    std::uint64_t was_written : 1;  // a register target held a value before the step
+    std::uint64_t has_meta : 1;     // the old tile shape is meta_pool_'s last entry
+    std::uint64_t has_sym : 1;      // the old symbol is sym_pool_'s last entry
   };
-  static constexpr std::uint32_t kMemBit = 0x80000000u;
-  static constexpr std::uint32_t kNone = 0xffffffffu;
 
   void init_memory();
   void check_static();
   [[noreturn]] void fault(const std::string& msg) const;
   void execute(const isa::Instruction& in);
-  template <bool kHistory>
+  template <bool kHistory, typename Value>
   void run_scalar_fast();
+  void run_count_only();
   void record_reg_undo(int r);
   void record_mem_undo(std::uint32_t array, std::int64_t tile);
+  const isa::Operand& overwritten(const isa::Instruction& in) const;
   const Tile& src(const isa::Operand& o);
   void count_access(const isa::Instruction& in, int sign);
   std::int64_t flat_tile(const isa::Operand& o) const;
@@ -165,6 +165,7 @@ class Machine {
   std::vector<std::string> sym_pool_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;
 
+  // The scalar trace decoded for the hot loop: 16 bytes an instruction.
   struct FastOp {
     std::uint8_t op;
     std::uint16_t s0, s1, s2, d;  // source registers in operand order, destination
@@ -172,7 +173,11 @@ class Machine {
     std::uint32_t elem;           // element index of a LOAD or STORE
   };
   void decode_fast();
-  std::vector<FastOp> fast_;  // (in use, peak) before each tile step
+  std::vector<FastOp> fast_;
+  bool fast_ok_ = false;  // decode_fast found every array and element index within FastOp's fields
+  // First step that writes each register (size() when none does). The trace is straight-line,
+  // so register r holds a value at pc exactly when first_write_[r] < pc.
+  std::vector<std::uint64_t> first_write_;
 };
 
 }  // namespace flashsim::sim
