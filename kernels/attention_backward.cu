@@ -60,6 +60,7 @@ sweep's tile shapes).
 #include <sstream>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 
 #include "kernels/attention.h"
 #include "kernels/cuda_util.cuh"
@@ -384,11 +385,16 @@ class AttnBwdWorkload : public Workload {
     dk_ = DevBuf(bytes);
     dv_ = DevBuf(bytes);
     if (s.schedule == Schedule::BwdAtomic) acc_ = DevBuf(elems * 4);
+    if (s.schedule == Schedule::BwdMma)  // D, scaled lse and the fp32 dQ accumulator
+      acc_ = DevBuf(attention_backward_fast_workspace_bytes(static_cast<int>(s.bh), static_cast<int>(s.seq),
+                                                            static_cast<int>(s.d)));
     fill_uniform(in(0, iq_), elems, s.dtype, seed, -2.f, 2.f);
     fill_uniform(in(0, ik_), elems, s.dtype, seed + 1, -2.f, 2.f);
     fill_uniform(in(0, iv_), elems, s.dtype, seed + 2, -1.f, 1.f);
     fill_uniform(in(0, ido_), elems, s.dtype, seed + 3, -1.f, 1.f);
-    if (s.dtype == Dtype::F32) forward<float>(); else forward<__nv_bfloat16>();
+    if (s.dtype == Dtype::F32) forward<float>();
+    else if (s.dtype == Dtype::F16) forward<__half>();
+    else forward<__nv_bfloat16>();
     CUDA_CHECK(cudaDeviceSynchronize());
   }
   void poison_outputs() override {
@@ -399,7 +405,9 @@ class AttnBwdWorkload : public Workload {
     if (acc_.get()) poison(acc_);
   }
   void run(int set) override {
-    if (spec_.dtype == Dtype::F32) go<float>(set); else go<__nv_bfloat16>(set);
+    if (spec_.dtype == Dtype::F32) go<float>(set);
+    else if (spec_.dtype == Dtype::F16) go<__half>(set);
+    else go<__nv_bfloat16>(set);
   }
   double check(std::string* note) override {
     const auto& s = spec_;
@@ -448,7 +456,17 @@ class AttnBwdWorkload : public Workload {
   template <class T>
   void forward() {
     const auto& s = spec_;
-    attention_fa2(static_cast<const T*>(in(0, iq_)), static_cast<const T*>(in(0, ik_)),
+    if constexpr (!std::is_same_v<T, float>) {
+      if (s.schedule == Schedule::BwdMma) {  // O and lse from the tensor-core forward (any d, fp16 too)
+        attention_forward_fast(static_cast<const T*>(in(0, iq_)), static_cast<const T*>(in(0, ik_)),
+                               static_cast<const T*>(in(0, iv_)), static_cast<T*>(in(0, io_)),
+                               static_cast<float*>(in(0, ilse_)), static_cast<int>(s.bh), static_cast<int>(s.seq),
+                               static_cast<int>(s.d), s.causal, nullptr);
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<T, __half>) throw std::logic_error("the SIMT attention kernels have no fp16 version");
+    else attention_fa2(static_cast<const T*>(in(0, iq_)), static_cast<const T*>(in(0, ik_)),
                   static_cast<const T*>(in(0, iv_)), static_cast<T*>(in(0, io_)), static_cast<float*>(in(0, ilse_)),
                   static_cast<int>(s.bh), static_cast<int>(s.seq), s.causal);
   }
@@ -460,7 +478,15 @@ class AttnBwdWorkload : public Workload {
          dout = static_cast<const T*>(in(set, ido_));
     auto lse = static_cast<const float*>(in(set, ilse_));
     const int bh = static_cast<int>(s.bh), n = static_cast<int>(s.seq);
-    if (s.schedule == Schedule::BwdTwoPass)
+    if constexpr (!std::is_same_v<T, float>) {
+      if (s.schedule == Schedule::BwdMma) {
+        attention_backward_fast(q, k, v, o, dout, lse, dq_.as<T>(), dk_.as<T>(), dv_.as<T>(), acc_.get(), bh, n,
+                                static_cast<int>(s.d), s.causal, nullptr);
+        return;
+      }
+    }
+    if constexpr (std::is_same_v<T, __half>) throw std::logic_error("the SIMT attention kernels have no fp16 version");
+    else if (s.schedule == Schedule::BwdTwoPass)
       attention_backward_two_pass(q, k, v, o, dout, lse, dsum_.as<float>(), dq_.as<T>(), dk_.as<T>(), dv_.as<T>(), bh,
                                   n, s.causal);
     else
@@ -474,8 +500,9 @@ class AttnBwdWorkload : public Workload {
 }  // namespace
 
 std::unique_ptr<Workload> make_attention_backward(const Spec& s) {
-  if (s.d != kHead || s.br != kTile || s.bc != kTile)
-    throw std::invalid_argument("attention kernels are compiled for d = 64 and 64 x 64 tiles");
+  if (auto why = unsupported(s.schedule, s.dtype, s.d)) throw std::invalid_argument(*why);
+  if (s.schedule != Schedule::BwdMma && (s.br != kTile || s.bc != kTile))
+    throw std::invalid_argument("the SIMT attention kernels are compiled for 64 x 64 tiles");
   return std::make_unique<AttnBwdWorkload>(s);
 }
 

@@ -36,6 +36,8 @@ const std::vector<ScheduleInfo> kSchedules = {
      "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
     {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 4,
      "FlashAttention-2 order on tensor cores (mma.sync), 128-row Q tiles"},
+    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 3,
+     "FlashAttention-2 backward on tensor cores: dK/dV per 128-key tile, atomic fp32 dQ"},
 };
 
 std::string trim(const std::string& s) {
@@ -108,9 +110,9 @@ std::optional<Dtype> parse_dtype(const std::string& s) {
 
 std::optional<std::string> unsupported(Schedule s, Dtype dt, std::int64_t d) {
   const Op op = info(s).op;
-  if (s == Schedule::AttnFA2Mma) {
-    if (dt == Dtype::F32) return std::string("attn-fa2-mma runs bf16 and fp16 only");
-    if (d != 64 && d != 128) return std::string("attn-fa2-mma is built for d = 64 and 128");
+  if (s == Schedule::AttnFA2Mma || s == Schedule::BwdMma) {
+    if (dt == Dtype::F32) return std::string(info(s).id) + " runs bf16 and fp16 only";
+    if (d != 64 && d != 128) return std::string(info(s).id) + " is built for d = 64 and 128";
     return std::nullopt;
   }
   if (dt == Dtype::F16) return std::string(info(s).id) + " does not run in fp16";
@@ -162,6 +164,7 @@ void apply_kernel_tiles(Spec& s) {
     case Schedule::SoftmaxOnline: s.chunk = 4096; break;
     case Schedule::SoftmaxFast: s.chunk = 16384; break;
     case Schedule::AttnFA2Mma: s.br = 128; s.bc = s.d == 128 ? 64 : 128; break;
+    case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
     default: s.br = 64; s.bc = 64; break;
   }
 }
@@ -205,9 +208,9 @@ SizeSet parse_sizes(const std::string& list) {
     }
   }
   for (const auto& v : out.attn_fwd)
-    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: attn-fa2-mma)");
+    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: attn-fa2-mma, bwd-mma)");
   for (const auto& v : out.attn_bwd)
-    if (v[2] != 64) throw std::invalid_argument("attention backward kernels are built for d = 64 only");
+    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: bwd-mma)");
   return out;
 }
 
@@ -371,7 +374,7 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
         a.push_back({"O", 0, tensor, tensor, false});
         a.push_back({"L", 0, stat, stat, false});  // logsumexp
       } else {
-        // backward; both versions start with D = rowsum(dO * O)
+        // backward; every version starts with D = rowsum(dO * O); bwd-mma moves what bwd-atomic moves
         const bool two = s.schedule == Schedule::BwdTwoPass;
         const std::uint64_t qv = bh * q_rows_vis * d * e, kv = bh * k_cols_vis * d * e;
         const std::uint64_t statv = bh * q_rows_vis * 4;

@@ -223,7 +223,7 @@ TEST_CASE("schedule lists parse groups, keep canonical order and reject unknown 
   CHECK(parse_schedules("all").size() == all_schedules().size());
   CHECK(parse_schedules("softmax-online,matmul") ==
         std::vector<Schedule>{Schedule::MatmulInner, Schedule::MatmulOuter, Schedule::SoftmaxOnline});
-  CHECK(parse_schedules("attention").size() == 6);  // 3 + the tensor-core FA2 forward, 2 backward
+  CHECK(parse_schedules("attention").size() == 7);  // 4 forward (one on tensor cores), 3 backward
   CHECK(parse_schedules("attn-fa1, attn-fa1") == std::vector<Schedule>{Schedule::AttnFA1});
   CHECK_THROWS_AS(parse_schedules("attn-fa3"), std::invalid_argument);
   CHECK_THROWS_AS(parse_schedules(""), std::invalid_argument);
@@ -242,7 +242,8 @@ TEST_CASE("size lists parse presets and op:dims", "[kernels][cli]") {
   CHECK_THROWS_AS(parse_sizes("softmax:10xabc"), std::invalid_argument);
   CHECK(parse_sizes("attn-fwd:2x128x128").attn_fwd.size() == 1);               // d = 128: attn-fa2-mma
   CHECK_THROWS_AS(parse_sizes("attn-fwd:2x128x96"), std::invalid_argument);   // d = 64 or 128 only
-  CHECK_THROWS_AS(parse_sizes("attn-bwd:2x128x128"), std::invalid_argument);
+  CHECK(parse_sizes("attn-bwd:2x128x128").attn_bwd.size() == 1);               // d = 128: bwd-mma
+  CHECK_THROWS_AS(parse_sizes("attn-bwd:2x128x32"), std::invalid_argument);
   CHECK_THROWS_AS(parse_sizes("conv:1x2x3"), std::invalid_argument);
 }
 
@@ -271,6 +272,9 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
   CHECK(unsupported(Schedule::AttnFA2, Dtype::F16, 64));
   CHECK(unsupported(Schedule::AttnFA2, Dtype::BF16, 128));
   CHECK(unsupported(Schedule::SoftmaxFast, Dtype::BF16, 0));
+  CHECK_FALSE(unsupported(Schedule::BwdMma, Dtype::F16, 128));
+  CHECK(unsupported(Schedule::BwdAtomic, Dtype::BF16, 128));
+  CHECK(expand({Schedule::BwdMma}, parse_sizes("attn-bwd:2x100x128"), {}, {false}).front().br == 64);
   // d = 128 and fp16 expand only for the tensor-core forward
   auto specs = expand(parse_schedules("attn-fa2,attn-fa2-mma"), parse_sizes("attn-fwd:2x100x128"),
                       {Dtype::BF16, Dtype::F16}, {false});
