@@ -165,8 +165,8 @@ void Workload::make_sets(int n) {
 }
 
 std::unique_ptr<Workload> make_workload(const Spec& s) {
-  // the numbered schedules of issue 7 are built for fp32 and bf16; fp16 runs through bench_kernels
-  if (s.dtype == Dtype::F16) throw std::invalid_argument(std::string(info(s.schedule).id) + " does not run in fp16");
+  if (auto why = unsupported(s.schedule, s.dtype, s.op() == Op::AttnFwd || s.op() == Op::AttnBwd ? s.d : 0))
+    throw std::invalid_argument(*why);
   switch (s.op()) {
     case Op::Matmul: return make_matmul(s);
     case Op::Softmax: return make_softmax(s);

@@ -42,6 +42,27 @@ TEST_CASE("every schedule matches the CPU reference at small sizes", "[kernels][
   }
 }
 
+TEST_CASE("the fast versions match the CPU reference in fp16 and at d = 128", "[kernels][gpu]") {
+  if (!have_gpu()) return;
+  RunOptions opt;
+  opt.profile = false;
+  opt.warmup = 0;
+  opt.repeats = 1;
+  Runner runner(opt);
+  auto sizes = parse_sizes("attn:2x100x128,attn:1x1x128,attn:3x200x64,softmax:3x50000,softmax:2x16387");
+  auto specs = expand(parse_schedules("softmax-fast,attn-fa2-mma,bwd-mma"), sizes,
+                      {Dtype::F32, Dtype::BF16, Dtype::F16}, {false, true});
+  REQUIRE(specs.size() == 2 + 2 * 3 * 2 * 2);  // softmax fp32; attention x {bf16, fp16} x 3 sizes x masks
+  std::uint64_t seed = 777;
+  for (const auto& s : specs) {
+    Row r = runner.run(s, seed++);
+    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
+                             << " tol " << r.tol << " (" << r.note << ")");
+    CHECK(r.validated);
+    CHECK(r.ok());
+  }
+}
+
 TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") {
   if (!have_gpu()) return;
   auto specs = expand({Schedule::SoftmaxOnline, Schedule::AttnFA2}, parse_sizes("tiny"), {Dtype::F32}, {false});
