@@ -80,9 +80,7 @@ Machine::Machine(isa::Program program, MachineOptions options)
     regs_source_ = "inferred: highest register used is R" + std::to_string(prog_.highest_reg);
   }
   if (regs_ < 1) regs_ = 1;
-  scalar_ = prog_.is_scalar();
-  uses_mask_ = std::any_of(prog_.code.begin(), prog_.code.end(), [](const isa::Instruction& in) { return in.op == Opcode::MASK; });
-  check_static();
+  check_static();  // also sets scalar_ and uses_mask_
   if (scalar_ && opts_.compute_values && !opts_.symbolic) decode_fast();
   init_memory();
   reset();
@@ -94,45 +92,68 @@ std::uint64_t Machine::element_bytes(std::uint32_t array) const {
 }
 
 void Machine::check_static() {
-  // Register range is a property of the text, so it is reported with the text's location.
-  for (const auto& in : prog_.code) {
-    const auto& info = isa::info(in.op);
-    for (int k = 0; k < info.operand_count; ++k) {
-      const Operand& o = in.operands[k];
-      if (o.kind == Operand::Kind::Reg && o.reg >= regs_)
-        throw isa::AsmError(prog_.name, in.loc.line, in.loc.col,
-                            "R" + std::to_string(o.reg) + " is outside the machine: it has " +
-                                std::to_string(regs_) + " registers (" + regs_source_ + ")");
-    }
-  }
-  // Inputs: arrays with a tile loaded before any store to it; outputs: arrays stored to.
-  is_input_.assign(prog_.arrays.size(), false);
-  is_output_.assign(prog_.arrays.size(), false);
-  // Flat byte maps: this pass runs over every instruction of long count-only traces.
-  std::vector<std::size_t> first_tile(prog_.arrays.size() + 1, 0);
-  for (std::size_t a = 0; a < prog_.arrays.size(); ++a)
-    first_tile[a + 1] = first_tile[a] + static_cast<std::size_t>(prog_.arrays[a].tile_count());
-  std::vector<std::uint8_t> stored(first_tile.back(), 0);
+  // One pass over the registers of the trace (count-only traffic runs build a machine per
+  // piece of a long schedule, so this pass is on their hot path): register range, whether a
+  // register is read before it is written, and the machine kind (is_scalar(), MASK in use).
+  bool unit_tiles = true;
+  for (const auto& d : prog_.arrays) unit_tiles = unit_tiles && d.tile_rows == 1 && d.tile_cols == 1;
   std::vector<std::uint8_t> written(static_cast<std::size_t>(regs_), 0);
-  static_ok_ = true;
+  // Locals rather than members, so the loop keeps them in registers.
+  bool read_before_write = false, mask = false, transposed = false;
+  const std::uint32_t regs = static_cast<std::uint32_t>(regs_);
+  for (const auto& in : prog_.code) {
+    const auto& info = isa::info(in.op);
+    mask |= in.op == Opcode::MASK;
+    transposed |= in.operands[0].transposed | in.operands[1].transposed | in.operands[2].transposed |
+                  in.operands[3].transposed;
+    int dst = -1;
+    for (int k = 0; k < info.operand_count; ++k) {
+      const Operand& o = in.operands[k];
+      if (o.kind == Operand::Kind::Reg) {
+        // Register range is a property of the text, so it is reported with the text's location.
+        if (o.reg >= regs)
+          throw isa::AsmError(prog_.name, in.loc.line, in.loc.col,
+                              "R" + std::to_string(o.reg) + " is outside the machine: it has " +
+                                  std::to_string(regs_) + " registers (" + regs_source_ + ")");
+        if (info.operands[k] == isa::OperandKind::SrcReg) read_before_write |= !written[o.reg];
+      }
+      if (info.operands[k] == isa::OperandKind::DstReg) dst = o.reg;
+    }
+    if (dst >= 0) written[static_cast<std::size_t>(dst)] = 1;
+  }
+  static_ok_ = !read_before_write;
+  uses_mask_ = mask;
+  scalar_ = unit_tiles && !transposed;  // Program::is_scalar()
+}
+
+void Machine::find_inputs_outputs() const {
+  // Inputs: arrays with a tile loaded before any store to it; outputs: arrays stored to.
+  if (io_found_) return;
+  const std::size_t narrays = prog_.arrays.size();
+  std::vector<std::int64_t> grid_cols(narrays);
+  std::vector<std::size_t> first_tile(narrays + 1, 0);
+  for (std::size_t a = 0; a < narrays; ++a) {
+    grid_cols[a] = prog_.arrays[a].tile_grid_cols();
+    first_tile[a + 1] = first_tile[a] + static_cast<std::size_t>(prog_.arrays[a].tile_count());
+  }
+  std::vector<std::uint8_t> stored(first_tile.back(), 0);
+  std::vector<std::uint8_t> input(narrays, 0), output(narrays, 0);
   for (const auto& in : prog_.code) {
     const auto& info = isa::info(in.op);
     for (int k = 0; k < info.operand_count; ++k) {
       const Operand& o = in.operands[k];
-      if (o.kind == Operand::Kind::Mem) {
-        auto t = first_tile[o.array] + static_cast<std::size_t>(flat_tile(o));
-        if (info.operands[k] == isa::OperandKind::MemSrc && !stored[t]) is_input_[o.array] = true;
-        if (info.operands[k] == isa::OperandKind::MemDst) {
-          stored[t] = 1;
-          is_output_[o.array] = true;
-        }
-      } else if (o.kind == Operand::Kind::Reg) {
-        if (info.operands[k] == isa::OperandKind::SrcReg && !written[o.reg]) static_ok_ = false;
+      if (o.kind != Operand::Kind::Mem) continue;
+      auto t = first_tile[o.array] + static_cast<std::size_t>(o.row * grid_cols[o.array] + o.col);
+      if (info.operands[k] == isa::OperandKind::MemSrc) input[o.array] |= !stored[t];
+      else if (info.operands[k] == isa::OperandKind::MemDst) {
+        stored[t] = 1;
+        output[o.array] = 1;
       }
     }
-    for (int k = 0; k < info.operand_count; ++k)
-      if (info.operands[k] == isa::OperandKind::DstReg) written[in.operands[k].reg] = 1;
   }
+  is_input_.assign(input.begin(), input.end());
+  is_output_.assign(output.begin(), output.end());
+  io_found_ = true;
 }
 
 void Machine::init_memory() {
@@ -699,7 +720,9 @@ void Machine::decode_fast() {
   // A compact copy of the trace for the hot loop: 16 bytes an instruction instead of the
   // assembler's general operands, so a 10 M trace streams through the cache quickly.
   const std::size_t n = prog_.code.size();
-  fast_.resize(n);
+  fast_.resize(n + 1);
+  fast_[n] = FastOp{};
+  fast_[n].op = static_cast<std::uint8_t>(isa::kOpcodeCount);  // the end: the hot loop needs no bounds check
   fast_ok_ = prog_.arrays.size() <= 0xffff;
   first_write_.assign(static_cast<std::size_t>(regs_), n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -736,7 +759,7 @@ void Machine::run_scalar_fast() {
   // Each case computes exactly what execute() computes on 1x1 tiles, including its order of
   // operations (MAC_Z is 0 + a*b in double, so an exact -0 product becomes +0). A division by zero hands the step to
   // step(), which reports the fault.
-  const std::size_t n = fast_.size();
+  const std::size_t n = prog_.code.size();
   const std::size_t regs = static_cast<std::size_t>(regs_);
   std::vector<Value> regfile(regs, Value(0));
   for (std::size_t r = 0; r < regs; ++r)
@@ -760,70 +783,99 @@ void Machine::run_scalar_fast() {
     value_pool_.reserve(value_pool_.size() + (n - pc_));
   }
 
-  std::size_t i = pc_;
-  for (; i < n; ++i) {
-    const FastOp f = ops[i];
-    Value r;
-    switch (static_cast<Opcode>(f.op)) {
-      case Opcode::LOAD:
-        r = static_cast<Value>(base[f.array][f.elem]);
-        ++reads[f.array][f.elem];
-        ++mem_count[2u * f.array];
-        break;
-      case Opcode::STORE:
-        if constexpr (kHistory) {
-          undo_.push_back(Undo{value_pool_.size(), 0, 0, 0});
-          value_pool_.push_back(base[f.array][f.elem]);
-        }
-        base[f.array][f.elem] = static_cast<double>(R[f.s0]);
-        ++writes[f.array][f.elem];
-        ++mem_count[2u * f.array + 1];
-        continue;
-      // In double like execute(): on the f32 machine a product that underflows to -0 in
-      // float would become +0 after the 0 + ..., where the double product keeps its sign.
-      case Opcode::MAC_Z: r = static_cast<Value>(0.0 + static_cast<double>(R[f.s0]) * static_cast<double>(R[f.s1])); break;
-      case Opcode::MAC:
-        r = static_cast<Value>((0.0 + static_cast<double>(R[f.s0]) * static_cast<double>(R[f.s1])) +
-                               static_cast<double>(R[f.s2]));
-        break;
-      case Opcode::MAX: {
-        Value x = R[f.s0], y = R[f.s1];
-        r = (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<Value>::quiet_NaN() : std::max(x, y);
-        break;
-      }
-      case Opcode::SUB: r = R[f.s0] - R[f.s1]; break;
-      case Opcode::ADD: r = R[f.s0] + R[f.s1]; break;
-      case Opcode::MUL: r = R[f.s0] * R[f.s1]; break;
-      case Opcode::DIV:
-        if (R[f.s1] == 0) goto general;
-        r = R[f.s0] / R[f.s1];
-        break;
-      case Opcode::EXP: r = static_cast<Value>(std::exp(static_cast<double>(R[f.s0]))); break;
-      case Opcode::EXPD:
-      case Opcode::EXP2D: {
-        double x = static_cast<double>(R[f.s0]), y = static_cast<double>(R[f.s1]);
-        r = y == kNegInf ? Value(0)
-            : static_cast<Opcode>(f.op) == Opcode::EXPD ? static_cast<Value>(std::exp(x - y))
-                                                        : static_cast<Value>(std::exp2(x - y));
-        break;
-      }
-      case Opcode::SDIV: r = R[f.s1] == 0 ? Value(0) : R[f.s0] / R[f.s1]; break;
-      case Opcode::LOG: r = static_cast<Value>(std::log(static_cast<double>(R[f.s0]))); break;
-      case Opcode::LOG2: r = static_cast<Value>(std::log2(static_cast<double>(R[f.s0]))); break;
-      case Opcode::MOV: r = R[f.s0]; break;
-      case Opcode::ROWMAX: r = std::max(static_cast<Value>(kNegInf), R[f.s0]); break;  // NaN gives -inf
-      case Opcode::ROWSUM: r = Value(0) + R[f.s0]; break;
-      default: goto general;  // MASK needs tile origins, which this loop does not keep
-    }
-    if constexpr (kHistory) {
-      const bool was = first_write[f.d] < i;
-      undo_.push_back(Undo{value_pool_.size(), was, 0, 0});
-      if (was) value_pool_.push_back(static_cast<double>(R[f.d]));
-    }
-    R[f.d] = r;
-    ++per_op[f.op];
+  // Threaded dispatch (GCC/Clang labels as values): every handler ends in its own indirect
+  // jump, which the branch predictor learns per opcode, and knows its opcode's counter slot.
+  static const void* const kHandler[] = {
+      &&op_load, &&op_store, &&op_mac_z, &&op_mac, &&op_max, &&op_sub, &&op_exp, &&op_add, &&op_mul, &&op_div,
+      &&op_mov, &&op_rowmax, &&op_rowsum, &&op_other /* MASK */, &&op_expd, &&op_exp2d, &&op_log, &&op_log2, &&op_sdiv,
+      &&finish /* the end of the trace */};
+  static_assert(sizeof(kHandler) / sizeof(kHandler[0]) == isa::kOpcodeCount + 1);
+  static_assert(static_cast<int>(Opcode::MOV) == 10 && static_cast<int>(Opcode::MASK) == 13 &&
+                static_cast<int>(Opcode::SDIV) == 18);
+  const FastOp* f = ops + pc_;
+  std::size_t i = n;  // where the loop stopped
+  Value r;
+#define FLASHSIM_NEXT()    \
+  do {                     \
+    ++f;                   \
+    goto* kHandler[f->op]; \
+  } while (0)
+  // Writes the result register (logging its old value with history) and dispatches the next op.
+#define FLASHSIM_RESULT(opcode, expr)                                      \
+  do {                                                                     \
+    r = (expr);                                                            \
+    if constexpr (kHistory) {                                              \
+      const bool was = first_write[f->d] < static_cast<std::size_t>(f - ops); \
+      undo_.push_back(Undo{value_pool_.size(), was, 0, 0});                \
+      if (was) value_pool_.push_back(static_cast<double>(R[f->d]));        \
+    }                                                                      \
+    R[f->d] = r;                                                           \
+    ++per_op[static_cast<std::size_t>(Opcode::opcode)];                    \
+    FLASHSIM_NEXT();                                                       \
+  } while (0)
+
+  goto* kHandler[f->op];
+op_load:
+  ++reads[f->array][f->elem];
+  ++mem_count[2u * f->array];
+  FLASHSIM_RESULT(LOAD, static_cast<Value>(base[f->array][f->elem]));
+op_store:
+  if constexpr (kHistory) {
+    undo_.push_back(Undo{value_pool_.size(), 0, 0, 0});
+    value_pool_.push_back(base[f->array][f->elem]);
   }
-general:
+  base[f->array][f->elem] = static_cast<double>(R[f->s0]);
+  ++writes[f->array][f->elem];
+  ++mem_count[2u * f->array + 1];
+  FLASHSIM_NEXT();
+  // In double like execute(): on the f32 machine a product that underflows to -0 in float
+  // would become +0 after the 0 + ..., where the double product keeps its sign.
+op_mac_z:
+  FLASHSIM_RESULT(MAC_Z, static_cast<Value>(0.0 + static_cast<double>(R[f->s0]) * static_cast<double>(R[f->s1])));
+op_mac:
+  FLASHSIM_RESULT(MAC, static_cast<Value>((0.0 + static_cast<double>(R[f->s0]) * static_cast<double>(R[f->s1])) +
+                                          static_cast<double>(R[f->s2])));
+op_max: {
+  const Value x = R[f->s0], y = R[f->s1];
+  FLASHSIM_RESULT(MAX, (std::isnan(x) || std::isnan(y)) ? std::numeric_limits<Value>::quiet_NaN() : std::max(x, y));
+}
+op_sub:
+  FLASHSIM_RESULT(SUB, R[f->s0] - R[f->s1]);
+op_add:
+  FLASHSIM_RESULT(ADD, R[f->s0] + R[f->s1]);
+op_mul:
+  FLASHSIM_RESULT(MUL, R[f->s0] * R[f->s1]);
+op_div:
+  if (R[f->s1] == 0) goto stop;  // step() reports the division by zero
+  FLASHSIM_RESULT(DIV, R[f->s0] / R[f->s1]);
+op_exp:
+  FLASHSIM_RESULT(EXP, static_cast<Value>(std::exp(static_cast<double>(R[f->s0]))));
+op_expd: {
+  const double x = static_cast<double>(R[f->s0]), y = static_cast<double>(R[f->s1]);
+  FLASHSIM_RESULT(EXPD, y == kNegInf ? Value(0) : static_cast<Value>(std::exp(x - y)));
+}
+op_exp2d: {
+  const double x = static_cast<double>(R[f->s0]), y = static_cast<double>(R[f->s1]);
+  FLASHSIM_RESULT(EXP2D, y == kNegInf ? Value(0) : static_cast<Value>(std::exp2(x - y)));
+}
+op_sdiv:
+  FLASHSIM_RESULT(SDIV, R[f->s1] == 0 ? Value(0) : R[f->s0] / R[f->s1]);
+op_log:
+  FLASHSIM_RESULT(LOG, static_cast<Value>(std::log(static_cast<double>(R[f->s0]))));
+op_log2:
+  FLASHSIM_RESULT(LOG2, static_cast<Value>(std::log2(static_cast<double>(R[f->s0]))));
+op_mov:
+  FLASHSIM_RESULT(MOV, R[f->s0]);
+op_rowmax:
+  FLASHSIM_RESULT(ROWMAX, std::max(static_cast<Value>(kNegInf), R[f->s0]));  // NaN gives -inf, as in execute()
+op_rowsum:
+  FLASHSIM_RESULT(ROWSUM, Value(0) + R[f->s0]);
+op_other:  // MASK needs tile origins, which this loop does not keep
+stop:
+  i = static_cast<std::size_t>(f - ops);
+finish:
+#undef FLASHSIM_RESULT
+#undef FLASHSIM_NEXT
   // Fold the locals back into the machine as it stands before step i.
   for (std::size_t r = 0; r < regs; ++r) {
     const bool written = first_write[r] < i;
@@ -882,7 +934,7 @@ struct ShapeView {
   std::int32_t valid_cols() const { return tr ? s->valid_rows : s->valid_cols; }
 };
 
-Shape shaped(const ShapeView& like, std::int32_t rows, std::int32_t cols) {
+[[gnu::always_inline]] inline Shape shaped(const ShapeView& like, std::int32_t rows, std::int32_t cols) {
   return Shape{rows, cols, std::min(like.valid_rows(), rows), std::min(like.valid_cols(), cols), like.row0(),
                like.col0()};
 }
@@ -925,47 +977,30 @@ void Machine::run_count_only() {
     vr = static_cast<std::int32_t>(std::min(g.tile_rows, g.rows - tr * g.tile_rows));
     vc = static_cast<std::int32_t>(std::min(g.tile_cols, g.cols - tc * g.tile_cols));
   };
-  // Writes a result register; false where execute() would fault on the SRAM capacity.
-  auto commit = [&](std::uint16_t r, const Shape& out) {
-    if (track_sram) {
-      const Shape& old = shape[r];
-      std::uint64_t old_bytes = written[r] ? static_cast<std::uint64_t>(old.rows) *
-                                                 static_cast<std::uint64_t>(old.cols) * reg_elem_bytes
-                                           : 0;
-      std::uint64_t now = in_use - old_bytes +
-                          static_cast<std::uint64_t>(out.rows) * static_cast<std::uint64_t>(out.cols) * reg_elem_bytes;
-      if (sram_cap && now > sram_cap) return false;
-      in_use = now;
-      peak = std::max(peak, in_use);
-    }
-    shape[r] = out;
-    written[r] = 1;
-    return true;
-  };
-  auto view = [&](const Operand& o) { return ShapeView{&shape[o.reg], o.transposed}; };
   auto fits = [](std::int32_t x, std::int32_t y) { return x == y || x == 1 || y == 1; };
+  // A source register; execute() faults on one that was never written.
+#define FLASHSIM_SOURCE(name, k)                         \
+  if (!written[ops[k].reg]) goto general;                \
+  const ShapeView name{&shape[ops[k].reg], ops[k].transposed}
 
   std::size_t i = pc_;
   for (; i < n; ++i) {
     const isa::Instruction& in = prog_.code[i];
     const auto& ops = in.operands;
-    const auto& info = isa::info(in.op);
-    for (int k = 0; k < info.operand_count; ++k)
-      if (info.operands[k] == isa::OperandKind::SrcReg && !written[ops[k].reg]) goto general;
+    Shape out;
+    std::uint16_t dst;
     switch (in.op) {
       case Opcode::LOAD: {
         const Operand& m = ops[0];
         const Geometry& g = geo[m.array];
-        Shape t{static_cast<std::int32_t>(g.tile_rows), static_cast<std::int32_t>(g.tile_cols), 0, 0,
-                m.row * g.tile_rows, m.col * g.tile_cols};
-        extent(g, m.row, m.col, t.valid_rows, t.valid_cols);
-        if (!commit(ops[1].reg, t)) goto general;
-        elems_moved[2 * m.array] += static_cast<std::uint64_t>(t.valid_rows) * static_cast<std::uint64_t>(t.valid_cols);
-        ++g.reads[m.row * g.grid_cols + m.col];
+        out = Shape{static_cast<std::int32_t>(g.tile_rows), static_cast<std::int32_t>(g.tile_cols), 0, 0,
+                    m.row * g.tile_rows, m.col * g.tile_cols};
+        extent(g, m.row, m.col, out.valid_rows, out.valid_cols);
+        dst = ops[1].reg;
         break;
       }
       case Opcode::STORE: {
-        ShapeView v = view(ops[0]);
+        FLASHSIM_SOURCE(v, 0);
         const Operand& m = ops[1];
         const Geometry& g = geo[m.array];
         if (v.rows() != g.tile_rows || v.cols() != g.tile_cols) goto general;
@@ -973,20 +1008,24 @@ void Machine::run_count_only() {
         extent(g, m.row, m.col, vr, vc);
         elems_moved[2 * m.array + 1] += static_cast<std::uint64_t>(vr) * static_cast<std::uint64_t>(vc);
         ++g.writes[m.row * g.grid_cols + m.col];
-        break;
+        ++per_op[static_cast<std::size_t>(Opcode::STORE)];
+        continue;
       }
       case Opcode::MAC_Z:
       case Opcode::MAC: {
-        ShapeView a = view(ops[0]), b = view(ops[1]);
+        FLASHSIM_SOURCE(a, 0);
+        FLASHSIM_SOURCE(b, 1);
         if (a.cols() != b.rows()) goto general;
-        Shape out = shaped(a, a.rows(), b.cols());
+        out = shaped(a, a.rows(), b.cols());
         out.col0 = b.col0();
         out.valid_cols = b.valid_cols();
         if (in.op == Opcode::MAC) {
-          ShapeView c = view(ops[2]);
+          FLASHSIM_SOURCE(c, 2);
           if (c.rows() != out.rows || c.cols() != out.cols) goto general;
+          dst = ops[3].reg;
+        } else {
+          dst = ops[2].reg;
         }
-        if (!commit(ops[in.op == Opcode::MAC ? 3 : 2].reg, out)) goto general;
         break;
       }
       case Opcode::MAX:
@@ -997,41 +1036,62 @@ void Machine::run_count_only() {
       case Opcode::EXPD:
       case Opcode::EXP2D:
       case Opcode::SDIV: {
-        ShapeView a = view(ops[0]), b = view(ops[1]);
+        FLASHSIM_SOURCE(a, 0);
+        FLASHSIM_SOURCE(b, 1);
         if (!fits(a.rows(), b.rows()) || !fits(a.cols(), b.cols())) goto general;
         std::int32_t rows = std::max(a.rows(), b.rows()), cols = std::max(a.cols(), b.cols());
-        const ShapeView& like = (a.rows() == rows && a.cols() == cols) ? a : b;
-        if (!commit(ops[2].reg, shaped(like, rows, cols))) goto general;
+        out = shaped((a.rows() == rows && a.cols() == cols) ? a : b, rows, cols);
+        dst = ops[2].reg;
         break;
       }
       case Opcode::EXP:
       case Opcode::MOV:
       case Opcode::LOG:
       case Opcode::LOG2: {
-        ShapeView a = view(ops[0]);
-        if (!commit(ops[1].reg, shaped(a, a.rows(), a.cols()))) goto general;
+        FLASHSIM_SOURCE(a, 0);
+        out = shaped(a, a.rows(), a.cols());
+        dst = ops[1].reg;
         break;
       }
       case Opcode::MASK: {
-        ShapeView a = view(ops[0]);
-        Shape out = shaped(a, a.rows(), a.cols());
+        FLASHSIM_SOURCE(a, 0);
+        out = shaped(a, a.rows(), a.cols());
         out.valid_cols = a.valid_cols();
-        if (!commit(ops[1].reg, out)) goto general;
+        dst = ops[1].reg;
         break;
       }
       case Opcode::ROWMAX:
       case Opcode::ROWSUM: {
-        ShapeView a = view(ops[0]);
-        Shape out = shaped(a, a.rows(), 1);
+        FLASHSIM_SOURCE(a, 0);
+        out = shaped(a, a.rows(), 1);
         out.col0 = 0;
         out.valid_cols = 1;
-        if (!commit(ops[1].reg, out)) goto general;
+        dst = ops[1].reg;
         break;
       }
       default: goto general;
     }
+    if (track_sram) {
+      // execute() commits, then faults past the capacity; leave that step to it.
+      const Shape& old = shape[dst];
+      std::uint64_t old_bytes =
+          written[dst] ? static_cast<std::uint64_t>(old.rows) * static_cast<std::uint64_t>(old.cols) * reg_elem_bytes : 0;
+      std::uint64_t now = in_use - old_bytes +
+                          static_cast<std::uint64_t>(out.rows) * static_cast<std::uint64_t>(out.cols) * reg_elem_bytes;
+      if (sram_cap && now > sram_cap) goto general;
+      in_use = now;
+      peak = std::max(peak, in_use);
+    }
+    if (in.op == Opcode::LOAD) {
+      const Operand& m = ops[0];
+      elems_moved[2 * m.array] += static_cast<std::uint64_t>(out.valid_rows) * static_cast<std::uint64_t>(out.valid_cols);
+      ++geo[m.array].reads[m.row * geo[m.array].grid_cols + m.col];
+    }
+    shape[dst] = out;
+    written[dst] = 1;
     ++per_op[static_cast<std::size_t>(in.op)];
   }
+#undef FLASHSIM_SOURCE
 general:
   // Fold the locals back into the machine as it stands before step i.
   for (std::size_t r = 0; r < regs; ++r) {

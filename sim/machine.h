@@ -104,8 +104,14 @@ class Machine {
     return opts_.symbolic ? reg_sym_[static_cast<std::size_t>(r)] : none;
   }
   const ArrayState& array(std::uint32_t id) const { return arrays_[id]; }
-  bool is_input(std::uint32_t id) const { return is_input_[id]; }
-  bool is_output(std::uint32_t id) const { return is_output_[id]; }
+  bool is_input(std::uint32_t id) const {
+    find_inputs_outputs();
+    return is_input_[id];
+  }
+  bool is_output(std::uint32_t id) const {
+    find_inputs_outputs();
+    return is_output_[id];
+  }
   std::uint64_t sram_in_use() const { return sram_in_use_; }
   std::uint64_t sram_peak() const { return sram_peak_; }
   bool symbolic() const { return opts_.symbolic; }
@@ -124,6 +130,7 @@ class Machine {
 
   void init_memory();
   void check_static();
+  void find_inputs_outputs() const;
   [[noreturn]] void fault(const std::string& msg) const;
   void execute(const isa::Instruction& in);
   template <bool kHistory, typename Value>
@@ -156,7 +163,10 @@ class Machine {
   std::vector<std::string> reg_sym_;
   std::vector<ArrayState> arrays_;
   std::vector<ArrayState> initial_arrays_;
-  std::vector<bool> is_input_, is_output_;
+  // Found on first use: count-only traffic runs build a machine per piece of a long schedule
+  // and never ask.
+  mutable std::vector<bool> is_input_, is_output_;
+  mutable bool io_found_ = false;
   std::uint64_t sram_in_use_ = 0, sram_peak_ = 0;
 
   std::vector<Undo> undo_;
@@ -173,7 +183,7 @@ class Machine {
     std::uint32_t elem;           // element index of a LOAD or STORE
   };
   void decode_fast();
-  std::vector<FastOp> fast_;
+  std::vector<FastOp> fast_;  // one per instruction, then an end marker (op = kOpcodeCount)
   bool fast_ok_ = false;  // decode_fast found every array and element index within FastOp's fields
   // First step that writes each register (size() when none does). The trace is straight-line,
   // so register r holds a value at pc exactly when first_write_[r] < pc.
