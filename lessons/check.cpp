@@ -286,19 +286,6 @@ std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_
   return "your trace executes " + g + " " + mn + " instructions; the budget is " + l;
 }
 
-std::string budget_label(const std::string& name) {
-  if (auto ab = array_budget(name)) return ab->second + (ab->first == "read" ? " bytes read" : " bytes written");
-  if (name == "bytes_read") return "bytes read";
-  if (name == "bytes_written") return "bytes written";
-  if (name == "sram") return "SRAM bytes";
-  if (name == "cycles") return "cycles";
-  if (name == "loads") return "LOADs";
-  if (name == "stores") return "STOREs";
-  if (name == "dram_reads") return "DRAM reads";
-  if (name == "dram_writes") return "DRAM writes";
-  if (name == "instructions") return "instructions";
-  return std::string(isa::info(*isa::find_mnemonic(name)).mnemonic) + "s";
-}
 
 fs::path absolute_lessons_root() {
   std::error_code ec;
@@ -318,6 +305,20 @@ std::optional<fs::path> containing_lesson_dir(const fs::path& file) {
 }
 
 }  // namespace
+
+std::string budget_label(const std::string& name) {
+  if (auto ab = array_budget(name)) return ab->second + (ab->first == "read" ? " bytes read" : " bytes written");
+  if (name == "bytes_read") return "bytes read";
+  if (name == "bytes_written") return "bytes written";
+  if (name == "sram") return "SRAM bytes";
+  if (name == "cycles") return "cycles";
+  if (name == "loads") return "LOADs";
+  if (name == "stores") return "STOREs";
+  if (name == "dram_reads") return "DRAM reads";
+  if (name == "dram_writes") return "DRAM writes";
+  if (name == "instructions") return "instructions";
+  return std::string(isa::info(*isa::find_mnemonic(name)).mnemonic) + "s";
+}
 
 // --- registration ---------------------------------------------------------------------------
 

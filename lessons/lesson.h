@@ -157,4 +157,7 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program progr
 // lesson's folder, or lies outside every lesson folder; otherwise nullopt (check the solution).
 std::optional<std::string> learner_file_for(const Lesson& lesson);
 
+// A budget counter as a learner reads it: "K bytes read", "SRAM bytes", "LOADs".
+std::string budget_label(const std::string& counter);
+
 }  // namespace flashsim::lessons

@@ -14,7 +14,7 @@ std::string budget_text(const Part& p) {
   std::string s;
   for (const auto& b : p.budgets) {
     if (!s.empty()) s += ", ";
-    s += b.counter + " <= " + std::to_string(b.limit);
+    s += budget_label(b.counter) + " <= " + std::to_string(b.limit);
   }
   return s.empty() ? "values only" : s;
 }

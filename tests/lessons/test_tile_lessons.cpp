@@ -320,3 +320,19 @@ TEST_CASE("flashsim lesson check 11 fa1.fsa prints the O budget and exits 1", "[
   CHECK(out.find("FAIL  lesson 11 fa1-vs-fa2") != std::string::npos);
   CHECK(out.find("your trace writes 512 bytes of O; the budget is 128 bytes (O written once: N*d*2)") != std::string::npos);
 }
+
+TEST_CASE("flashsim lesson list names byte budgets the way a check reports them", "[lesson-list]") {
+  std::string cmd = std::string(FLASHSIM_EXE) + " lesson list 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[512];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  int status = pclose(p);
+  INFO(out);
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(out.find("3 registers; cycles <= 7, LOADs <= 4, STOREs <= 1") != std::string::npos);
+  CHECK(out.find("Q bytes read <= 32, K bytes read <= 64") != std::string::npos);
+  CHECK(out.find("SRAM bytes <= 528") != std::string::npos);
+  CHECK(out.find("read:") == std::string::npos);
+}
