@@ -1,4 +1,4 @@
-// `flashsim lesson list|check`, `flashsim gen matmul` and `flashsim optimize matmul`.
+// `flashsim lesson list|check`, `flashsim gen matmul` and `flashsim optimize matmul|softmax`.
 #pragma once
 
 namespace CLI {
