@@ -40,6 +40,7 @@ class Assembler {
     std::size_t i = 0;
     block(i, 0);
     if (prog_.code.empty()) fail(1, 1, "empty program: no instructions");
+    if (opts_.require_declared_params) check_overrides_declared();
     return std::move(prog_);
   }
 
@@ -50,6 +51,16 @@ class Assembler {
     std::string where;
     for (const auto& [name, value] : loop_vars_) where += (where.empty() ? " (at " : ", ") + name + " = " + std::to_string(value);
     throw AsmError(prog_.name, line, static_cast<std::uint32_t>(col), where.empty() ? msg : msg + where + ")");
+  }
+
+  void check_overrides_declared() const {
+    for (const auto& [name, value] : opts_.params) {
+      if (params_.count(name)) continue;
+      std::string declared;
+      for (const auto& [known, v] : params_) declared += (declared.empty() ? "" : ", ") + known;
+      throw std::invalid_argument("--param " + name + ": " + prog_.name + " declares no .param " + name +
+                                  (declared.empty() ? " (it declares none)" : " (it declares: " + declared + ")"));
+    }
   }
 
   // ---- lines ----------------------------------------------------------------------------

@@ -21,6 +21,9 @@ class AsmError : public std::runtime_error {
 struct AssembleOptions {
   std::map<std::string, std::int64_t> params;  // overrides for .param defaults
   std::size_t max_instructions = 200'000'000;  // loop expansion guard
+  // A command-line override of a name the file never declares is a typo: with this set it is
+  // an error (std::invalid_argument naming the declared parameters) instead of being ignored.
+  bool require_declared_params = false;
 };
 
 Program assemble(std::string_view text, const std::string& file_name = "<input>",

@@ -76,6 +76,7 @@ int do_run(const RunArgs& a) {
       throw std::invalid_argument("--param " + k + ": '" + v + "' is not an integer");
     }
   }
+  ao.require_declared_params = true;
   isa::Program prog = isa::assemble_file(a.file, ao);
   sim::MachineOptions mo;
   if (a.regs > 0) mo.regs = a.regs;

@@ -63,6 +63,9 @@ TEST_CASE("flashsim options: --regs, --cost, --param, --seed, --version", "[cli]
   CHECK(r.status == 2);
   CHECK(has(r.out, "solution.fsa:"));
   CHECK(has(r.out, "outside the machine: it has 2 registers (--regs)"));
+  auto typo = sh("run --no-table --param N=4 " + f);  // the lesson declares n, not N
+  CHECK(typo.status == 2);
+  CHECK(has(typo.out, "--param N: " + f + " declares no .param N (it declares: n)"));
   CHECK(sh("--version").status == 0);
   CHECK(has(sh("run --help").out, "--symbolic"));
 }
