@@ -88,7 +88,6 @@ AttentionBackward backward_of(const std::string& s) {
   return AttentionBackward::RowWiseNoD;
 }
 bool is_forward(const std::string& s) { return std::find(kForward.begin(), kForward.end(), s) != kForward.end(); }
-bool is_backward(const std::string& s) { return std::find(kBackward.begin(), kBackward.end(), s) != kBackward.end(); }
 
 std::string human(std::uint64_t bytes) {
   std::ostringstream os;
