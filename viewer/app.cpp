@@ -11,6 +11,8 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -70,6 +72,10 @@ App::App(Model& model, AppOptions options) : model_(model), opts_(std::move(opti
     throw NoDisplay("cannot open a window (no display; set DISPLAY or run under xvfb-run)");
   glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 0);
+  // FLASHSIM_VIEWER_GL=egl: make the context through EGL on the X11 window, for X servers whose
+  // GLX is only a software one (Xvfb on a GPU machine, where the GPU's EGL may still draw).
+  if (const char* api = std::getenv("FLASHSIM_VIEWER_GL"); api && std::strcmp(api, "egl") == 0)
+    glfwWindowHint(GLFW_CONTEXT_CREATION_API, GLFW_EGL_CONTEXT_API);
   window_ = glfwCreateWindow(opts_.width, opts_.height, "flashsim viewer", nullptr, nullptr);
   if (!window_) {
     glfwTerminate();
