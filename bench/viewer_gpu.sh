@@ -93,23 +93,23 @@ run() {
   export DISPLAY=:$d LD_LIBRARY_PATH=$S/lib:$nv
   local egl=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
   [ -e $egl ] && export __EGL_VENDOR_LIBRARY_FILENAMES=$egl
-  echo "== glxinfo -B, NVIDIA's GLX"; __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 30 $S/bin/glxinfo -B 2>&1 | head -30
-  echo "== eglinfo (first lines)"; timeout 30 $S/bin/eglinfo 2>&1 | grep -i -E "platform|vendor|renderer|version|error|fail" | head -20
+  echo "== glxinfo -B, NVIDIA's GLX"; __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 20 $S/bin/glxinfo -B 2>&1 | head -30
+  echo "== eglinfo (first lines)"; timeout 20 $S/bin/eglinfo 2>&1 | grep -i -E "platform|vendor|renderer|version|error|fail" | head -20
   local bench="$C/bench_viewer lessons/06-online-softmax/solution.fsa"
   echo "== bench_viewer, NVIDIA's GLX"
-  __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 200 $bench 2>&1 | tee "$out/bench_glx_nvidia.txt"
+  __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 120 $bench 2>&1 | tee "$out/bench_glx_nvidia.txt"
   if ! grep -q "on NVIDIA" "$out/bench_glx_nvidia.txt"; then
     echo "== bench_viewer, EGL on the X11 window (GLX did not give NVIDIA)"
-    FLASHSIM_VIEWER_GL=egl timeout 200 $bench 2>&1 | tee "$out/bench_egl.txt"
+    FLASHSIM_VIEWER_GL=egl timeout 120 $bench 2>&1 | tee "$out/bench_egl.txt"
   fi
   local api=""
   grep -q "on NVIDIA" "$out/bench_glx_nvidia.txt" || api=egl
   echo "== screenshot at step 500000 (FLASHSIM_VIEWER_GL=$api)"
-  __GLX_VENDOR_LIBRARY_NAME=nvidia FLASHSIM_VIEWER_GL=$api timeout 60 $C/flashsim-viewer --lessons-dir lessons \
+  __GLX_VENDOR_LIBRARY_NAME=nvidia FLASHSIM_VIEWER_GL=$api timeout 45 $C/flashsim-viewer --lessons-dir lessons \
     --screenshot "$out/viewer-gpu-1m.png" --step 500000 --param n=71429 lessons/06-online-softmax/solution.fsa
   echo "screenshot rc=$?"
   echo "== the same bench on Mesa llvmpipe, same machine"
-  __GLX_VENDOR_LIBRARY_NAME=mesa LIBGL_DRIVERS_PATH=$S/dri timeout 150 $bench 2>&1 | tee "$out/bench_llvmpipe.txt"
+  __GLX_VENDOR_LIBRARY_NAME=mesa LIBGL_DRIVERS_PATH=$S/dri timeout 100 $bench 2>&1 | tee "$out/bench_llvmpipe.txt"
 }
 
 case "${1:-}" in
