@@ -4,6 +4,7 @@
 #
 #   bench/viewer_gpu.sh prepare   # here (Debian 12, amd64): fills .devcarry/viewer/carry and .gl
 #   bench/viewer_gpu.sh run       # there, from the repo root, carry: .gl .devcarry/viewer/carry
+#   VIEWER_GPU_REPEAT=3 VIEWER_GPU_FRAMES=600 bench/viewer_gpu.sh run   # only repeats of the NVIDIA run
 #
 # The X server is a carried Debian Xvfb whose compiled-in paths (DRI driver, xkbcomp, XKB data)
 # are rewritten to /tmp/fx, so nothing is unpacked into / except the GL loaders (.gl, as the
@@ -96,6 +97,18 @@ run() {
   echo "== glxinfo -B, NVIDIA's GLX"; __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 20 $S/bin/glxinfo -B 2>&1 | head -30
   echo "== eglinfo (first lines)"; timeout 20 $S/bin/eglinfo 2>&1 | grep -i -E "platform|vendor|renderer|version|error|fail" | head -20
   local bench="$C/bench_viewer lessons/06-online-softmax/solution.fsa"
+  if [ "${VIEWER_GPU_REPEAT:-0}" -gt 0 ]; then
+    # Only repeats of the NVIDIA run with more frames, then what the EGL switch gives here.
+    for i in $(seq "$VIEWER_GPU_REPEAT"); do
+      echo "== bench_viewer, NVIDIA's GLX, repeat $i"
+      __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 120 $bench --frames "${VIEWER_GPU_FRAMES:-600}" 2>&1 |
+        tee "$out/bench_glx_nvidia_$i.txt"
+    done
+    echo "== bench_viewer, FLASHSIM_VIEWER_GL=egl"
+    FLASHSIM_VIEWER_GL=egl timeout 60 $bench --frames 20 2>&1 | grep -E "^frames|verdict" | tee "$out/bench_egl.txt"
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,utilization.gpu --format=csv
+    return
+  fi
   echo "== bench_viewer, NVIDIA's GLX"
   __GLX_VENDOR_LIBRARY_NAME=nvidia timeout 120 $bench 2>&1 | tee "$out/bench_glx_nvidia.txt"
   if ! grep -q "on NVIDIA" "$out/bench_glx_nvidia.txt"; then
