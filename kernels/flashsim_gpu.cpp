@@ -215,7 +215,8 @@ int main(int argc, char** argv) {
   const std::string expl = l2_explanation(rows, static_cast<double>(dev.l2_bytes));
   if (!expl.empty()) std::cout << expl << '\n';
   std::cout << "columns: R/W in MiB; counted = tile machine, min = each input once + each output once, HBM = "
-               "dram__bytes_{read,write}.sum, exp = each small array once + streamed arrays as counted, "
+               "dram__bytes_{read,write}.sum (writes include the write-back of lines left dirty in L2, measured over "
+               "the flush after the range), exp = each small array once + streamed arrays as counted, "
                "L2 = lts__t_sectors_srcunit_tex_op_{read,write}.sum x 32 B; '!' = streaming run off exp by > 2%\n";
   bool ok = true;
   for (const auto& r : rows) {

@@ -145,7 +145,7 @@ std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
 void write_csv(std::ostream& out, const std::vector<Row>& rows) {
   out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
-         "l2_red,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok\n";
+         "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -154,7 +154,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << r.model.read << ',' << r.model.written << ',' << r.expected.read << ',' << r.expected.written << ','
         << u64(r.measured, true) << ',' << u64(r.measured, false) << ',' << u64(r.l2, true) << ','
         << u64(r.l2, false) << ',' << (r.l2_red_bytes ? fmt(*r.l2_red_bytes, 0) : "") << ','
-        << fmt(r.time_ms, 5) << ',' << (r.profiled_time_ms ? fmt(*r.profiled_time_ms, 5) : "") << ','
+        << (r.writeback_bytes ? fmt(*r.writeback_bytes, 0) : "") << ',' << fmt(r.time_ms, 5) << ',' << (r.profiled_time_ms ? fmt(*r.profiled_time_ms, 5) : "") << ','
         << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
         << r.tol << ',' << (r.ok() ? 1 : 0) << '\n';
   }
@@ -184,6 +184,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"compulsory\": " << bytes(r.compulsory) << ", \"model\": " << bytes(r.model)
         << ", \"expected\": " << bytes(r.expected) << ",\n     \"hbm\": " << bytes(r.measured)
         << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
+        << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ",\n     \"time_ms\": " << num(r.time_ms)
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())

@@ -16,7 +16,11 @@ struct Row {
   Bytes compulsory;               // each input once, each output once
   Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
   Bytes expected;                 // model with small panels read once (see expected_hbm)
-  std::optional<Bytes> measured;  // dram__bytes_read.sum / dram__bytes_write.sum
+  // dram__bytes_read.sum / dram__bytes_write.sum of the range; the writes include writeback_bytes.
+  std::optional<Bytes> measured;
+  // Lines the range left dirty in L2 reach HBM only later: the writes of the flush that follows
+  // the range (measured as a range of its own) are charged back to it.
+  std::optional<double> writeback_bytes;
   std::optional<Bytes> l2;        // lts__t_sectors_srcunit_tex_op_{read,write}.sum * 32
   std::optional<double> l2_red_bytes;     // lts__t_sectors_srcunit_tex_op_red.sum * 32 (atomics)
   std::optional<double> profiled_time_ms; // gpu__time_duration.sum of the profiled range

@@ -13,10 +13,23 @@ Runner::Runner(const RunOptions& opt) : opt_(opt), dev_(device_info()) {
   flusher_ = std::make_unique<L2Flusher>(dev_.l2_bytes);
   if (opt_.profile) {
     std::string why;
-    if (prof_.init(&why))
+    if (prof_.init(&why)) {
       prof_status_ = "CUPTI range profiler (" + std::to_string(prof_.passes()) + " pass(es) per range)";
-    else
+      auto base = prof_.measure("write-back baseline", [&] { flusher_->flush(); },
+                                [&] {
+                                  flusher_->flush();
+                                  flusher_->flush();
+                                },
+                                &why);
+      if (base) {
+        writeback_baseline_ = base->dram_write_bytes;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "; write-back baseline %.2f MiB (subtracted)", writeback_baseline_ / 1048576.0);
+        prof_status_ += buf;
+      }
+    } else {
       prof_status_ = "HBM counters unavailable: " + why;
+    }
   } else {
     prof_status_ = "profiling disabled (--no-profile)";
   }
@@ -62,14 +75,31 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   row.time_ms = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
   if (w->sets() > 1) row.note += "; timed over " + std::to_string(w->sets()) + " rotating input sets";
   w->make_sets(1);
-  // 3. one profiled range on set 0 after an L2 flush (the flush is outside the range)
+  // 3. one profiled range on set 0 after an L2 flush (the flush is outside the range), then the
+  //    write-back of its dirty lines
   if (prof_.ready()) {
     std::string why;
     auto m = prof_.measure(std::string(info(s.schedule).id) + " " + s.size_label(), [&] { flusher_->flush(); },
                            [&] { w->run(0); }, &why);
+    // The same run again, unmeasured, then the flush that evicts what it left dirty in L2: that
+    // flush's HBM writes are the range's output still on its way to HBM when the range ended.
+    auto wb = m ? prof_.measure(std::string("write-back after ") + info(s.schedule).id,
+                                [&] {
+                                  flusher_->flush();
+                                  w->run(0);
+                                },
+                                [&] {
+                                  flusher_->flush();
+                                  flusher_->flush();
+                                },
+                                &why)
+                : std::nullopt;
+    if (m && !wb) row.note += "; write-back not measured: " + why;
     if (m) {
+      const double writeback = wb ? std::max(0.0, wb->dram_write_bytes - writeback_baseline_) : 0.0;
+      if (wb) row.writeback_bytes = writeback;
       row.measured = Bytes{static_cast<std::uint64_t>(m->dram_read_bytes + 0.5),
-                           static_cast<std::uint64_t>(m->dram_write_bytes + 0.5)};
+                           static_cast<std::uint64_t>(m->dram_write_bytes + writeback + 0.5)};
       row.l2 = Bytes{static_cast<std::uint64_t>(m->l2_read_sectors * 32 + 0.5),
                      static_cast<std::uint64_t>(m->l2_write_sectors * 32 + 0.5)};
       row.l2_red_bytes = m->l2_red_sectors * 32;

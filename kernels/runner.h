@@ -34,6 +34,9 @@ class Runner {
   std::unique_ptr<L2Flusher> flusher_;
   HbmProfiler prof_;
   std::string prof_status_;
+  // HBM writes of the write-back range when no kernel ran before it (a flush after a flush):
+  // subtracted from every run's write-back.
+  double writeback_baseline_ = 0;
 };
 
 // llm.c-style per-file driver: ./matmul [version] [sizes...]. Validates and times every version
