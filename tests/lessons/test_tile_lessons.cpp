@@ -307,30 +307,32 @@ TEST_CASE("tile lesson specs: new keys are checked at FILE:LINE:COL", "[lessons]
   std::filesystem::remove_all(dir.parent_path());
 }
 
-TEST_CASE("flashsim lesson check 11 fa1.fsa prints the O budget and exits 1", "[lesson-11]") {
-  std::string cmd = std::string(FLASHSIM_EXE) + " lesson check 11 " + FLASHSIM_SOURCE_DIR + "/lessons/11-fa1-vs-fa2/fa1.fsa 2>&1";
+namespace {
+// Runs `flashsim ARGS`; returns its exit status and what it printed on stdout and stderr.
+std::pair<int, std::string> run_flashsim(const std::string& args) {
+  std::string cmd = std::string(FLASHSIM_EXE) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   REQUIRE(p);
   std::string out;
   char buf[512];
   while (fgets(buf, sizeof buf, p)) out += buf;
   int status = pclose(p);
+  return {WEXITSTATUS(status), out};
+}
+}  // namespace
+
+TEST_CASE("flashsim lesson check 11 fa1.fsa prints the O budget and exits 1", "[lesson-11]") {
+  auto [status, out] = run_flashsim(std::string("lesson check 11 ") + FLASHSIM_SOURCE_DIR + "/lessons/11-fa1-vs-fa2/fa1.fsa");
   INFO(out);
-  CHECK(WEXITSTATUS(status) == 1);
+  CHECK(status == 1);
   CHECK(out.find("FAIL  lesson 11 fa1-vs-fa2") != std::string::npos);
   CHECK(out.find("your trace writes 512 bytes of O; the budget is 128 bytes (O written once: N*d*2)") != std::string::npos);
 }
 
 TEST_CASE("flashsim lesson list names byte budgets the way a check reports them", "[lesson-list]") {
-  std::string cmd = std::string(FLASHSIM_EXE) + " lesson list 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int status = pclose(p);
+  auto [status, out] = run_flashsim("lesson list");
   INFO(out);
-  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(status == 0);
   CHECK(out.find("3 registers; cycles <= 7, LOADs <= 4, STOREs <= 1") != std::string::npos);
   CHECK(out.find("Q bytes read <= 32, K bytes read <= 64") != std::string::npos);
   CHECK(out.find("SRAM bytes <= 528") != std::string::npos);
