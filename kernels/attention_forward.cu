@@ -41,8 +41,11 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
+#include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu {
+
+#ifndef FLASHSIM_ATTN_FWD_FAST_ONLY
 
 // ----------------------------------------------------------------------------
 // GPU kernels
@@ -384,6 +387,8 @@ template void attention_fa2<float>(const float*, const float*, const float*, flo
 template void attention_fa2<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*,
                                            __nv_bfloat16*, float*, int, int, bool);
 
+#endif  // FLASHSIM_ATTN_FWD_FAST_ONLY
+
 // ---- version 4: FA2 order on tensor cores ------------------------------------------------------
 //
 // One block of NW warps per BR-row Q tile; each warp owns MT = BR / (16 NW) slabs of 16 rows, so
@@ -622,16 +627,329 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 
 }  // namespace fast
 
+// ---- version 5: FA2 order on Hopper's warpgroup MMA (attention_forward_fast) ----------------------
+//
+// One warpgroup (4 warps, 128 threads) per 64-row Q tile, three blocks per SM. Q is read once into
+// registers (ldmatrix, the A fragments of all d/16 k-steps); S = Q K^T and O += P V are wgmma
+// m64nNk16 (kernels/wgmma.cuh) with A from registers and B (K, then V as an MN-major operand) read
+// by the tensor cores straight from 128-byte-swizzled shared memory, so K and V no longer pass
+// through every warp's registers: version 4's ldmatrix traffic (80 ldmatrix.x4 per 256 mma.sync,
+// shared memory as busy as the tensor pipe) is what held it at FA2's speed. K/V tiles are
+// double-buffered with cp.async; Q passes through V's second buffer, O leaves through a free K
+// buffer, so a block needs only 4 K/V tiles of shared memory (65 KB at 64 x 64, d = 128). The
+// softmax is version 4's. Each product is waited on at once: the three blocks of an SM overlap
+// one's softmax with another's products.
+// Tiles: 64 x 64 at d = 128, 64 x 128 at d = 64 (H100, 2026-11-23, kernels/RESULTS.md: 1.04-1.29x
+// FA2 on all 40 shapes; d = 128 N = 16384 370 TFLOP/s, version 4 331). Tried (the bench driver's
+// --variants): FA3's intra-warpgroup pipeline (PIPE = true: S of tile j+1 and P V of tile j in
+// flight together, K two tiles ahead) at 2 blocks per SM, 15-25 % slower; 64 x 128 at d = 128
+// (1 block per SM) 220-260 TFLOP/s; 64 x 32 tiles 5-10 % slower. The non-pipelined loop with
+// BC = d (64 x 64 at d = 64, 64 x 128 at d = 128) gave wrong O on every problem of more than one
+// KV tile, while the same tiles through the pipelined loop were right and the PTX reads as
+// intended; not understood, so those two are neither used nor instantiated.
+
+namespace hopper {
+
+template <int D, int BC>
+struct FwdConfig {
+  static constexpr int kBR = 64;
+  static constexpr int kKVBytes = BC * D * 2;
+  // K x2, V x2 (Q passes through V's second buffer on its way to registers; O leaves through a
+  // free K buffer) + 1024 bytes of slack: the swizzle pattern needs 1024-aligned tiles
+  static constexpr int kSmem = 4 * kKVBytes + 1024;
+  // blocks per SM the registers are budgeted for: 3 without the pipeline, 2 with it (S and P of
+  // two tiles live at once), fewer where shared memory allows fewer anyway (227 KB per SM)
+  static constexpr int blocks(bool pipe) {
+    const int by_smem = (227 * 1024) / (kSmem + 1024);
+    return by_smem < (pipe ? 2 : 3) ? (by_smem < 1 ? 1 : by_smem) : (pipe ? 2 : 3);
+  }
+  static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows; a K/V buffer holds a 64-row Q tile");
+};
+
+// Rows [row0, row0 + ROWS) of a [n, D] matrix into a 128-byte-swizzled tile; rows >= n become zeros.
+template <int ROWS, int D, class T>
+__device__ __forceinline__ void load_rows_sw(std::uint32_t dst, const T* src, int row0, int n) {
+  constexpr int kChunks = D / 8;
+#pragma unroll 4
+  for (int i = threadIdx.x; i < ROWS * kChunks; i += 128) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool valid = row0 + r < n;
+    mma::cp_async16(wgmma::sw128<ROWS>(dst, r, c), src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8),
+                    valid);
+  }
+}
+
+// The per-warpgroup pieces of one KV tile. Registers that wgmma reads or writes asynchronously are
+// pinned with empty asm statements on both sides of the fence ... wait window, so that the compiler
+// neither moves their writes past wgmma.fence nor reuses them while a product is in flight.
+template <class T, int D, int BC>
+struct Tile {
+  // s = Q K^T for the tile at ks (K stored [keys][d]: a K-major B operand); issued, not waited on
+  __device__ __forceinline__ static void issue_s(float (&s)[BC / 2], const std::uint32_t (&qa)[D / 16][4],
+                                                 std::uint32_t ks) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::wgmma_rs<0>(wgmma::WgmmaN<BC>{}, T{}, s, qa[kk],
+                         wgmma::desc128(ks + (kk / 4) * (BC * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+  }
+  // o += P V for the tile at vs (V stored [keys][d]: an MN-major B operand)
+  __device__ __forceinline__ static void issue_pv(float (&o)[D / 2], const std::uint32_t (&pa)[BC / 16][4],
+                                                  std::uint32_t vs) {
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk)
+      wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, o, pa[kk], wgmma::desc128(vs + kk * 16 * 128, BC * 128, 1024), 1);
+  }
+  template <int N>
+  __device__ __forceinline__ static void pin(float (&x)[N]) {
+#pragma unroll
+    for (int i = 0; i < N; ++i) wgmma::reg_fence(x[i]);
+  }
+  __device__ __forceinline__ static void pin(std::uint32_t (&x)[BC / 16][4]) {
+#pragma unroll
+    for (int i = 0; i < BC / 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+  }
+  // masks (keys past n; keys after the query under the causal mask), then the online softmax in
+  // log2 units: s becomes P, row_max / row_sum move on; returns the factors the old O needs.
+  __device__ __forceinline__ static void softmax(float (&s)[BC / 2], float (&row_max)[2], float (&row_sum)[2],
+                                                 float (&alpha)[2], int kv0, int q_row, int n, bool causal,
+                                                 float scale_log2) {
+    const int t = threadIdx.x % 4;
+    const int warp_row0 = q_row - (threadIdx.x % 32) / 4;  // the same test for the whole warp
+    if (kv0 + BC > n || (causal && kv0 + BC - 1 > warp_row0)) {
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = kv0 + nt * 8 + 2 * t + (e & 1);
+          const int row = q_row + (e / 2) * 8;
+          if (key >= n || (causal && key > row)) s[4 * nt + e] = -INFINITY;
+        }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max[h], mx * scale_log2);
+      const float base = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
+      alpha[h] = fast::fast_exp2(row_max[h] - base);
+      row_max[h] = m_new;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fast::fast_exp2(fmaf(s[4 * nt + 2 * h + e], scale_log2, -base));
+          s[4 * nt + 2 * h + e] = p;
+          sum += p;
+        }
+      row_sum[h] = row_sum[h] * alpha[h] + sum;  // per-thread partial; the quad sums at the end
+    }
+  }
+  // once the running max settles it rarely moves: skip the rescale when no row of the warp moved
+  __device__ __forceinline__ static void rescale(float (&o)[D / 2], const float (&alpha)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          o[4 * dt + 2 * h] *= alpha[h];
+          o[4 * dt + 2 * h + 1] *= alpha[h];
+        }
+      }
+  }
+  // P (fp32, the S accumulator layout) -> bf16 / fp16 A fragments (m16n8k16's A layout per warp)
+  __device__ __forceinline__ static void pack(const float (&s)[BC / 2], std::uint32_t (&pa)[BC / 16][4]) {
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk) {
+      pa[kk][0] = mma::pack2<T>(s[8 * kk + 0], s[8 * kk + 1]);
+      pa[kk][1] = mma::pack2<T>(s[8 * kk + 2], s[8 * kk + 3]);
+      pa[kk][2] = mma::pack2<T>(s[8 * kk + 4], s[8 * kk + 5]);
+      pa[kk][3] = mma::pack2<T>(s[8 * kk + 6], s[8 * kk + 7]);
+    }
+  }
+};
+
+// PIPE = false: per tile, S = Q K^T, softmax, O += P V, each product waited on at once; the
+// blocks sharing an SM (3 at d = 128) overlap one's softmax with another's products.
+// PIPE = true (FA3's intra-warpgroup overlap): S of tile j+1 and P V of tile j are in flight
+// together while the softmax of tile j+1 runs; K is loaded two tiles ahead, V one.
+template <class T, int D, int BC, bool PIPE>
+__global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
+    attn_fwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                          T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2) {
+  using C = FwdConfig<D, BC>;
+  using W = Tile<T, D, BC>;
+  constexpr int BR = C::kBR;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t ks0 = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs0 = ks0 + 2 * C::kKVBytes;
+  const std::uint32_t qs = vs0 + C::kKVBytes;  // V's second buffer, until Q is in registers
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal tiles first
+  const int q0 = q_tile * BR;
+  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * n * D;
+  q += head; k += head; v += head; o += head;
+  const int kv_end = causal ? min(n, q0 + BR) : n;
+  const int tiles = (kv_end + BC - 1) / BC;
+  const int row_w = warp * 16;             // this warp's rows in the tile
+  const int q_row = q0 + row_w + g;        // this thread's first row (the second is + 8)
+  auto kbuf = [&](int j) { return ks0 + (j & 1) * C::kKVBytes; };
+  auto vbuf = [&](int j) { return vs0 + (j & 1) * C::kKVBytes; };
+
+  load_rows_sw<BR, D>(qs, q, q0, n);
+  load_rows_sw<BC, D>(kbuf(0), k, 0, n);
+  load_rows_sw<BC, D>(vbuf(0), v, 0, n);
+  mma::cp_async_commit();
+  mma::cp_async_wait<0>();
+  wgmma::fence_proxy_async();
+  __syncthreads();
+  std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    mma::ldmatrix_x4(qa[kk], wgmma::sw128<BR>(qs, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+  __syncthreads();  // Q's buffer is V's again
+
+  float acc_o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
+  float s[BC / 2];
+  std::uint32_t pa[BC / 16][4];
+
+  if constexpr (!PIPE) {
+    for (int j = 0; j < tiles; ++j) {
+      if (j > 0) {
+        mma::cp_async_wait<0>();     // tile j landed
+        wgmma::fence_proxy_async();  // ... and is visible to the tensor cores' reads
+        __syncthreads();             // every thread's copies; tile j-1's products are done
+      }
+      if (j + 1 < tiles) {
+        load_rows_sw<BC, D>(kbuf(j + 1), k, (j + 1) * BC, n);
+        load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
+      }
+      mma::cp_async_commit();
+      wgmma::fence();
+      W::issue_s(s, qa, kbuf(j));
+      wgmma::commit();
+      wgmma::wait<0>();
+      W::pin(s);
+      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
+      W::rescale(acc_o, alpha);
+      W::pack(s, pa);
+      W::pin(acc_o);
+      W::pin(pa);
+      wgmma::fence();
+      W::issue_pv(acc_o, pa, vbuf(j));
+      wgmma::commit();
+      wgmma::wait<0>();
+      W::pin(acc_o);
+      W::pin(pa);
+    }
+  } else {
+    // prologue: K_1 on its way, S_0 and its softmax
+    if (tiles > 1) load_rows_sw<BC, D>(kbuf(1), k, BC, n);
+    mma::cp_async_commit();
+    wgmma::fence();
+    W::issue_s(s, qa, kbuf(0));
+    wgmma::commit();
+    wgmma::wait<0>();
+    W::pin(s);
+    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
+    W::pack(s, pa);
+    for (int j = 0; j < tiles; ++j) {
+      mma::cp_async_wait<0>();     // K_{j+1} and V_j landed
+      wgmma::fence_proxy_async();
+      __syncthreads();             // ... for every thread; S_j and P V_{j-1} are done everywhere
+      if (j + 2 < tiles) load_rows_sw<BC, D>(kbuf(j + 2), k, (j + 2) * BC, n);
+      if (j + 1 < tiles) load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
+      mma::cp_async_commit();
+      const bool next = j + 1 < tiles;
+      W::pin(acc_o);
+      W::pin(pa);
+      wgmma::fence();
+      if (next) {
+        W::issue_s(s, qa, kbuf(j + 1));
+        wgmma::commit();
+      }
+      W::issue_pv(acc_o, pa, vbuf(j));
+      wgmma::commit();
+      if (next) {
+        wgmma::wait<1>();  // S_{j+1} done; P V_j may still run
+        W::pin(s);
+        W::softmax(s, row_max, row_sum, alpha, (j + 1) * BC, q_row, n, causal, scale_log2);
+      }
+      wgmma::wait<0>();
+      W::pin(acc_o);
+      W::pin(pa);
+      if (next) {
+        W::rescale(acc_o, alpha);
+        W::pack(s, pa);
+      }
+    }
+  }
+  mma::cp_async_wait<0>();
+
+  // normalize; stage the warp's own rows in the K buffer the last tile did not use, 16-byte rows out
+  const std::uint32_t os = kbuf(tiles);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int r = row_w + g + 8 * h;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<BC>(os, r, dt) + t * 4), "r"(packed));
+    }
+    if (t == 0 && q0 + r < n)
+      lse[static_cast<std::size_t>(blockIdx.y) * n + q0 + r] =
+          l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+  }
+  __syncwarp();
+  constexpr int kChunks = D / 8;
+  for (int i = lane; i < 16 * kChunks; i += 32) {
+    const int r = row_w + i / kChunks, c = i % kChunks;
+    if (q0 + r >= n) continue;
+    uint4 val;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(wgmma::sw128<BC>(os, r, c)));
+    *reinterpret_cast<uint4*>(o + static_cast<std::size_t>(q0 + r) * D + c * 8) = val;
+  }
+}
+
+template <class T, int D, int BC, bool PIPE>
+void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                cudaStream_t stream) {
+  using C = FwdConfig<D, BC>;
+  auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE>;
+  static bool smem_set = false;  // one per instantiation
+  if (!smem_set) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    smem_set = true;
+  }
+  const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
+  kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 128, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace hopper
+
 template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
-  // tiles chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 with 128 x 128, d = 128
-  // with 128 x 64 (a 128 x 128 tile would not fit the 255 registers a thread may have)
+  // version 5 (wgmma), tiles chosen by measurement on an H100 (kernels/RESULTS.md): 64 x 64 at
+  // d = 128 and 64 x 128 at d = 64, three blocks per SM, no intra-block pipeline
   if (d == 64) {
-    fast::launch_fwd<T, 64, 128, 128, 4>(q, k, v, o, lse, bh, n, causal, stream);
+    hopper::launch_fwd<T, 64, 128, false>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    fast::launch_fwd<T, 128, 128, 64, 4>(q, k, v, o, lse, bh, n, causal, stream);
+    hopper::launch_fwd<T, 128, 64, false>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
   }
@@ -641,6 +959,8 @@ template void attention_forward_fast<__nv_bfloat16>(const __nv_bfloat16*, const 
                                                     __nv_bfloat16*, float*, int, int, int, bool, cudaStream_t);
 template void attention_forward_fast<__half>(const __half*, const __half*, const __half*, __half*, float*, int, int,
                                              int, bool, cudaStream_t);
+
+#ifndef FLASHSIM_ATTN_FWD_FAST_ONLY
 
 // ----------------------------------------------------------------------------
 // workload
@@ -763,4 +1083,32 @@ std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
   return std::make_unique<AttnFwdWorkload>(s);
 }
 
+#endif  // FLASHSIM_ATTN_FWD_FAST_ONLY
+
 }  // namespace flashsim::gpu
+
+#ifdef FLASHSIM_ATTN_FWD_FAST_ONLY
+// Tile variants, only in the standalone build: kernels/tools/bench_attention_forward_fast.cu
+// checks and times each of them (--variants) against the launcher's choice.
+namespace flashsim::gpu::fwd_variants {
+template <class T>
+using Launcher = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, cudaStream_t);
+struct Variant {
+  int d;
+  const char* name;
+  Launcher<__nv_bfloat16> bf16;
+  Launcher<__half> fp16;
+};
+#define FLASHSIM_V4(D, BR, BC, NW) \
+  {D, "v4 mma.sync " #BR "x" #BC " " #NW "w", fast::launch_fwd<__nv_bfloat16, D, BR, BC, NW>, fast::launch_fwd<__half, D, BR, BC, NW>}
+#define FLASHSIM_V5(D, BC, PIPE) \
+  {D, "v5 wgmma 64x" #BC " pipe " #PIPE, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE>, hopper::launch_fwd<__half, D, BC, PIPE>}
+extern const Variant kVariants[] = {
+    FLASHSIM_V4(64, 128, 128, 4), FLASHSIM_V5(64, 128, false), FLASHSIM_V5(64, 64, true), FLASHSIM_V5(64, 128, true),
+    FLASHSIM_V4(128, 128, 64, 4), FLASHSIM_V5(128, 64, false), FLASHSIM_V5(128, 64, true), FLASHSIM_V5(128, 128, true),
+};
+extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
+#undef FLASHSIM_V4
+#undef FLASHSIM_V5
+}  // namespace flashsim::gpu::fwd_variants
+#endif

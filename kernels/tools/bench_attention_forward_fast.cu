@@ -1,0 +1,239 @@
+// Validation and timing of attention_forward_fast (kernels/attention_forward.cu versions 4 and 5)
+// and its tile variants, standalone (no CMake, no CUPTI). Build from the repository root:
+//   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_FWD_FAST_ONLY -o build/fwdfast/bench_attention_forward_fast kernels/tools/bench_attention_forward_fast.cu kernels/attention_forward.cu kernels/reference.cpp
+// Run:
+//   bench_attention_forward_fast             full checks at small sizes (every variant), then the
+//                                            launcher on every timed shape (sampled rows checked)
+//   bench_attention_forward_fast --variants  every variant on every timed shape (bf16)
+//   bench_attention_forward_fast --sanitize  bh = 2, n = 100 and 77 only, for compute-sanitizer
+// Small checks: O and lse of every head against kernels/reference.cpp attention_forward (double);
+// timed shapes: 2 heads (first, last), 16 sampled rows, attention_forward_rows. Outputs are poisoned
+// (NaN) before each checked run. Timed shapes as bench_kernels: d 64/128, N 1024..16384,
+// batch x heads = 16384/N x 2048/d, causal and not; FLOPs 4 N^2 d per head (half causal); median
+// of 20 timed runs after 3 warm-ups, CUDA events.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
+#include "kernels/reference.h"
+
+namespace flashsim::gpu {
+// the project's util.cu defines this; this driver links only the forward and the references
+void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
+  std::fprintf(stderr, "%s:%d: CUDA error %s: %s\n", file, line, cudaGetErrorString(e), what);
+  std::exit(1);
+}
+}  // namespace flashsim::gpu
+
+namespace flashsim::gpu::fwd_variants {  // instantiated in attention_forward.cu under FAST_ONLY
+template <class T>
+using Launcher = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, cudaStream_t);
+struct Variant {
+  int d;
+  const char* name;
+  Launcher<__nv_bfloat16> bf16;
+  Launcher<__half> fp16;
+};
+extern const Variant kVariants[];
+extern const int kVariantCount;
+}  // namespace flashsim::gpu::fwd_variants
+
+namespace fg = flashsim::gpu;
+namespace fv = flashsim::gpu::fwd_variants;
+
+namespace {
+
+__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+template <class T>
+__global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
+    p[i] = fg::from_f<T>(lo + (hi - lo) * u);
+  }
+}
+
+template <class T> const char* type_name();
+template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
+template <> const char* type_name<__half>() { return "fp16"; }
+float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+float to_float(__half x) { return __half2float(x); }
+float to_float(float x) { return x; }
+
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(std::size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  template <class U> U* as() const { return static_cast<U*>(p); }
+};
+
+template <class T>
+std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
+  std::vector<T> raw(count);
+  CUDA_CHECK(cudaMemcpy(raw.data(), p + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
+  return out;
+}
+
+template <class T>
+struct Problem {
+  int bh, n, d;
+  bool causal;
+  std::size_t elems;
+  Buf q, k, v, o, lse;
+  fv::Launcher<T> run = nullptr;  // nullptr: attention_forward_fast
+  Problem(int bh_, int n_, int d_, bool causal_, std::uint64_t seed)
+      : bh(bh_), n(n_), d(d_), causal(causal_), elems(static_cast<std::size_t>(bh_) * n_ * d_), q(elems * sizeof(T)),
+        k(elems * sizeof(T)), v(elems * sizeof(T)), o(elems * sizeof(T)), lse(static_cast<std::size_t>(bh_) * n_ * 4) {
+    fill_kernel<T><<<1024, 256>>>(q.as<T>(), elems, seed, -2.f, 2.f);
+    fill_kernel<T><<<1024, 256>>>(k.as<T>(), elems, seed + 1, -2.f, 2.f);
+    fill_kernel<T><<<1024, 256>>>(v.as<T>(), elems, seed + 2, -1.f, 1.f);
+    CUDA_CHECK_LAUNCH();
+  }
+  void poison() {
+    CUDA_CHECK(cudaMemset(o.p, 0xff, elems * sizeof(T)));
+    CUDA_CHECK(cudaMemset(lse.p, 0xff, static_cast<std::size_t>(bh) * n * 4));
+  }
+  void forward() {
+    if (run) run(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, causal, nullptr);
+    else fg::attention_forward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, d, causal, nullptr);
+  }
+};
+
+template <class T> double tolerance() { return std::is_same_v<T, __half> ? 5e-3 : 1e-2; }
+
+// Worst relative error of O (and of lse, reported apart) over `heads` x `rows` of a problem.
+template <class T>
+void check(Problem<T>& p, std::int64_t max_heads, std::int64_t max_rows, double& err_o, double& err_l) {
+  const std::size_t per = static_cast<std::size_t>(p.n) * p.d;
+  err_o = err_l = 0;
+  for (auto h : fg::ref::pick_indices(p.bh, max_heads)) {
+    auto hq = fetch(p.q.template as<T>(), h * per, per), hk = fetch(p.k.template as<T>(), h * per, per),
+         hv = fetch(p.v.template as<T>(), h * per, per), go = fetch(p.o.template as<T>(), h * per, per);
+    auto gl = fetch(p.lse.template as<float>(), static_cast<std::size_t>(h) * p.n, p.n);
+    const auto rows = fg::ref::pick_indices(p.n, max_rows);
+    std::vector<float> ro(rows.size() * p.d), rl(rows.size()), so, sl;
+    fg::ref::attention_forward_rows(hq.data(), hk.data(), hv.data(), p.n, p.d, p.causal, rows, ro.data(), rl.data());
+    for (auto r : rows) {
+      so.insert(so.end(), go.begin() + r * p.d, go.begin() + (r + 1) * p.d);
+      sl.push_back(gl[r]);
+    }
+    err_o = std::max(err_o, fg::ref::rel_error(so, ro));
+    err_l = std::max(err_l, fg::ref::rel_error(sl, rl));
+  }
+}
+
+template <class T>
+bool check_small(int bh, int n, int d, bool causal, fv::Launcher<T> run, const char* name, std::uint64_t seed) {
+  Problem<T> p(bh, n, d, causal, seed);
+  p.run = run;
+  p.poison();
+  p.forward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  double eo, el;
+  check(p, bh, n, eo, el);
+  const bool ok = eo < tolerance<T>() && el < 1e-3;
+  std::printf("check %s d=%-3d n=%-5d bh=%d %-6s %-28s O %.2e lse %.2e  %s\n", type_name<T>(), d, n, bh,
+              causal ? "causal" : "full", name, eo, el, ok ? "ok" : "FAIL");
+  return ok;
+}
+
+template <class T>
+bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std::uint64_t seed) {
+  const int bh = (16384 / n) * (2048 / d);
+  Problem<T> p(bh, n, d, causal, seed);
+  p.run = run;
+  p.poison();
+  p.forward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  double eo, el;
+  check(p, 2, 16, eo, el);
+  const bool ok = eo < tolerance<T>() && el < 1e-3;
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int w = 0; w < 3; ++w) p.forward();
+  std::vector<float> ms;
+  for (int r = 0; r < 20; ++r) {
+    CUDA_CHECK(cudaEventRecord(a));
+    p.forward();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float x = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
+    ms.push_back(x);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  const double med = ms[ms.size() / 2];
+  const double flops = 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
+  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s %-28s %8.3f ms %6.1f TFLOP/s  err O %.1e lse %.1e %s\n",
+              type_name<T>(), d, n, bh, causal ? "causal" : "full", name, med, flops / med * 1e-9, eo, el,
+              ok ? "ok" : "FAIL");
+  std::fflush(stdout);
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
+  const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  bool ok = true;
+  // small sizes: every variant and the launcher, every head and row
+  for (int i = -1; i < fv::kVariantCount; ++i) {
+    const int d_only = i < 0 ? 0 : fv::kVariants[i].d;
+    const char* name = i < 0 ? "attention_forward_fast" : fv::kVariants[i].name;
+    for (int d : {64, 128}) {
+      if (d_only && d != d_only) continue;
+      for (bool causal : {false, true})
+        for (int n : sanitize ? std::vector<int>{77, 100} : std::vector<int>{1, 77, 100, 256, 333}) {
+          const int bh = n == 1 ? 1 : 2;
+          ok &= check_small<__nv_bfloat16>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].bf16, name, seed += 10);
+          ok &= check_small<__half>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].fp16, name, seed += 10);
+        }
+    }
+  }
+  if (!sanitize) {
+    for (int d : {64, 128})
+      for (int n : {1024, 2048, 4096, 8192, 16384})
+        for (bool causal : {false, true}) {
+          if (variants) {
+            for (int i = 0; i < fv::kVariantCount; ++i)
+              if (fv::kVariants[i].d == d) ok &= bench<__nv_bfloat16>(d, n, causal, fv::kVariants[i].bf16, fv::kVariants[i].name, seed += 10);
+          } else {
+            ok &= bench<__nv_bfloat16>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
+            ok &= bench<__half>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
+          }
+        }
+  }
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
