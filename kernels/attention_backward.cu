@@ -67,6 +67,7 @@ sweep's tile shapes).
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
+#include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu {
 
@@ -598,6 +599,19 @@ __device__ __forceinline__ void load_rows(std::uint32_t dst, const T* src, int r
   }
 }
 
+// The same into a 128-byte-swizzled tile (kernels/wgmma.cuh), the layout wgmma reads.
+template <int ROWS, int D, int THREADS, class T>
+__device__ __forceinline__ void load_rows_sw(std::uint32_t dst, const T* src, int row0, int n) {
+  constexpr int kChunks = D / 8;
+#pragma unroll
+  for (int i = threadIdx.x; i < ROWS * kChunks; i += THREADS) {
+    const int r = i / kChunks, c = i % kChunks;
+    const bool valid = row0 + r < n;
+    mma::cp_async16(wgmma::sw128<ROWS>(dst, r, c),
+                    src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8), valid);
+  }
+}
+
 // One block per KV tile of BC = 128 keys, looping over the Q tiles of BR queries that see it.
 // 8 warps in FA2's layout: S^T / dP^T as a 4 (keys) x 2 (queries) grid of 32 x BR/2 blocks, and the
 // dK / dV accumulators (registers, for the whole loop) as 4 (keys) x 2 (head columns) blocks of
@@ -626,7 +640,7 @@ struct BwdConfig {
   static_assert(BR % 64 == 0 && D % 64 == 0, "tile shape");
 };
 
-template <class T, int D, int BR, int BC, int NW, int DQ_MT>
+template <class T, int D, int BR, int BC, int NW, int DQ_MT, bool WG>
 __global__ void __launch_bounds__(NW * 32, 1)
     attn_bwd_fast_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                               const T* __restrict__ dout, const float* __restrict__ lse2,
@@ -635,10 +649,22 @@ __global__ void __launch_bounds__(NW * 32, 1)
                               float scale, float scale_log2) {
   using C = BwdConfig<D, BR, BC, NW, DQ_MT>;
   extern __shared__ __align__(128) unsigned char smem[];
-  const std::uint32_t ks = mma::smem_addr(smem), vs = ks + C::kKVBytes;
+  // the wgmma path's tiles need 1024-aligned bases (the launcher adds 1024 bytes of slack)
+  const std::uint32_t raw = mma::smem_addr(smem);
+  const std::uint32_t ks = WG ? (raw + 1023) & ~1023u : raw, vs = ks + C::kKVBytes;
   const std::uint32_t qs0 = vs + C::kKVBytes, dos0 = qs0 + 2 * C::kQBytes;
   const std::uint32_t pss = dos0 + 2 * C::kQBytes, dss = pss + C::kPBytes;
-  float* stat0 = reinterpret_cast<float*>(smem + 2 * C::kKVBytes + 4 * C::kQBytes + 2 * C::kPBytes);
+  float* stat0 = reinterpret_cast<float*>(smem + (ks - raw) + 2 * C::kKVBytes + 4 * C::kQBytes + 2 * C::kPBytes);
+  // Q / dO tiles and P^T / dS^T: row-XOR swizzle on whole rows (mma.sync path), or 64-column
+  // 128-byte-swizzled boxes (wgmma path: dV += P^T dO and dK += dS^T Q read them from here)
+  auto q_addr = [](std::uint32_t b, int row, int chunk) {
+    if constexpr (WG) return wgmma::sw128<BR>(b, row, chunk);
+    else return mma::swizzled<D>(b, row, chunk);
+  };
+  auto p_addr = [](std::uint32_t b, int row, int chunk) {
+    if constexpr (WG) return wgmma::sw128<BC>(b, row, chunk);
+    else return mma::swizzled<BR>(b, row, chunk);
+  };
   const std::uint32_t stat_s0 = mma::smem_addr(stat0);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -659,8 +685,13 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
 
   auto load_q_tile = [&](int i, int buf) {
-    load_rows<BR, D, C::kThreads>(qs0 + buf * C::kQBytes, q, i * BR, n);
-    load_rows<BR, D, C::kThreads>(dos0 + buf * C::kQBytes, dout, i * BR, n);
+    if constexpr (WG) {
+      load_rows_sw<BR, D, C::kThreads>(qs0 + buf * C::kQBytes, q, i * BR, n);
+      load_rows_sw<BR, D, C::kThreads>(dos0 + buf * C::kQBytes, dout, i * BR, n);
+    } else {
+      load_rows<BR, D, C::kThreads>(qs0 + buf * C::kQBytes, q, i * BR, n);
+      load_rows<BR, D, C::kThreads>(dos0 + buf * C::kQBytes, dout, i * BR, n);
+    }
     if (threadIdx.x < BR / 2) {  // BR/4 chunks of lse2, then BR/4 of D
       const int c = threadIdx.x % (BR / 4);
       const float* src = (threadIdx.x < BR / 4 ? lse2 : dsum) + i * BR + c * 4;
@@ -683,6 +714,14 @@ __global__ void __launch_bounds__(NW * 32, 1)
     for (int x = 0; x < C::kGN; ++x)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc_dk[mt][x][e] = acc_dv[mt][x][e] = 0.f;
+  // wgmma path: warpgroup wg owns keys 64 wg .. 64 wg + 63, all D columns (m64nD accumulators)
+  float wg_dk[D / 2], wg_dv[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) wg_dk[x] = wg_dv[x] = 0.f;
+  auto pin = [](float (&x)[D / 2]) {
+#pragma unroll
+    for (int e = 0; e < D / 2; ++e) wgmma::reg_fence(x[e]);
+  };
 
   const int a_row = (lane % 8) + ((lane / 8) & 1) * 8, a_chunk = lane / 16;   // A, row-major source
   const int b_row = (lane % 8) + (lane / 16) * 8, b_chunk = (lane / 8) & 1;   // B from [n][k]
@@ -692,10 +731,18 @@ __global__ void __launch_bounds__(NW * 32, 1)
 
   for (int i = i_begin; i < i_end; ++i) {
     const int buf = (i - i_begin) & 1;
-    if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
-    mma::cp_async_commit();
-    mma::cp_async_wait<1>();
-    __syncthreads();  // tile i landed; P^T, dS^T and the other buffer free
+    if constexpr (WG) {
+      mma::cp_async_wait<0>();     // tile i landed
+      wgmma::fence_proxy_async();  // ... and is visible to wgmma's reads
+      __syncthreads();             // every thread's copies; tile i-1 (products included) done everywhere
+      if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
+      mma::cp_async_commit();
+    } else {
+      if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
+      mma::cp_async_commit();
+      mma::cp_async_wait<1>();
+      __syncthreads();  // tile i landed; P^T, dS^T and the other buffer free
+    }
     const std::uint32_t qs = qs0 + buf * C::kQBytes, dos = dos0 + buf * C::kQBytes;
     const float* st_lse = stat0 + buf * (C::kStatBytes / 4);
     const float* st_d = st_lse + BR;
@@ -719,13 +766,13 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #pragma unroll
       for (int np = 0; np < C::kSN / 2; ++np) {
         std::uint32_t b[4];
-        mma::ldmatrix_x4(b, mma::swizzled<D>(qs, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
+        mma::ldmatrix_x4(b, q_addr(qs, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
 #pragma unroll
         for (int mt = 0; mt < C::kSM; ++mt) {
           mma::mma16816<T>(s[mt][2 * np], ka[mt], b[0], b[1]);
           mma::mma16816<T>(s[mt][2 * np + 1], ka[mt], b[2], b[3]);
         }
-        mma::ldmatrix_x4(b, mma::swizzled<D>(dos, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
+        mma::ldmatrix_x4(b, q_addr(dos, q_col0 + np * 16 + b_row, kk * 2 + b_chunk));
 #pragma unroll
         for (int mt = 0; mt < C::kSM; ++mt) {
           mma::mma16816<T>(dp[mt][2 * np], va[mt], b[0], b[1]);
@@ -755,12 +802,32 @@ __global__ void __launch_bounds__(NW * 32, 1)
             if (key >= n || (causal && key > query + 1)) p1 = 0.f;
           }
           const float ds0 = p0 * (dp[mt][nt][2 * h] - dd.x), ds1 = p1 * (dp[mt][nt][2 * h + 1] - dd.y);
-          const std::uint32_t off = (((q_col0 / 8 + nt) ^ (row & 7)) << 4) + row * (BR * 2) + 4 * t;
-          st_shared_b32(pss + off, mma::pack2<T>(p0, p1));
-          st_shared_b32(dss + off, mma::pack2<T>(ds0, ds1));
+          st_shared_b32(p_addr(pss, row, q_col0 / 8 + nt) + 4 * t, mma::pack2<T>(p0, p1));
+          st_shared_b32(p_addr(dss, row, q_col0 / 8 + nt) + 4 * t, mma::pack2<T>(ds0, ds1));
         }
     }
+    if constexpr (WG) wgmma::fence_proxy_async();  // st.shared -> wgmma's reads
     __syncthreads();  // P^T, dS^T complete
+
+    if constexpr (WG) {
+      // dV += P^T dO, dK += dS^T Q for the warpgroup's 64 keys: A (P^T, dS^T rows) K-major and B (dO,
+      // Q: [query][d]) MN-major, straight from shared memory; in flight during the dQ product below
+      const std::uint32_t wg_rows = (warp / 4) * 64 * 128;
+      pin(wg_dv);
+      pin(wg_dk);
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk)
+        wgmma::wgmma_ss<1>(wgmma::WgmmaN<D>{}, T{}, wg_dv,
+                           wgmma::desc128(pss + (kk / 4) * (BC * 128) + wg_rows + (kk % 4) * 32, 16, 1024),
+                           wgmma::desc128(dos + kk * 16 * 128, BR * 128, 1024), 1);
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk)
+        wgmma::wgmma_ss<1>(wgmma::WgmmaN<D>{}, T{}, wg_dk,
+                           wgmma::desc128(dss + (kk / 4) * (BC * 128) + wg_rows + (kk % 4) * 32, 16, 1024),
+                           wgmma::desc128(qs + kk * 16 * 128, BR * 128, 1024), 1);
+      wgmma::commit();
+    } else {
 
     // dV += P^T dO, dK += dS^T Q on this warp's kSKV x kGD block
 #pragma unroll
@@ -789,6 +856,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
       }
     }
 
+    }
+
     // dQ slab = dS K; each K fragment feeds DQ_MT products
     float dq[DQ_MT][C::kDQCols / 8][4];
 #pragma unroll
@@ -802,7 +871,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
       std::uint32_t a[DQ_MT][4];
 #pragma unroll
       for (int mt = 0; mt < DQ_MT; ++mt)
-        mma::ldmatrix_x4_trans(a[mt], mma::swizzled<BR>(dss, kk * 16 + at_row, (rg * DQ_MT + mt) * 2 + at_chunk));
+        mma::ldmatrix_x4_trans(a[mt], p_addr(dss, kk * 16 + at_row, (rg * DQ_MT + mt) * 2 + at_chunk));
 #pragma unroll
       for (int np = 0; np < C::kDQCols / 16; ++np) {
         std::uint32_t b[4];
@@ -831,10 +900,27 @@ __global__ void __launch_bounds__(NW * 32, 1)
 #endif
         }
       }
+    if constexpr (WG) {
+      wgmma::wait<0>();  // before the next tile's barrier: P^T, dS^T, Q and dO get rewritten
+      pin(wg_dv);
+      pin(wg_dk);
+    }
   }
   mma::cp_async_wait<0>();
   __syncthreads();  // every warp is done with K and V: stage dK, dV there for 16-byte stores
 
+  if constexpr (WG) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = (warp / 4) * 64 + (warp % 4) * 16 + g + 8 * h;
+#pragma unroll
+      for (int j = 0; j < D / 8; ++j) {
+        st_shared_b32(mma::swizzled<D>(ks, r, j) + 4 * t,
+                      mma::pack2<T>(wg_dk[4 * j + 2 * h] * scale, wg_dk[4 * j + 2 * h + 1] * scale));
+        st_shared_b32(mma::swizzled<D>(vs, r, j) + 4 * t, mma::pack2<T>(wg_dv[4 * j + 2 * h], wg_dv[4 * j + 2 * h + 1]));
+      }
+    }
+  } else {
 #pragma unroll
   for (int mt = 0; mt < C::kSM; ++mt)
 #pragma unroll
@@ -848,6 +934,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
                       mma::pack2<T>(acc_dv[mt][nt][2 * h], acc_dv[mt][nt][2 * h + 1]));
       }
     }
+  }
   __syncthreads();
   constexpr int kChunks = D / 8;
   for (int x = threadIdx.x; x < BC * kChunks; x += C::kThreads) {
@@ -880,11 +967,8 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
   }
 }
 
-#ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
-int heads_per_group_override = 0;  // set by the bench driver's launch-order sweep
-#endif
 
-template <class T, int D, int BR, int BC, int NW, int DQ_MT>
+template <class T, int D, int BR, int BC, int NW, int DQ_MT, bool WG>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
   const int n_pad = static_cast<int>(stat_rows(n));
@@ -899,8 +983,8 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
   CUDA_CHECK_LAUNCH();
 
-  auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT>;
-  constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem;
+  auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, WG>;
+  constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (WG ? 1024 : 0);
   static bool smem_set = false;  // one per instantiation
   if (!smem_set) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -909,9 +993,6 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   // heads per launch group: Q and dO of a group take at most about 20 MB of L2
   const std::size_t head_bytes = static_cast<std::size_t>(n) * D * sizeof(T) * 2;
   int group = static_cast<int>(std::clamp<std::size_t>((20u << 20) / head_bytes, 1, static_cast<std::size_t>(bh)));
-#ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
-  if (heads_per_group_override > 0) group = std::min(heads_per_group_override, bh);
-#endif
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
   kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
@@ -945,9 +1026,9 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
   // slabs; chosen by the --variants sweep of the bench driver on an H100
   if (d == 64)
-    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else if (d == 128)
-    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else
     throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
 }
@@ -967,15 +1048,13 @@ template void attention_backward_fast<__half>(const __half*, const __half*, cons
 // Other tile shapes, only in the standalone build: the tuning sweep of
 // kernels/tools/bench_attention_backward_fast.cu (--variants) times them against the chosen ones.
 namespace flashsim::gpu::bwd_fast {
-#define FLASHSIM_BWD_VARIANT(D, BR, BC, NW, DQ_MT)                                                                 \
-  template void launch_bwd<__nv_bfloat16, D, BR, BC, NW, DQ_MT>(                                                   \
-      const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, const __nv_bfloat16*, \
-      const float*, __nv_bfloat16*, __nv_bfloat16*, __nv_bfloat16*, void*, int, int, bool, cudaStream_t);
-FLASHSIM_BWD_VARIANT(64, 128, 128, 8, 2)  // the d = 64 choice
-FLASHSIM_BWD_VARIANT(64, 128, 128, 8, 1)
-FLASHSIM_BWD_VARIANT(64, 64, 128, 8, 2)
-FLASHSIM_BWD_VARIANT(128, 64, 128, 8, 2)  // the d = 128 choice
-FLASHSIM_BWD_VARIANT(128, 64, 128, 8, 1)
+#define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, WG)                                                        \
+  template void launch_bwd<T, D, BR, BC, NW, DQ_MT, WG>(const T*, const T*, const T*, const T*, const T*, const float*, \
+                                                        T*, T*, T*, void*, int, int, bool, cudaStream_t);
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, false)  // all products on mma.sync
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, false)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, false)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, false)
 #undef FLASHSIM_BWD_VARIANT
 }  // namespace flashsim::gpu::bwd_fast
 #endif

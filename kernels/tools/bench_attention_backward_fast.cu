@@ -5,8 +5,8 @@
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape
 //                                            (checked on sampled rows) with its time and TFLOP/s
 //   bench_attention_backward_fast --small    only the small full checks
-//   bench_attention_backward_fast --variants tile-shape sweep (bf16; shapes instantiated in the .cu
-//                                            under FLASHSIM_ATTN_BWD_FAST_ONLY)
+//   bench_attention_backward_fast --variants the launcher against the all-mma.sync kernel: full checks
+//                                            of both at small sizes, then both timed (bf16)
 //   bench_attention_backward_fast --one D N CAUSAL   one bf16 problem run twice (for ncu)
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
 //                                            dtypes), for compute-sanitizer memcheck / racecheck
@@ -49,10 +49,9 @@ void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
 }  // namespace flashsim::gpu
 
 namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the standalone build
-template <class T, int D, int BR, int BC, int NW, int DQ_MT>
+template <class T, int D, int BR, int BC, int NW, int DQ_MT, bool WG>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream);
-extern int heads_per_group_override;  // 0: the launcher's choice
 }  // namespace flashsim::gpu::bwd_fast
 
 namespace fg = flashsim::gpu;
@@ -309,8 +308,10 @@ constexpr double kTolerance = 1e-2;  // relative L2, bf16 and fp16 operands
 
 // Small sizes: every head and row against the float64 CPU forward and backward.
 template <class T>
-bool check_full(int bh, int n, int d, bool causal, std::uint64_t seed) {
+bool check_full(int bh, int n, int d, bool causal, std::uint64_t seed,
+                typename Problem<T>::Launcher variant = nullptr, const char* label = "") {
   Problem<T> p(bh, n, d, causal, seed);
+  p.variant = variant;
   p.poison();
   p.backward();
   CUDA_CHECK(cudaDeviceSynchronize());
@@ -335,9 +336,9 @@ bool check_full(int bh, int n, int d, bool causal, std::uint64_t seed) {
   }
   const double worst = std::max({err[0], err[1], err[2], err_fwd});
   const bool ok = bad == 0 && worst < kTolerance && err_lse < 1e-3;
-  std::printf("check %s d=%-3d n=%-5d bh=%d %-6s  fwd O %.1e lse %.1e | dQ %.2e dK %.2e dV %.2e | non-finite %llu  %s\n",
+  std::printf("check %s d=%-3d n=%-5d bh=%d %-6s  fwd O %.1e lse %.1e | dQ %.2e dK %.2e dV %.2e | non-finite %llu  %s%s\n",
               type_name<T>(), d, n, bh, causal ? "causal" : "full", err_fwd, err_lse, err[0], err[1], err[2],
-              static_cast<unsigned long long>(bad), ok ? "ok" : "FAIL");
+              static_cast<unsigned long long>(bad), ok ? "ok" : "FAIL", label);
   return ok;
 }
 
@@ -439,29 +440,29 @@ bool small_checks(std::uint64_t seed, bool tiny) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // tuning sweep, bf16
-    using B = __nv_bfloat16;
+  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (wgmma dK/dV) vs all-mma.sync
     namespace bf = fg::bwd_fast;
-    struct V { int d; const char* name; Problem<B>::Launcher f; };
-    const V vs[] = {{64, "  [chosen: Br 128 dQ32]", bf::launch_bwd<B, 64, 128, 128, 8, 2>},
-                    {64, "  [Br 128 dQ16]", bf::launch_bwd<B, 64, 128, 128, 8, 1>},
-                    {64, "  [Br 64 dQ32]", bf::launch_bwd<B, 64, 64, 128, 8, 2>},
-                    {128, "  [chosen: Br 64 dQ32]", bf::launch_bwd<B, 128, 64, 128, 8, 2>},
-                    {128, "  [Br 64 dQ16]", bf::launch_bwd<B, 128, 64, 128, 8, 1>}};
+    struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
+    const V vs[] = {
+        {64, "  [launcher: dK/dV on wgmma]", nullptr, nullptr},
+        {64, "  [all mma.sync (v3 of 2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, false>,
+         bf::launch_bwd<__half, 64, 128, 128, 8, 2, false>},
+        {128, "  [launcher: dK/dV on wgmma]", nullptr, nullptr},
+        {128, "  [all mma.sync (v3 of 2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, false>,
+         bf::launch_bwd<__half, 128, 64, 128, 8, 2, false>}};
     bool ok = true;
     std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
     for (const V& v : vs)
       for (bool causal : {false, true})
-        for (int n : {1024, 16384}) ok &= bench_shape<B>(v.d, n, causal, s += 10, v.f, v.name);
-    // launch order: heads per group (1 = KV tiles of one head after another; 16 = all heads interleaved)
-    for (int group : {1, 4, 16}) {
-      bf::heads_per_group_override = group;
-      const std::string label = "  [chosen tiles, " + std::to_string(group) + " heads per launch group]";
-      for (int d : {64, 128})
-        for (bool causal : {false, true})
-          for (int n : {4096, 16384}) ok &= bench_shape<B>(d, n, causal, s += 10, nullptr, label.c_str());
-    }
-    bf::heads_per_group_override = 0;
+        for (int n : {1, 100, 256, 333}) {
+          ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.b, v.name);
+          ok &= check_full<__half>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.h, v.name);
+        }
+    for (int d : {64, 128})
+      for (bool causal : {false, true})
+        for (int n : {1024, 4096, 8192, 16384})
+          for (const V& v : vs)
+            if (v.d == d) ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, v.b, v.name);
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
   }
