@@ -30,28 +30,31 @@ d = 64 or 128, any n). A preprocessing kernel writes D = rowsum(dO * O) and lse 
 workspace (rows padded to 128; padding lse = +inf, so P = 0 there) and zeroes an fp32 dQ
 accumulator. The main kernel runs one block of 8 warps per 128-key tile, walking the query tiles
 that see it (64 queries for d = 128, 128 for d = 64; causal: tiles above the diagonal skipped, the
-diagonal masked) with Q, dO and their statistics double-buffered through cp.async. Per query tile:
-S^T = K Q^T and dP^T = V dO^T on a 4 (keys) x 2 (queries) warp grid, P^T = exp2(S^T scale log2e -
-lse2) and dS^T = P^T (dP^T - D) to shared memory, then dV += P^T dO and dK += dS^T Q into register
-accumulators on a 4 (keys) x 2 (head columns) warp grid (32 x d/2 per warp for the whole loop),
-and dQ_tile = dS K split in 32-row slabs over the warps, added to the accumulator with float2
-atomics. Every product is mma.sync m16n8k16 with fp32 accumulation; operands come from 16-byte
-XOR-swizzled shared tiles through ldmatrix (.trans for dO, Q, K and dS^T, which are read along
-their rows). dK, dV leave through shared memory as 16-byte stores; a last kernel scales dQ and
-converts it. Blocks are launched KV tile by KV tile with a few heads interleaved (as many as keep
-their Q and dO within ~20 MB of L2), longest causal tiles first.
-Measured on an H100 (2026-11-22, kernels/tools/bench_attention_backward_fast.cu, bf16, 16k tokens
-x 16 heads): d = 128 N = 16384 280 TFLOP/s (PyTorch FA2 306, cuDNN 544), d = 64 245 (FA2 280,
-cuDNN 450); ahead of FA2 at N = 1024 (236 vs 199 at d = 128). The tile sweep (--variants) found:
-the first version, one warp per 16 keys with P^T / dS^T kept in registers, 258-263 TFLOP/s at
-d = 128 (shared-memory bound: every warp read all of Q and dO twice; ncu: L1 78 %, tensor 39 %);
-the 4 x 2 warp grid 281; 32-row dQ slabs +1-3 %; 128-query tiles +6 % at d = 64. Tried and
-dropped: all heads interleaved in launch order (-7 % causal: Q and dO of 16 heads overflow L2);
-staggering each block's first query tile so the dQ atomics of concurrent blocks hit different
-rows (no change; its extra registers spilled, -3 %).
+diagonal masked) with Q, dO and their statistics double-buffered through cp.async (the next tile is
+requested right after the barrier that frees its buffer). Per query tile:
+S^T = K Q^T and dP^T = V dO^T on mma.sync m16n8k16 over a 4 (keys) x 2 (queries) warp grid, P^T =
+exp2(S^T scale log2e - lse2) and dS^T = P^T (dP^T - D) to shared memory; then dV += P^T dO and
+dK += dS^T Q on Hopper's wgmma (each warpgroup 64 keys x d, m64nDk16, both operands read by the
+tensor cores from 128-byte-swizzled shared memory, accumulators in registers for the whole loop),
+in flight while the warps compute dQ_tile = dS K on mma.sync in 32-row slabs and add it to the
+accumulator with float2 atomics. mma.sync operands come from shared memory through ldmatrix
+(.trans for dS^T and K). dK, dV leave through shared memory as 16-byte stores; a last kernel
+scales dQ and converts it. Blocks are launched KV tile by KV tile with a few heads interleaved (as
+many as keep their Q and dO within ~20 MB of L2), longest causal tiles first.
+Measured on an H100 (kernels/RESULTS.md, bf16, 16k tokens x 16 heads): 2026-11-22, all products on
+mma.sync: d = 128 N = 16384 280 TFLOP/s (PyTorch FA2 306, cuDNN 544), d = 64 245 (FA2 280); the
+tile sweep then found the 4 x 2 warp grid (281 vs 258-263 for one warp per 16 keys: every warp read
+all of Q and dO twice; ncu: L1 78 %, tensor 39 %), 32-row dQ slabs +1-3 %, 128-query tiles +6 % at
+d = 64. 2026-11-23, dV/dK on wgmma: d = 128 N = 16384 282 (the all-mma.sync kernel in the same
+binary 271; it now spills 24 bytes), d = 64 250 (242), +1-4 % at every N. Tried and dropped: all
+heads interleaved in launch order (-7 % causal: Q and dO of 16 heads overflow L2); groups of 1, 2,
+4 or 8 heads (within 1 %, 8 heads causal -5 %); staggering each block's first query tile so the
+dQ atomics of concurrent blocks hit different rows (no change; its extra registers spilled, -3 %);
+float4 dQ atomics (red.global.add.v4.f32 after a lane-pair exchange: half the atomics, 0-3 %
+slower).
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds the
-sweep's tile shapes).
+all-mma.sync kernel for comparison).
 */
 #include <algorithm>
 #include <cmath>
@@ -618,10 +621,14 @@ __device__ __forceinline__ void load_rows_sw(std::uint32_t dst, const T* src, in
 // 32 x D/2, so that every fragment read from shared memory feeds two m16 products. Per Q tile:
 //   S^T = K Q^T, dP^T = V dO^T                  (A: K, V rows; B: Q, dO rows; ldmatrix)
 //   P^T = exp2(S^T scale log2e - lse2), dS^T = P^T (dP^T - D)  -> shared memory (bf16 / fp16)
-//   dV += P^T dO, dK += dS^T Q                  (A: P^T, dS^T; B: dO, Q with ldmatrix.trans)
+//   dV += P^T dO, dK += dS^T Q                  (WG: wgmma, each warpgroup 64 keys x D, operands from
+//                                                shared memory; else mma.sync, A: P^T, dS^T; B: dO, Q
+//                                                with ldmatrix.trans, on the 4 x 2 grid above)
 //   dQ slab (16 DQ_MT queries x D/kColGroups) = dS K  (A: dS^T with .trans; B: K with .trans),
 //   added to the fp32 accumulator with float2 atomics.
 // Two barriers per Q tile: tile landed (and the previous tile's readers done), P^T / dS^T written.
+// WG = false is the kernel of 2026-11-22 (its next Q tile is requested before the first barrier,
+// while slow warps may still read that buffer: kept only for comparison in the bench driver).
 template <int D, int BR, int BC, int NW, int DQ_MT>
 struct BwdConfig {
   static constexpr int kThreads = NW * 32;
@@ -1024,7 +1031,7 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
       throw std::invalid_argument("attention_backward_fast: tensors and workspace must be non-null and 16-byte aligned");
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
-  // slabs; chosen by the --variants sweep of the bench driver on an H100
+  // slabs, dK/dV on wgmma; chosen by measurement on an H100 (kernels/RESULTS.md)
   if (d == 64)
     bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else if (d == 128)

@@ -28,7 +28,7 @@ enum class Schedule {
   // the fast versions (kernels/fast.h): same schedules, tensor cores / 16-byte accesses
   SoftmaxFast,    // softmax.cu v3: online 2-pass at the memory bandwidth (fp32)
   AttnFA2Mma,     // attention_forward.cu v5: FA2 order on wgmma tensor cores (bf16/fp16, d 64/128)
-  BwdMma,         // attention_backward.cu v3: FA2 backward on mma.sync, atomic fp32 dQ (bf16/fp16, d 64/128)
+  BwdMma,         // attention_backward.cu v3: FA2 backward on mma.sync + wgmma (dK/dV), atomic fp32 dQ (bf16/fp16, d 64/128)
 };
 
 // Whether a kernel exists for this (schedule, dtype, head dim); the reason when not.
