@@ -3,9 +3,12 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "kernels/reference.h"
 #include "kernels/report.h"
@@ -520,6 +523,25 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK(j.str().find("\"schedule\": \"softmax-3pass\"") != std::string::npos);
   CHECK(j.str().find("dev \\\"x\\\"") != std::string::npos);
   CHECK(j.str().find("\"counted\": null") != std::string::npos);
+  CHECK(j.str().find("\"hbm_writeback\": null") != std::string::npos);  // not measured
+  // the write-back of dirty L2 lines is its own CSV column and JSON key when measured
+  rows[0].writeback_bytes = 3.0 * 1048576;
+  std::ostringstream c2, j2;
+  write_csv(c2, rows);
+  const std::string header = c2.str().substr(0, c2.str().find('\n'));
+  const std::string line = c2.str().substr(header.size() + 1);
+  auto split = [](const std::string& text) {
+    std::vector<std::string> cells;
+    std::stringstream ss(text);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    return cells;
+  };
+  auto names = split(header), cells = split(line);
+  auto at = std::find(names.begin(), names.end(), "hbm_writeback");
+  REQUIRE(at != names.end());
+  CHECK(cells.at(static_cast<std::size_t>(at - names.begin())) == "3145728");
+  write_json(j2, rows, "dev", "ok");
+  CHECK(j2.str().find("\"hbm_writeback\": 3145728") != std::string::npos);
 
   // no explanation when measured matches the model
   rows[0].measured = r.model;
