@@ -104,8 +104,8 @@ void Machine::check_static() {
   for (const auto& in : prog_.code) {
     const auto& info = isa::info(in.op);
     mask |= in.op == Opcode::MASK;
-    transposed |= in.operands[0].transposed | in.operands[1].transposed | in.operands[2].transposed |
-                  in.operands[3].transposed;
+    transposed = transposed || in.operands[0].transposed || in.operands[1].transposed ||
+                 in.operands[2].transposed || in.operands[3].transposed;
     int dst = -1;
     for (int k = 0; k < info.operand_count; ++k) {
       const Operand& o = in.operands[k];
