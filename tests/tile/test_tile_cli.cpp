@@ -2,13 +2,19 @@
 #include <catch2/catch.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
 namespace {
+// Scratch files go to the temp directory so a run from the source tree leaves nothing behind.
+std::string scratch(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / ("flashsim-test-" + name)).string();
+}
+
 std::string run_cmd(const std::string& cmd, int& rc) {
-  std::string out_file = "tile_cli_out.txt";
+  std::string out_file = scratch("tile_cli_out.txt");
   rc = std::system((cmd + " > " + out_file + " 2>&1").c_str());
   std::ifstream f(out_file);
   std::stringstream ss;
@@ -19,10 +25,11 @@ std::string run_cmd(const std::string& cmd, int& rc) {
 
 TEST_CASE("flashsim gen attention writes a trace that flashsim run executes and counts", "[tile][cli]") {
   const std::string bin = FLASHSIM_BINARY;
+  const std::string trace = scratch("tile_cli_fa2.fsa"), svg_path = scratch("tile_cli.svg");
   int rc = 0;
-  run_cmd(bin + " gen attention --schedule fa2 --n 1024 --d 64 --br 64 --bc 64 -o tile_cli_fa2.fsa", rc);
+  run_cmd(bin + " gen attention --schedule fa2 --n 1024 --d 64 --br 64 --bc 64 -o " + trace, rc);
   REQUIRE(rc == 0);
-  std::string out = run_cmd(bin + " run tile_cli_fa2.fsa --no-table", rc);
+  std::string out = run_cmd(bin + " run " + trace + " --no-table", rc);
   CHECK(rc == 0);
   CHECK(out.find("(4325376 bytes)") != std::string::npos);  // Q once + K, V once per Q block
   out = run_cmd(bin + " traffic attention --schedule all --n 1024 --d 64 --no-arrays", rc);
@@ -31,9 +38,9 @@ TEST_CASE("flashsim gen attention writes a trace that flashsim run executes and 
   CHECK(out.find("2228224") != std::string::npos);  // FA1 writes
   out = run_cmd(bin + " traffic attention --schedule fa2 --n 0", rc);
   CHECK(rc != 0);
-  out = run_cmd(bin + " sweep --n 256 --d 16 --m-min 4096 --m-max 16384 --svg tile_cli.svg", rc);
+  out = run_cmd(bin + " sweep --n 256 --d 16 --m-min 4096 --m-max 16384 --svg " + svg_path, rc);
   CHECK(rc == 0);
-  std::ifstream svg("tile_cli.svg");
+  std::ifstream svg(svg_path);
   std::stringstream s;
   s << svg.rdbuf();
   CHECK(s.str().find("<svg") == 0);
