@@ -1090,15 +1090,8 @@ std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
 #ifdef FLASHSIM_ATTN_FWD_FAST_ONLY
 // Tile variants, only in the standalone build: kernels/tools/bench_attention_forward_fast.cu
 // checks and times each of them (--variants) against the launcher's choice.
+#include "kernels/attention_forward_variants.h"
 namespace flashsim::gpu::fwd_variants {
-template <class T>
-using Launcher = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, cudaStream_t);
-struct Variant {
-  int d;
-  const char* name;
-  Launcher<__nv_bfloat16> bf16;
-  Launcher<__half> fp16;
-};
 #define FLASHSIM_V4(D, BR, BC, NW) \
   {D, "v4 mma.sync " #BR "x" #BC " " #NW "w", fast::launch_fwd<__nv_bfloat16, D, BR, BC, NW>, fast::launch_fwd<__half, D, BR, BC, NW>}
 #define FLASHSIM_V5(D, BC, PIPE) \

@@ -39,14 +39,7 @@
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
-
-namespace flashsim::gpu {
-// the project's util.cu defines this; this driver links only the backward and the references
-void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
-  std::fprintf(stderr, "%s:%d: CUDA error %s: %s\n", file, line, cudaGetErrorString(e), what);
-  std::exit(1);
-}
-}  // namespace flashsim::gpu
+#include "kernels/tools/standalone.cuh"
 
 namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the standalone build
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, bool WG>
@@ -62,21 +55,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------
 // device helpers: counter-based random fill, NaN counter, test forward
 
-__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-template <class T>
-__global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
-    p[i] = fg::from_f<T>(lo + (hi - lo) * u);
-  }
-}
+using fg::standalone::fill_kernel;
 
 template <class T>
 __global__ void count_bad_kernel(const T* p, std::size_t n, unsigned long long* bad) {

@@ -25,51 +25,18 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_forward_variants.h"
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
 #include "kernels/reference.h"
-
-namespace flashsim::gpu {
-// the project's util.cu defines this; this driver links only the forward and the references
-void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
-  std::fprintf(stderr, "%s:%d: CUDA error %s: %s\n", file, line, cudaGetErrorString(e), what);
-  std::exit(1);
-}
-}  // namespace flashsim::gpu
-
-namespace flashsim::gpu::fwd_variants {  // instantiated in attention_forward.cu under FAST_ONLY
-template <class T>
-using Launcher = void (*)(const T*, const T*, const T*, T*, float*, int, int, bool, cudaStream_t);
-struct Variant {
-  int d;
-  const char* name;
-  Launcher<__nv_bfloat16> bf16;
-  Launcher<__half> fp16;
-};
-extern const Variant kVariants[];
-extern const int kVariantCount;
-}  // namespace flashsim::gpu::fwd_variants
+#include "kernels/tools/standalone.cuh"
 
 namespace fg = flashsim::gpu;
 namespace fv = flashsim::gpu::fwd_variants;
 
 namespace {
 
-__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
-
-template <class T>
-__global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
-  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
-    p[i] = fg::from_f<T>(lo + (hi - lo) * u);
-  }
-}
+using fg::standalone::fill_kernel;
 
 template <class T> const char* type_name();
 template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }

@@ -1,0 +1,39 @@
+// Shared by the standalone drivers in kernels/tools/ (built by hand with nvcc, without util.cu):
+// the CUDA error hook that util.cu would define, and a counter-based random fill on the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+
+#include "kernels/cuda_util.cuh"
+
+namespace flashsim::gpu {
+void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
+  std::fprintf(stderr, "%s:%d: CUDA error %s: %s\n", file, line, cudaGetErrorString(e), what);
+  std::exit(1);
+}
+}  // namespace flashsim::gpu
+
+namespace flashsim::gpu::standalone {
+
+__device__ __forceinline__ std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+// Element i gets lo + (hi - lo) * u(seed, i): the same inputs for a seed whatever the launch shape.
+template <class T>
+__global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, float hi) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
+    p[i] = from_f<T>(lo + (hi - lo) * u);
+  }
+}
+
+}  // namespace flashsim::gpu::standalone
