@@ -376,23 +376,7 @@ bool bench_shape(int d, int n, bool causal, std::uint64_t seed, typename Problem
   CUDA_CHECK(cudaDeviceSynchronize());
   double err = 0;
   const bool ok = check_rows(p, &err);
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w) p.backward();
-  std::vector<float> ms;
-  for (int r = 0; r < 20; ++r) {
-    CUDA_CHECK(cudaEventRecord(a));
-    p.backward();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float x = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
-    ms.push_back(x);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
+  const std::vector<float> ms = fg::standalone::sorted_times_ms([&] { p.backward(); }, 3, 20);
   const double med = ms[ms.size() / 2];
   const double flops = 2.5 * 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
   std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s  %8.3f ms  %6.1f TFLOP/s  (min %.3f max %.3f)  err %.2e %s%s\n",

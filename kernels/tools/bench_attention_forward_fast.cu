@@ -137,23 +137,7 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
   double eo, el;
   check(p, 2, 16, eo, el);
   const bool ok = eo < tolerance<T>() && el < 1e-3;
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int w = 0; w < 3; ++w) p.forward();
-  std::vector<float> ms;
-  for (int r = 0; r < 20; ++r) {
-    CUDA_CHECK(cudaEventRecord(a));
-    p.forward();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float x = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
-    ms.push_back(x);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
+  const std::vector<float> ms = fg::standalone::sorted_times_ms([&] { p.forward(); }, 3, 20);
   const double med = ms[ms.size() / 2];
   const double flops = 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
   std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s %-28s %8.3f ms %6.1f TFLOP/s  err O %.1e lse %.1e %s\n",

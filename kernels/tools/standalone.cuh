@@ -1,12 +1,15 @@
 // Shared by the standalone drivers in kernels/tools/ (built by hand with nvcc, without util.cu):
-// the CUDA error hook that util.cu would define, and a counter-based random fill on the device.
+// the CUDA error hook that util.cu would define, a counter-based random fill on the device, and
+// event timing.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <vector>
 
 #include "kernels/cuda_util.cuh"
 
@@ -34,6 +37,29 @@ __global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, f
     const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
     p[i] = from_f<T>(lo + (hi - lo) * u);
   }
+}
+
+// Times run() with CUDA events: `warmups` untimed calls, then `reps` timed one by one. Sorted ms.
+template <class Run>
+std::vector<float> sorted_times_ms(Run&& run, int warmups, int reps) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int w = 0; w < warmups; ++w) run();
+  std::vector<float> ms;
+  for (int r = 0; r < reps; ++r) {
+    CUDA_CHECK(cudaEventRecord(a));
+    run();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float x = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
+    ms.push_back(x);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms;
 }
 
 }  // namespace flashsim::gpu::standalone
