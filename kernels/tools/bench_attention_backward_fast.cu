@@ -1,5 +1,6 @@
 // Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 3),
-// standalone (no CMake, no CUPTI). Build from the repository root:
+// standalone (no runner, no CUPTI). CMake builds it as the target bench_attention_backward_fast
+// (`ninja -C build/default bench_attention_backward_fast`); by hand, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_BWD_FAST_ONLY -o build/bwdfast/bench_attention_backward_fast kernels/tools/bench_attention_backward_fast.cu kernels/attention_backward.cu kernels/reference.cpp
 // Run:
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape

@@ -1,5 +1,6 @@
 // Validation and timing of attention_forward_fast (kernels/attention_forward.cu versions 4 and 5)
-// and its tile variants, standalone (no CMake, no CUPTI). Build from the repository root:
+// and its tile variants, standalone (no runner, no CUPTI). CMake builds it as the target
+// bench_attention_forward_fast (`ninja -C build/default bench_attention_forward_fast`); by hand, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_FWD_FAST_ONLY -o build/fwdfast/bench_attention_forward_fast kernels/tools/bench_attention_forward_fast.cu kernels/attention_forward.cu kernels/reference.cpp
 // Run:
 //   bench_attention_forward_fast             full checks at small sizes (every variant), then the

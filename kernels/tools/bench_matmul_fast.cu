@@ -2,7 +2,7 @@
 // edge shapes, then a timing table. Standalone: compiles matmul.cu in this translation unit with
 // FLASHSIM_MATMUL_FAST_ONLY (no runner, no other ops) and reference.cpp for the CPU check.
 //
-// Build (from the repository root):
+// Build: `ninja -C build/default bench_matmul_fast`, or by hand from the repository root:
 //   mkdir -p build/mmfast-bin && /usr/local/cuda/bin/nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I. kernels/tools/bench_matmul_fast.cu kernels/reference.cpp -lcublas -o build/mmfast-bin/bench_matmul_fast
 // Run:
 //   ./bench_matmul_fast                 correctness sweep + timing table (8192^3, 4096^3, 8192x8192x1024, 4000x3000x2048)
