@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <set>
 
 #include "viewer/app.h"
 #include "viewer/catalog.h"
@@ -31,8 +32,10 @@ std::string default_lessons_dir() {
 }
 
 // A FILE argument: a path, or a catalog name with parameters ("online-softmax:n=16").
+// Adds the parameters a catalog entry takes to *declared.
 bool resolve(const std::string& arg, const std::vector<fv::CatalogEntry>& catalog,
-             const std::map<std::string, std::int64_t>& global_params, fv::LoadRequest& out, std::string& error) {
+             const std::map<std::string, std::int64_t>& global_params, fv::LoadRequest& out, std::string& error,
+             std::set<std::string>* declared) {
   std::error_code ec;
   if (std::filesystem::exists(arg, ec)) {
     out.path = arg;
@@ -47,6 +50,7 @@ bool resolve(const std::string& arg, const std::vector<fv::CatalogEntry>& catalo
     return false;
   }
   if (const fv::CatalogEntry* e = fv::find_entry(catalog, spec.first)) {
+    for (const auto& p : e->params) declared->insert(p.name);
     auto params = global_params;
     for (const auto& [k, v] : spec.second) params[k] = v;
     try {
@@ -144,10 +148,11 @@ int main(int argc, char** argv) {
   }
 #endif
 
+  std::set<std::string> declared;  // parameters some trace or named schedule takes
   for (std::size_t i = 0; i < files.size(); ++i) {
     fv::LoadRequest req;
     std::string error;
-    if (!resolve(files[i], catalog, params, req, error)) {
+    if (!resolve(files[i], catalog, params, req, error, &declared)) {
       model.set_error(error);
       report(error);
       load_failed = true;
@@ -161,8 +166,20 @@ int main(int argc, char** argv) {
       continue;
     }
     fv::Trace& t = *model.trace(slot);
+    for (const auto& p : t.params()) declared.insert(p.name);
     if (apply_lesson) apply_lesson(t);
     for (auto line : breaks) t.toggle_breakpoint(line);
+  }
+  // A --param that no opened trace takes is a typo (it would be silently ignored).
+  if (!load_failed && !files.empty()) {
+    for (const auto& [name, value] : params) {
+      if (declared.count(name)) continue;
+      std::string known;
+      for (const auto& d : declared) known += (known.empty() ? "" : ", ") + d;
+      std::cerr << "flashsim-viewer: error: --param " << name << ": no trace opened here takes it"
+                << (known.empty() ? " (they take none)" : " (they take: " + known + ")") << "\n";
+      return kExitBadInput;
+    }
   }
   // Keep the first error visible in the app even when a later file opened fine.
   if (load_failed && model.error().empty()) model.set_error("a trace could not be opened (see stderr)");

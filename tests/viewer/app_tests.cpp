@@ -257,6 +257,13 @@ TEST_CASE("without a display the viewer says so and exits 1", "[viewer]") {
 TEST_CASE("bad command lines exit 2", "[viewer]") {
   CHECK(run(kViewer + " --param n " + kLessons + "/01-dot-product/solution.fsa").rc == 2);
   CHECK(run(kViewer + " a.fsa b.fsa c.fsa").rc == 2);
+  // a parameter no trace takes is refused before any window opens
+  Run typo = run(kViewer + " --param N=4 " + kLessons + "/05-safe-softmax/solution.fsa");
+  CHECK(typo.rc == 2);
+  CHECK(typo.err == "flashsim-viewer: error: --param N: no trace opened here takes it (they take: n)\n");
+  Run named = run(kViewer + " --param q=4 online-softmax:n=16");
+  CHECK(named.rc == 2);
+  CHECK(has(named.err, "--param q: no trace opened here takes it"));
   Run list = run(kViewer + " --list > " + scratch("list.txt").string());
   CHECK(list.rc == 0);
   CHECK(has(slurp(scratch("list.txt")), "06-online-softmax n=8"));
