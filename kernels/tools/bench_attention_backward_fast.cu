@@ -191,31 +191,8 @@ template <class T> const char* type_name();
 template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
 template <> const char* type_name<__half>() { return "fp16"; }
 
-float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-float to_float(__half x) { return __half2float(x); }
-
-struct Buf {
-  void* p = nullptr;
-  explicit Buf(std::size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  template <class U> U* as() const { return static_cast<U*>(p); }
-};
-
-template <class T>
-std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
-  std::vector<T> raw(count);
-  CUDA_CHECK(cudaMemcpy(raw.data(), p + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> out(count);
-  for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
-  return out;
-}
-std::vector<float> fetch(const float* p, std::size_t offset, std::size_t count) {
-  std::vector<float> out(count);
-  CUDA_CHECK(cudaMemcpy(out.data(), p + offset, count * sizeof(float), cudaMemcpyDeviceToHost));
-  return out;
-}
+using fg::standalone::Buf;
+using fg::standalone::fetch;
 
 template <class T>
 std::uint64_t count_bad(const T* p, std::size_t n) {

@@ -37,32 +37,13 @@ namespace fv = flashsim::gpu::fwd_variants;
 
 namespace {
 
+using fg::standalone::Buf;
+using fg::standalone::fetch;
 using fg::standalone::fill_kernel;
 
 template <class T> const char* type_name();
 template <> const char* type_name<__nv_bfloat16>() { return "bf16"; }
 template <> const char* type_name<__half>() { return "fp16"; }
-float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
-float to_float(__half x) { return __half2float(x); }
-float to_float(float x) { return x; }
-
-struct Buf {
-  void* p = nullptr;
-  explicit Buf(std::size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
-  ~Buf() { cudaFree(p); }
-  Buf(const Buf&) = delete;
-  Buf& operator=(const Buf&) = delete;
-  template <class U> U* as() const { return static_cast<U*>(p); }
-};
-
-template <class T>
-std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
-  std::vector<T> raw(count);
-  CUDA_CHECK(cudaMemcpy(raw.data(), p + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
-  std::vector<float> out(count);
-  for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
-  return out;
-}
 
 template <class T>
 struct Problem {
@@ -112,16 +93,22 @@ void check(Problem<T>& p, std::int64_t max_heads, std::int64_t max_rows, double&
   }
 }
 
+// One run on poisoned outputs, checked on `heads` heads and `rows` rows each; errors in eo, el.
+template <class T>
+bool run_checked(Problem<T>& p, int heads, int rows, double& eo, double& el) {
+  p.poison();
+  p.forward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  check(p, heads, rows, eo, el);
+  return eo < tolerance<T>() && el < 1e-3;
+}
+
 template <class T>
 bool check_small(int bh, int n, int d, bool causal, fv::Launcher<T> run, const char* name, std::uint64_t seed) {
   Problem<T> p(bh, n, d, causal, seed);
   p.run = run;
-  p.poison();
-  p.forward();
-  CUDA_CHECK(cudaDeviceSynchronize());
   double eo, el;
-  check(p, bh, n, eo, el);
-  const bool ok = eo < tolerance<T>() && el < 1e-3;
+  const bool ok = run_checked(p, bh, n, eo, el);
   std::printf("check %s d=%-3d n=%-5d bh=%d %-6s %-28s O %.2e lse %.2e  %s\n", type_name<T>(), d, n, bh,
               causal ? "causal" : "full", name, eo, el, ok ? "ok" : "FAIL");
   return ok;
@@ -132,12 +119,8 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
   const int bh = (16384 / n) * (2048 / d);
   Problem<T> p(bh, n, d, causal, seed);
   p.run = run;
-  p.poison();
-  p.forward();
-  CUDA_CHECK(cudaDeviceSynchronize());
   double eo, el;
-  check(p, 2, 16, eo, el);
-  const bool ok = eo < tolerance<T>() && el < 1e-3;
+  const bool ok = run_checked(p, 2, 16, eo, el);
   const std::vector<float> ms = fg::standalone::sorted_times_ms([&] { p.forward(); }, 3, 20);
   const double med = ms[ms.size() / 2];
   const double flops = 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);

@@ -1,8 +1,10 @@
 // Shared by the standalone drivers in kernels/tools/ (built by hand with nvcc, without util.cu):
 // the CUDA error hook that util.cu would define, a counter-based random fill on the device, and
-// event timing.
+// event timing, device buffers and copies back to the host.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -37,6 +39,30 @@ __global__ void fill_kernel(T* p, std::size_t n, std::uint64_t seed, float lo, f
     const float u = static_cast<float>(splitmix(seed * 0x100000001b3ULL + i) >> 40) * (1.f / 16777216.f);
     p[i] = from_f<T>(lo + (hi - lo) * u);
   }
+}
+
+float to_float(__nv_bfloat16 x) { return __bfloat162float(x); }
+float to_float(__half x) { return __half2float(x); }
+float to_float(float x) { return x; }
+
+// Device memory owned for one scope (util.cu's DevBuf is not linked into these drivers).
+struct Buf {
+  void* p = nullptr;
+  explicit Buf(std::size_t bytes) { CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 16))); }
+  ~Buf() { cudaFree(p); }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  template <class U> U* as() const { return static_cast<U*>(p); }
+};
+
+// count elements from p + offset, copied to the host as float.
+template <class T>
+std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
+  std::vector<T> raw(count);
+  CUDA_CHECK(cudaMemcpy(raw.data(), p + offset, count * sizeof(T), cudaMemcpyDeviceToHost));
+  std::vector<float> out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
+  return out;
 }
 
 // Times run() with CUDA events: `warmups` untimed calls, then `reps` timed one by one. Sorted ms.
