@@ -958,6 +958,234 @@ __global__ void __launch_bounds__(NW * 32, 1)
   }
 }
 
+// Version 4: every product on wgmma. One block of two warpgroups per 128-key tile; warpgroup wg
+// owns keys 64 wg .. 64 wg + 63 (its rows of S^T, dP^T, dK, dV). Per Q tile of BR queries:
+//   S^T = K Q^T, dP^T = V dO^T      (A: K, V rows, K-major; B: Q, dO rows, K-major; all shared memory)
+//   P^T, dS^T in registers          (the accumulator layout is the A-fragment layout of the next two)
+//   dV += P^T dO, dK += dS^T Q      (A: registers; B: dO, Q read MN-major)
+//   dS^T -> shared memory; dQ = dS K (A: dS^T read MN-major, i.e. transposed; B: K read MN-major),
+//   each warpgroup a 64 x 64 block of dQ, added to the fp32 accumulator with float2 atomics.
+// Nothing goes through ldmatrix: the tensor cores read every shared operand themselves, which is
+// what the shared-memory pipe of version 3 (S^T, dP^T and dQ on mma.sync) could not keep up with.
+// Two barriers per Q tile: tile landed (and all of the previous tile's products done), dS^T written.
+template <int D, int BR, int BC>
+struct WgBwdConfig {
+  static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
+  // K, V; Q and dO double-buffered; dS^T; (lse, D) double-buffered; 1024 bytes of alignment slack
+  static constexpr int kSmem = 2 * kKVBytes + 4 * kQBytes + kDSBytes + 2 * kStatBytes + 1024;
+  // dQ blocks of 64 queries x 64 columns: BR = 64 splits the columns between the two warpgroups,
+  // BR = 128 the queries
+  static constexpr int kDQQueryBlocks = BR / 64;
+  static_assert(BC == 128, "two warpgroups of 64 keys");
+  static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per warpgroup");
+};
+
+template <class T, int D, int BR, int BC>
+__global__ void __launch_bounds__(256, 1)
+    attn_bwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
+                          const T* __restrict__ dout, const float* __restrict__ lse2, const float* __restrict__ dsum,
+                          float* __restrict__ dq_acc, T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh,
+                          int heads_per_group, bool causal, float scale, float scale_log2) {
+  using C = WgBwdConfig<D, BR, BC>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  const std::uint32_t raw = mma::smem_addr(smem);
+  const std::uint32_t ks = (raw + 1023) & ~1023u, vs = ks + C::kKVBytes;
+  const std::uint32_t qs0 = vs + C::kKVBytes, dos0 = qs0 + 2 * C::kQBytes, dss = dos0 + 2 * C::kQBytes;
+  float* stat0 = reinterpret_cast<float*>(smem + (ks - raw) + 2 * C::kKVBytes + 4 * C::kQBytes + C::kDSBytes);
+  const std::uint32_t stat_s0 = mma::smem_addr(stat0);
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const int wg = warp / 4, row_w = (warp % 4) * 16;  // warpgroup; this warp's 16 rows of its 64
+  // launch order as in version 3: head groups that share L2, heavy causal KV tiles first
+  const int kv_tiles = (n + BC - 1) / BC;
+  const int group = blockIdx.x / (heads_per_group * kv_tiles);
+  const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
+  const int group_heads = min(heads_per_group, bh - group * heads_per_group);
+  const int bh_index = group * heads_per_group + in_group % group_heads;
+  const int kv_tile = causal ? kv_tiles - 1 - in_group / group_heads : in_group / group_heads;
+  const int kv0 = kv_tile * BC;
+  const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
+  q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
+  lse2 += static_cast<std::size_t>(bh_index) * n_pad;
+  dsum += static_cast<std::size_t>(bh_index) * n_pad;
+  const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
+
+  auto load_q_tile = [&](int i, int buf) {
+    load_rows_sw<BR, D, 256>(qs0 + buf * C::kQBytes, q, i * BR, n);
+    load_rows_sw<BR, D, 256>(dos0 + buf * C::kQBytes, dout, i * BR, n);
+    if (threadIdx.x < BR / 2) {  // BR/4 chunks of lse2, then BR/4 of D
+      const int c = threadIdx.x % (BR / 4);
+      const float* src = (threadIdx.x < BR / 4 ? lse2 : dsum) + i * BR + c * 4;
+      mma::cp_async16(stat_s0 + buf * C::kStatBytes + threadIdx.x * 16, src, true);
+    }
+  };
+  load_rows_sw<BC, D, 256>(ks, k, kv0, n);
+  load_rows_sw<BC, D, 256>(vs, v, kv0, n);
+  load_q_tile(i_begin, 0);
+  mma::cp_async_commit();
+
+  float acc_dk[D / 2], acc_dv[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) acc_dk[x] = acc_dv[x] = 0.f;
+  auto pin = [](auto& x) {
+#pragma unroll
+    for (int e = 0; e < static_cast<int>(sizeof(x) / sizeof(x[0])); ++e) wgmma::reg_fence(x[e]);
+  };
+  auto pin_frag = [](std::uint32_t (&x)[BR / 16][4]) {
+#pragma unroll
+    for (int i = 0; i < BR / 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+  };
+  const std::uint32_t key_rows = wg * 64 * 128;  // the warpgroup's 64 rows inside each K / V box
+  const int key_row = kv0 + wg * 64 + row_w + g;  // this thread's first key (the second is + 8)
+  // dQ block of this warpgroup: queries 64 qb .., columns 64 cb ..
+  const int dq_qb = C::kDQQueryBlocks == 2 ? wg : 0, dq_cb = C::kDQQueryBlocks == 2 ? 0 : wg;
+
+  for (int i = i_begin; i < i_end; ++i) {
+    const int buf = (i - i_begin) & 1;
+    mma::cp_async_wait<0>();     // tile i landed
+    wgmma::fence_proxy_async();  // ... and is visible to wgmma's reads
+    __syncthreads();             // every thread's copies; every product of tile i-1 done
+    if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
+    mma::cp_async_commit();
+    const std::uint32_t qs = qs0 + buf * C::kQBytes, dos = dos0 + buf * C::kQBytes;
+    const float* st_lse = stat0 + buf * (C::kStatBytes / 4);
+    const float* st_d = st_lse + BR;
+    const int q0 = i * BR;
+
+    float s[BR / 2], dp[BR / 2];
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, s,
+                         wgmma::desc128(ks + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
+                         wgmma::desc128(qs + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+    wgmma::commit();
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, dp,
+                         wgmma::desc128(vs + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
+                         wgmma::desc128(dos + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+    wgmma::commit();
+    wgmma::wait<1>();
+    pin(s);
+
+    // P^T = exp2(S^T scale log2e - lse2): accumulator element 4j + 2h + e is key key_row + 8h,
+    // query q0 + 8j + 2t + e. Padding queries have lse2 = +inf (P = 0); padding keys and keys
+    // after the query (causal) are masked here.
+    const bool masked = kv0 + BC > n || (causal && kv0 + BC - 1 > q0);
+#pragma unroll
+    for (int j = 0; j < BR / 8; ++j) {
+      const float2 l2 = *reinterpret_cast<const float2*>(st_lse + 8 * j + 2 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], scale_log2, -(e ? l2.y : l2.x)));
+          if (masked) {
+            const int key = key_row + 8 * h, query = q0 + 8 * j + 2 * t + e;
+            if (key >= n || (causal && key > query)) p = 0.f;
+          }
+          s[4 * j + 2 * h + e] = p;
+        }
+    }
+    std::uint32_t pa[BR / 16][4], da[BR / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pa[kk][e] = mma::pack2<T>(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+    wgmma::wait<0>();
+    pin(dp);
+    // dS^T = P^T (dP^T - D); kept in registers for dK and stored (key rows, query columns) for dQ
+#pragma unroll
+    for (int j = 0; j < BR / 8; ++j) {
+      const float2 dd = *reinterpret_cast<const float2*>(st_d + 8 * j + 2 * t);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float ds0 = s[4 * j + 2 * h] * (dp[4 * j + 2 * h] - dd.x);
+        const float ds1 = s[4 * j + 2 * h + 1] * (dp[4 * j + 2 * h + 1] - dd.y);
+        const std::uint32_t packed = mma::pack2<T>(ds0, ds1);
+        da[j / 2][(j % 2) * 2 + h] = packed;
+        st_shared_b32(wgmma::sw128<BC>(dss, wg * 64 + row_w + g + 8 * h, j) + 4 * t, packed);
+      }
+    }
+    wgmma::fence_proxy_async();  // st.shared -> wgmma's reads of dS^T
+
+    // dV += P^T dO, dK += dS^T Q: in flight across the barrier and the dQ product
+    pin(acc_dv);
+    pin(acc_dk);
+    pin_frag(pa);
+    pin_frag(da);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+      wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, acc_dv, pa[kk], wgmma::desc128(dos + kk * 16 * 128, BR * 128, 1024), 1);
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+      wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, acc_dk, da[kk], wgmma::desc128(qs + kk * 16 * 128, BR * 128, 1024), 1);
+    wgmma::commit();
+    __syncthreads();  // dS^T complete
+
+    // dQ block = dS K: A = dS^T (stored [key][query]) read transposed, B = K (stored [key][d]) MN-major
+    float dq[32];
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk)
+      wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<64>{}, T{}, dq,
+                            wgmma::desc128(dss + dq_qb * (BC * 128) + kk * 16 * 128, BC * 128, 1024),
+                            wgmma::desc128(ks + dq_cb * (BC * 128) + kk * 16 * 128, BC * 128, 1024), kk > 0);
+    wgmma::commit();
+    wgmma::wait<0>();
+    pin(dq);
+    pin(acc_dv);
+    pin(acc_dk);
+    pin_frag(pa);
+    pin_frag(da);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = q0 + dq_qb * 64 + row_w + g + 8 * h;
+      if (row >= n) continue;
+      float* dst = dq_acc + static_cast<std::size_t>(row) * D + dq_cb * 64 + 2 * t;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+        atomicAdd(reinterpret_cast<float2*>(dst + j * 8), make_float2(dq[4 * j + 2 * h], dq[4 * j + 2 * h + 1]));
+#else
+        atomicAdd(dst + j * 8, dq[4 * j + 2 * h]);
+        atomicAdd(dst + j * 8 + 1, dq[4 * j + 2 * h + 1]);
+#endif
+      }
+    }
+  }
+  mma::cp_async_wait<0>();
+  __syncthreads();  // every warp is done with K and V: stage dK, dV there for 16-byte stores
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = wg * 64 + row_w + g + 8 * h;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      st_shared_b32(mma::swizzled<D>(ks, r, j) + 4 * t,
+                    mma::pack2<T>(acc_dk[4 * j + 2 * h] * scale, acc_dk[4 * j + 2 * h + 1] * scale));
+      st_shared_b32(mma::swizzled<D>(vs, r, j) + 4 * t, mma::pack2<T>(acc_dv[4 * j + 2 * h], acc_dv[4 * j + 2 * h + 1]));
+    }
+  }
+  __syncthreads();
+  constexpr int kChunks = D / 8;
+  for (int x = threadIdx.x; x < BC * kChunks; x += 256) {
+    const int r = x / kChunks, c = x % kChunks;
+    if (kv0 + r >= n) continue;
+    uint4 a, b;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
+    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
+    *reinterpret_cast<uint4*>(dk + off) = a;
+    *reinterpret_cast<uint4*>(dv + off) = b;
+  }
+}
+
 // dQ = scale * accumulator, 8 elements (two float4 loads, one 16-byte store) per thread.
 template <class T>
 __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restrict__ acc, T* __restrict__ dq,
@@ -975,7 +1203,9 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 }
 
 
-template <class T, int D, int BR, int BC, int NW, int DQ_MT, bool WG>
+// PRODUCTS: 0 = all on mma.sync (2026-11-22), 1 = dK / dV on wgmma (version 3), 2 = all on wgmma
+// (version 4; NW and DQ_MT unused).
+template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
   const int n_pad = static_cast<int>(stat_rows(n));
@@ -990,8 +1220,13 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
   CUDA_CHECK_LAUNCH();
 
-  auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, WG>;
-  constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (WG ? 1024 : 0);
+  auto kernel = [] {
+    if constexpr (PRODUCTS == 2) return attn_bwd_wgmma_kernel<T, D, BR, BC>;
+    else return attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, PRODUCTS == 1>;
+  }();
+  constexpr int smem = PRODUCTS == 2 ? WgBwdConfig<D, BR, BC>::kSmem
+                                     : BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (PRODUCTS == 1 ? 1024 : 0);
+  constexpr int threads = PRODUCTS == 2 ? 256 : NW * 32;
   static bool smem_set = false;  // one per instantiation
   if (!smem_set) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -1002,7 +1237,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   int group = static_cast<int>(std::clamp<std::size_t>((20u << 20) / head_bytes, 1, static_cast<std::size_t>(bh)));
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
-  kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
+  kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
                                                                  bh, group, causal, scale, scale * kLog2e);
   CUDA_CHECK_LAUNCH();
 
@@ -1033,9 +1268,9 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
   // slabs, dK/dV on wgmma; chosen by measurement on an H100 (kernels/RESULTS.md)
   if (d == 64)
-    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else if (d == 128)
-    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, true>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else
     throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
 }
@@ -1055,13 +1290,17 @@ template void attention_backward_fast<__half>(const __half*, const __half*, cons
 // Other tile shapes, only in the standalone build: the tuning sweep of
 // kernels/tools/bench_attention_backward_fast.cu (--variants) times them against the chosen ones.
 namespace flashsim::gpu::bwd_fast {
-#define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, WG)                                                        \
-  template void launch_bwd<T, D, BR, BC, NW, DQ_MT, WG>(const T*, const T*, const T*, const T*, const T*, const float*, \
+#define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, PRODUCTS)                                                  \
+  template void launch_bwd<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(const T*, const T*, const T*, const T*, const T*, const float*, \
                                                         T*, T*, T*, void*, int, int, bool, cudaStream_t);
-FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, false)  // all products on mma.sync
-FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, false)
-FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, false)
-FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, false)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 0)  // all products on mma.sync
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 0)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 0)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 0)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 1)  // version 3: dK / dV on wgmma
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 1)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 1)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 1)
 #undef FLASHSIM_BWD_VARIANT
 }  // namespace flashsim::gpu::bwd_fast
 #endif
