@@ -25,8 +25,8 @@ Inputs O and logsumexp come from attention_forward.cu version 3 (run during setu
 measured range). CPU reference: kernels/reference.cpp attention_backward (double) on up to
 2 heads; outputs checked: dQ, dK, dV; tolerance fp32 1e-4, bf16 1e-2.
 
-version 3 is FA2's backward on tensor cores (kernels/fast.h attention_backward_fast; bf16 or fp16,
-d = 64 or 128, any n). A preprocessing kernel writes D = rowsum(dO * O) and lse * log2(e) into the
+version 3 is FA2's backward on tensor cores (bf16 or fp16, d = 64 or 128, any n; since version 4 it
+is built only in the standalone driver, for comparison). A preprocessing kernel writes D = rowsum(dO * O) and lse * log2(e) into the
 workspace (rows padded to 128; padding lse = +inf, so P = 0 there) and zeroes an fp32 dQ
 accumulator. The main kernel runs one block of 8 warps per 128-key tile, walking the query tiles
 that see it (64 queries for d = 128, 128 for d = 64; causal: tiles above the diagonal skipped, the
@@ -52,9 +52,22 @@ heads interleaved in launch order (-7 % causal: Q and dO of 16 heads overflow L2
 dQ atomics of concurrent blocks hit different rows (no change; its extra registers spilled, -3 %);
 float4 dQ atomics (red.global.add.v4.f32 after a lane-pair exchange: half the atomics, 0-3 %
 slower).
+version 4 (kernels/fast.h attention_backward_fast, `bwd-mma`) keeps version 3's preprocessing,
+launch order, tiles and dQ accumulator, and moves every product to wgmma, so nothing goes through
+ldmatrix: two warpgroups per 128-key tile, warpgroup w owning keys 64w..64w+63. Per query tile:
+S^T = K Q^T and dP^T = V dO^T with both operands read by the tensor cores from 128-byte-swizzled
+shared memory (K-major); P^T and dS^T are formed in the accumulator registers, whose layout is the
+A-fragment layout, so dV += P^T dO and dK += dS^T Q take them from registers (dO, Q read MN-major);
+dS^T also goes to shared memory, where dQ_tile = dS K reads it transposed (MN-major A), each
+warpgroup one 64 x 64 block, added with float2 atomics. Two barriers per tile.
+Measured on an H100 (2026-11-23, bf16, 16k tokens x 16 heads): d = 128 N = 16384 358 TFLOP/s
+(version 3 285 in the same binary, PyTorch FA2 301, cuDNN 550), d = 64 324 (v3 254, FA2 286).
+Tried and dropped: waiting for dQ only in the next tile (its atomics overlapping the next S^T and
+dP^T): 10-12 % slower (254 registers). ncu (d = 128, N = 16384): tensor pipe 37 % busy; stalls per
+issued instruction: wait 1.1, barrier 1.0, lg_throttle 1.0 (atomics and cp.async), mio 0.8.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
--DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds the
-all-mma.sync kernel for comparison).
+-DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
+and the all-mma.sync kernel for comparison).
 */
 #include <algorithm>
 #include <cmath>

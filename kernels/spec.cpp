@@ -36,8 +36,8 @@ const std::vector<ScheduleInfo> kSchedules = {
      "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
     {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 5,
      "FlashAttention-2 order on Hopper tensor cores (wgmma), 64-row Q tiles"},
-    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 3,
-     "FlashAttention-2 backward on tensor cores: dK/dV per 128-key tile, atomic fp32 dQ"},
+    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 4,
+     "FlashAttention-2 backward on Hopper tensor cores (wgmma): dK/dV per 128-key tile, atomic fp32 dQ"},
 };
 
 std::string trim(const std::string& s) {
