@@ -83,6 +83,7 @@ and the all-mma.sync kernel for comparison).
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
+#include "kernels/tma.cuh"
 #include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu {
@@ -984,8 +985,9 @@ __global__ void __launch_bounds__(NW * 32, 1)
 template <int D, int BR, int BC>
 struct WgBwdConfig {
   static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
-  // K, V; Q and dO double-buffered; dS^T; (lse, D) double-buffered; 1024 bytes of alignment slack
-  static constexpr int kSmem = 2 * kKVBytes + 4 * kQBytes + kDSBytes + 2 * kStatBytes + 1024;
+  // K, V; Q and dO double-buffered; dS^T; (lse, D) double-buffered; two mbarriers; 1024 bytes of
+  // alignment slack
+  static constexpr int kSmem = 2 * kKVBytes + 4 * kQBytes + kDSBytes + 2 * kStatBytes + 16 + 1024;
   // dQ blocks of 64 queries x 64 columns: BR = 64 splits the columns between the two warpgroups,
   // BR = 128 the queries
   static constexpr int kDQQueryBlocks = BR / 64;
@@ -993,19 +995,23 @@ struct WgBwdConfig {
   static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per warpgroup");
 };
 
-template <class T, int D, int BR, int BC>
+// TMA_LOADS (version 5): thread 0 fetches each Q and dO tile with TMA (3-D maps [bh][n][d], rows
+// past n zero-filled) and its statistics with bulk copies, completing on one mbarrier per buffer,
+// instead of every thread issuing 10 cp.async with their address arithmetic.
+template <class T, int D, int BR, int BC, bool TMA_LOADS>
 __global__ void __launch_bounds__(256, 1)
     attn_bwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           const T* __restrict__ dout, const float* __restrict__ lse2, const float* __restrict__ dsum,
                           float* __restrict__ dq_acc, T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh,
-                          int heads_per_group, bool causal, float scale, float scale_log2) {
+                          int heads_per_group, bool causal, float scale, float scale_log2,
+                          const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_do) {
   using C = WgBwdConfig<D, BR, BC>;
   extern __shared__ __align__(128) unsigned char smem[];
   const std::uint32_t raw = mma::smem_addr(smem);
   const std::uint32_t ks = (raw + 1023) & ~1023u, vs = ks + C::kKVBytes;
   const std::uint32_t qs0 = vs + C::kKVBytes, dos0 = qs0 + 2 * C::kQBytes, dss = dos0 + 2 * C::kQBytes;
   float* stat0 = reinterpret_cast<float*>(smem + (ks - raw) + 2 * C::kKVBytes + 4 * C::kQBytes + C::kDSBytes);
-  const std::uint32_t stat_s0 = mma::smem_addr(stat0);
+  const std::uint32_t stat_s0 = mma::smem_addr(stat0), full0 = stat_s0 + 2 * C::kStatBytes;  // mbarriers
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wg = warp / 4, row_w = (warp % 4) * 16;  // warpgroup; this warp's 16 rows of its 64
@@ -1024,6 +1030,20 @@ __global__ void __launch_bounds__(256, 1)
   const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
 
   auto load_q_tile = [&](int i, int buf) {
+    if constexpr (TMA_LOADS) {
+      if (threadIdx.x == 0) {
+        const std::uint32_t bar = full0 + 8 * buf;
+        tma::mbar_arrive_expect_tx(bar, 2 * C::kQBytes + C::kStatBytes);  // whole boxes, zero-filled rows too
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b) {
+          tma::load_3d(qs0 + buf * C::kQBytes + b * BR * 128, &map_q, bar, b * 64, i * BR, bh_index);
+          tma::load_3d(dos0 + buf * C::kQBytes + b * BR * 128, &map_do, bar, b * 64, i * BR, bh_index);
+        }
+        tma::copy(stat_s0 + buf * C::kStatBytes, lse2 + i * BR, BR * 4, bar);
+        tma::copy(stat_s0 + buf * C::kStatBytes + BR * 4, dsum + i * BR, BR * 4, bar);
+      }
+      return;
+    }
     load_rows_sw<BR, D, 256>(qs0 + buf * C::kQBytes, q, i * BR, n);
     load_rows_sw<BR, D, 256>(dos0 + buf * C::kQBytes, dout, i * BR, n);
     if (threadIdx.x < BR / 2) {  // BR/4 chunks of lse2, then BR/4 of D
@@ -1032,6 +1052,14 @@ __global__ void __launch_bounds__(256, 1)
       mma::cp_async16(stat_s0 + buf * C::kStatBytes + threadIdx.x * 16, src, true);
     }
   };
+  if constexpr (TMA_LOADS) {
+    if (threadIdx.x == 0) {
+      tma::mbar_init(full0, 1);
+      tma::mbar_init(full0 + 8, 1);
+      tma::mbar_init_fence();
+    }
+    __syncthreads();
+  }
   load_rows_sw<BC, D, 256>(ks, k, kv0, n);
   load_rows_sw<BC, D, 256>(vs, v, kv0, n);
   load_q_tile(i_begin, 0);
@@ -1057,7 +1085,8 @@ __global__ void __launch_bounds__(256, 1)
 
   for (int i = i_begin; i < i_end; ++i) {
     const int buf = (i - i_begin) & 1;
-    mma::cp_async_wait<0>();     // tile i landed
+    if constexpr (TMA_LOADS) tma::mbar_wait(full0 + 8 * buf, ((i - i_begin) >> 1) & 1);  // Q, dO tile i
+    mma::cp_async_wait<0>();     // tile i landed (K and V: the first time)
     wgmma::fence_proxy_async();  // ... and is visible to wgmma's reads
     __syncthreads();             // every thread's copies; every product of tile i-1 done
     if (i + 1 < i_end) load_q_tile(i + 1, buf ^ 1);
@@ -1216,8 +1245,27 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 }
 
 
+// [bh][n][D] bf16 / fp16 as a 3-D tensor map of 64-column x ROWS-row boxes, 128-byte swizzle (the
+// layout wgmma::sw128 describes); rows past n of a head arrive as zeros.
+template <class T, int D, int ROWS>
+CUtensorMap head_tensor_map(const T* p, int bh, int n) {
+  CUtensorMap map{};
+  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(bh)};
+  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(D) * 2, static_cast<cuuint64_t>(n) * D * 2};  // bytes
+  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(ROWS), 1};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUtensorMapDataType type =
+      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+  const CUresult r = tma::tensor_map_encoder()(&map, type, 3, const_cast<T*>(p), dims, strides, box, elem_strides,
+                                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS)
+    throw std::runtime_error("attention_backward_fast: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(r));
+  return map;
+}
+
 // PRODUCTS: 0 = all on mma.sync (2026-11-22), 1 = dK / dV on wgmma (version 3), 2 = all on wgmma
-// (version 4; NW and DQ_MT unused).
+// (version 4; NW and DQ_MT unused), 3 = version 4 with Q, dO and statistics through TMA (version 5).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
@@ -1233,25 +1281,37 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
   CUDA_CHECK_LAUNCH();
 
-  auto kernel = [] {
-    if constexpr (PRODUCTS == 2) return attn_bwd_wgmma_kernel<T, D, BR, BC>;
-    else return attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, PRODUCTS == 1>;
-  }();
-  constexpr int smem = PRODUCTS == 2 ? WgBwdConfig<D, BR, BC>::kSmem
-                                     : BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (PRODUCTS == 1 ? 1024 : 0);
-  constexpr int threads = PRODUCTS == 2 ? 256 : NW * 32;
-  static bool smem_set = false;  // one per instantiation
-  if (!smem_set) {
-    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-    smem_set = true;
-  }
   // heads per launch group: Q and dO of a group take at most about 20 MB of L2
   const std::size_t head_bytes = static_cast<std::size_t>(n) * D * sizeof(T) * 2;
   int group = static_cast<int>(std::clamp<std::size_t>((20u << 20) / head_bytes, 1, static_cast<std::size_t>(bh)));
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
-  kernel<<<static_cast<unsigned>(grid), threads, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
-                                                                 bh, group, causal, scale, scale * kLog2e);
+  static bool smem_set = false;  // one per instantiation
+  if constexpr (PRODUCTS >= 2) {
+    constexpr bool kTmaLoads = PRODUCTS == 3;
+    auto kernel = attn_bwd_wgmma_kernel<T, D, BR, BC, kTmaLoads>;
+    constexpr int smem = WgBwdConfig<D, BR, BC>::kSmem;
+    if (!smem_set) {
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      smem_set = true;
+    }
+    CUtensorMap map_q{}, map_do{};
+    if constexpr (kTmaLoads) {
+      map_q = head_tensor_map<T, D, BR>(q, bh, n);
+      map_do = head_tensor_map<T, D, BR>(dout, bh, n);
+    }
+    kernel<<<static_cast<unsigned>(grid), 256, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad, bh,
+                                                               group, causal, scale, scale * kLog2e, map_q, map_do);
+  } else {
+    auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, PRODUCTS == 1>;
+    constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (PRODUCTS == 1 ? 1024 : 0);
+    if (!smem_set) {
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+      smem_set = true;
+    }
+    kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
+                                                                   bh, group, causal, scale, scale * kLog2e);
+  }
   CUDA_CHECK_LAUNCH();
 
   const std::size_t chunks = elems / 8;
@@ -1281,9 +1341,9 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
   // slabs, dK/dV on wgmma; chosen by measurement on an H100 (kernels/RESULTS.md)
   if (d == 64)
-    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else if (d == 128)
-    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 2>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   else
     throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
 }
@@ -1310,6 +1370,10 @@ FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 0)  // all products on m
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 0)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 0)
 FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 0)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 2)  // version 4: loads through cp.async
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 2)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 2)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 2)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 1)  // version 3: dK / dV on wgmma
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 1)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 1)

@@ -35,8 +35,6 @@ H100 SXM, 2026-11-22, 8192^3 in 1.59 ms = 693 TFLOP/s, 1.03x cuBLAS's speed.
 CPU reference: kernels/reference.cpp matmul_rows (double accumulation), checked on up to 64 rows
 spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative L2 error).
 */
-#include <cuda.h>  // CUtensorMap and its enums only: the driver is reached through the runtime
-#include <cudaTypedefs.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -49,6 +47,7 @@ spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative 
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
 #include "kernels/reference.h"
+#include "kernels/tma.cuh"
 
 namespace flashsim::gpu {
 
@@ -164,55 +163,10 @@ __device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
   return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
 }
 
-__device__ __forceinline__ void mbar_init(std::uint64_t* bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(std::uint64_t* bar, unsigned bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)), "r"(bytes)
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(std::uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_addr(bar)) : "memory");
-}
-// Spins until the phase of parity `parity` has completed. A fresh barrier counts its (virtual)
-// preceding phase, parity 1, as completed, so producers start by waiting on parity 1.
-__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) {
-  std::uint32_t done = 0;
-  do {
-    asm volatile(
-        "{\n"
-        ".reg .pred p;\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        "selp.u32 %0, 1, 0, p;\n"
-        "}\n"
-        : "=r"(done)
-        : "r"(smem_addr(bar)), "r"(parity)
-        : "memory");
-  } while (!done);
-}
+// mbarriers, TMA loads and stores: kernels/tma.cuh (addresses in the shared window)
+using tma::bulk_wait_read;
+__device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t parity) { tma::mbar_wait(smem_addr(bar), parity); }
 
-// TMA: a 2-D box at element coordinates (c0 inner, c1 outer) into shared memory; completes `bytes`
-// of the barrier's transaction count. Out-of-bounds elements arrive as zeros.
-__device__ __forceinline__ void tma_load_2d(void* dst, const CUtensorMap* map, std::uint64_t* bar, int c0, int c1) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];" ::"r"(
-          smem_addr(dst)),
-      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(smem_addr(bar)), "r"(c0), "r"(c1)
-      : "memory");
-}
-
-// TMA store of a 2-D box from shared memory; elements outside the tensor are not written.
-__device__ __forceinline__ void tma_store_2d(const CUtensorMap* map, const void* src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                   reinterpret_cast<std::uint64_t>(map)),
-               "r"(smem_addr(src)), "r"(c0), "r"(c1)
-               : "memory");
-}
-// Waits until at most N committed bulk stores still have to read their shared-memory source.
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
 // Barrier over one warpgroup (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
 
@@ -300,10 +254,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
-      mbar_init(&full[s], 1);
-      mbar_init(&empty[s], kConsumers * 4);
+      tma::mbar_init(smem_addr(&full[s]), 1);
+      tma::mbar_init(smem_addr(&empty[s]), kConsumers * 4);
     }
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    tma::mbar_init_fence();
   }
   __syncthreads();
 
@@ -320,11 +274,11 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kb = 0; kb < nk; ++kb, ++it) {
         const int s = it % kStages;
         mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
-        mbar_arrive_expect_tx(&full[s], kStageBytes);  // whole boxes count, zero-filled parts too
-        tma_load_2d(stage_a(s), &map_a, &full[s], kb * kBK, tm * kBM);
+        tma::mbar_arrive_expect_tx(smem_addr(&full[s]), kStageBytes);  // whole boxes count, zero-filled parts too
+        tma::load_2d(smem_addr(stage_a(s)), &map_a, smem_addr(&full[s]), kb * kBK, tm * kBM);
 #pragma unroll
         for (int j = 0; j < kBN / 64; ++j)
-          tma_load_2d(stage_b(s) + j * kBBoxBytes, &map_b, &full[s], tn * kBN + j * 64, kb * kBK);
+          tma::load_2d(smem_addr(stage_b(s) + j * kBBoxBytes), &map_b, smem_addr(&full[s]), tn * kBN + j * 64, kb * kBK);
       }
     }
     return;
@@ -353,10 +307,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma_commit();
       // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
       wgmma_wait<1>();
-      if (kb > 0 && lane == 0) mbar_arrive(&empty[(it - 1) % kStages]);
+      if (kb > 0 && lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
     }
     wgmma_wait<0>();
-    if (lane == 0) mbar_arrive(&empty[(it - 1) % kStages]);
+    if (lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
 #pragma unroll
     for (int i = 0; i < 128; ++i) reg_fence(acc[i]);
 
@@ -385,13 +339,13 @@ __global__ void __launch_bounds__(kThreads, 1)
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // st.shared -> TMA's reads
       named_barrier(1 + half);
       if (threadIdx.x % 128 == 0) {
-        tma_store_2d(&map_c, buf, tn * kBN + q * 64, tm * kBM + half * 64);
-        asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+        tma::store_2d(&map_c, smem_addr(buf), tn * kBN + q * 64, tm * kBM + half * 64);
+        tma::bulk_commit();
       }
     }
   }
   // shared memory must outlive the stores' reads of it
-  if (threadIdx.x % 128 == 0) asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+  if (threadIdx.x % 128 == 0) tma::bulk_wait<0>();
 }
 
 }  // namespace v3
@@ -421,18 +375,7 @@ void matmul_outer(const T* a, const T* b, float* c, int m, int n, int k) {
 
 namespace {
 
-// The driver's tensor-map encoder, looked up through the runtime so that nothing links libcuda.
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* p = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &p, 12000, cudaEnableDefault, &q));
-    if (p == nullptr || q != cudaDriverEntryPointSuccess)
-      throw std::runtime_error("cuTensorMapEncodeTiled not found in the CUDA driver");
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(p);
-  }();
-  return fn;
-}
+using tma::tensor_map_encoder;
 
 // Row-major bf16 matrix rows x cols as a 2-D tensor map with box_rows x 64 boxes, 128-byte swizzle.
 CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_rows) {

@@ -1,4 +1,4 @@
-// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 4),
+// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 5),
 // standalone (no runner, no CUPTI). CMake builds it as the target bench_attention_backward_fast
 // (`ninja -C build/default bench_attention_backward_fast`); by hand, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_BWD_FAST_ONLY -o build/bwdfast/bench_attention_backward_fast kernels/tools/bench_attention_backward_fast.cu kernels/attention_backward.cu kernels/reference.cpp
@@ -6,7 +6,7 @@
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape
 //                                            (checked on sampled rows) with its time and TFLOP/s
 //   bench_attention_backward_fast --small    only the small full checks
-//   bench_attention_backward_fast --variants the launcher (version 4) against version 3 and the all-
+//   bench_attention_backward_fast --variants the launcher (version 5) against versions 4, 3 and the all-
 //                                            mma.sync kernel: full checks of each at small sizes, then
 //                                            each timed (bf16)
 //   bench_attention_backward_fast --one D N CAUSAL   one bf16 problem run twice (for ncu)
@@ -382,16 +382,20 @@ bool small_checks(std::uint64_t seed, bool tiny) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 4) vs earlier kernels
+  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 5) vs earlier kernels
     namespace bf = fg::bwd_fast;
     struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
     const V vs[] = {
-        {64, "  [launcher: v4, all on wgmma]", nullptr, nullptr},
+        {64, "  [launcher: v5, TMA loads]", nullptr, nullptr},
+        {64, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 2>,
+         bf::launch_bwd<__half, 64, 128, 128, 8, 2, 2>},
         {64, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 1>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 1>},
         {64, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 0>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 0>},
-        {128, "  [launcher: v4, all on wgmma]", nullptr, nullptr},
+        {128, "  [launcher: v5, TMA loads]", nullptr, nullptr},
+        {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
+         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
         {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 1>},
         {128, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 0>,
