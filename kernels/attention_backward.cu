@@ -1245,25 +1245,6 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 }
 
 
-// [bh][n][D] bf16 / fp16 as a 3-D tensor map of 64-column x ROWS-row boxes, 128-byte swizzle (the
-// layout wgmma::sw128 describes); rows past n of a head arrive as zeros.
-template <class T, int D, int ROWS>
-CUtensorMap head_tensor_map(const T* p, int bh, int n) {
-  CUtensorMap map{};
-  const cuuint64_t dims[3] = {static_cast<cuuint64_t>(D), static_cast<cuuint64_t>(n), static_cast<cuuint64_t>(bh)};
-  const cuuint64_t strides[2] = {static_cast<cuuint64_t>(D) * 2, static_cast<cuuint64_t>(n) * D * 2};  // bytes
-  const cuuint32_t box[3] = {64, static_cast<cuuint32_t>(ROWS), 1};
-  const cuuint32_t elem_strides[3] = {1, 1, 1};
-  const CUtensorMapDataType type =
-      std::is_same_v<T, __half> ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-  const CUresult r = tma::tensor_map_encoder()(&map, type, 3, const_cast<T*>(p), dims, strides, box, elem_strides,
-                                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (r != CUDA_SUCCESS)
-    throw std::runtime_error("attention_backward_fast: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(r));
-  return map;
-}
-
 // PRODUCTS: 0 = all on mma.sync (2026-11-22), 1 = dK / dV on wgmma (version 3), 2 = all on wgmma
 // (version 4; NW and DQ_MT unused), 3 = version 4 with Q, dO and statistics through TMA (version 5).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
@@ -1297,8 +1278,8 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
     }
     CUtensorMap map_q{}, map_do{};
     if constexpr (kTmaLoads) {
-      map_q = head_tensor_map<T, D, BR>(q, bh, n);
-      map_do = head_tensor_map<T, D, BR>(dout, bh, n);
+      map_q = tma::head_tensor_map(q, bh, n, D, BR);
+      map_do = tma::head_tensor_map(dout, bh, n, D, BR);
     }
     kernel<<<static_cast<unsigned>(grid), 256, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad, bh,
                                                                group, causal, scale, scale * kLog2e, map_q, map_do);

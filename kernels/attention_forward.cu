@@ -41,6 +41,7 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
+#include "kernels/tma.cuh"
 #include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu {
@@ -655,8 +656,9 @@ struct FwdConfig {
   static constexpr int kBR = 64;
   static constexpr int kKVBytes = BC * D * 2;
   // K x2, V x2 (Q passes through V's second buffer on its way to registers; O leaves through a
-  // free K buffer) + 1024 bytes of slack: the swizzle pattern needs 1024-aligned tiles
-  static constexpr int kSmem = 4 * kKVBytes + 1024;
+  // free K buffer), two mbarriers (TMA loads) + 1024 bytes of slack: the swizzle pattern needs
+  // 1024-aligned tiles
+  static constexpr int kSmem = 4 * kKVBytes + 16 + 1024;
   // blocks per SM the registers are budgeted for: 3 without the pipeline, 2 with it (S and P of
   // two tiles live at once), fewer where shared memory allows fewer anyway (227 KB per SM)
   static constexpr int blocks(bool pipe) {
@@ -778,10 +780,15 @@ struct Tile {
 // blocks sharing an SM (3 at d = 128) overlap one's softmax with another's products.
 // PIPE = true (FA3's intra-warpgroup overlap): S of tile j+1 and P V of tile j are in flight
 // together while the softmax of tile j+1 runs; K is loaded two tiles ahead, V one.
-template <class T, int D, int BC, bool PIPE>
+// TMA (PIPE = false only): thread 0 fetches each K and V tile with TMA (3-D maps [bh][n][d], rows
+// past n zero-filled), completing on one mbarrier per buffer, instead of every thread issuing
+// 2 BC D / 1024 cp.async per tile with their address arithmetic.
+template <class T, int D, int BC, bool PIPE, bool TMA>
 __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
     attn_fwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
-                          T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2) {
+                          T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
+                          const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_v) {
+  static_assert(!(PIPE && TMA), "TMA loads are built for the plain loop");
   using C = FwdConfig<D, BC>;
   using W = Tile<T, D, BC>;
   constexpr int BR = C::kBR;
@@ -800,9 +807,29 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
   auto kbuf = [&](int j) { return ks0 + (j & 1) * C::kKVBytes; };
   auto vbuf = [&](int j) { return vs0 + (j & 1) * C::kKVBytes; };
 
+  const std::uint32_t full0 = ks0 + 4 * C::kKVBytes;  // TMA: one mbarrier per K/V buffer pair
+  // K_j and V_j by TMA into buffer j % 2 (thread 0 only)
+  auto tma_tile = [&](int j) {
+    const std::uint32_t bar = full0 + 8 * (j & 1);
+    tma::mbar_arrive_expect_tx(bar, 2 * C::kKVBytes);  // whole boxes, zero-filled rows too
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) {
+      tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, blockIdx.y);
+      tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, blockIdx.y);
+    }
+  };
   load_rows_sw<BR, D>(qs, q, q0, n);
-  load_rows_sw<BC, D>(kbuf(0), k, 0, n);
-  load_rows_sw<BC, D>(vbuf(0), v, 0, n);
+  if constexpr (TMA) {
+    if (threadIdx.x == 0) {
+      tma::mbar_init(full0, 1);
+      tma::mbar_init(full0 + 8, 1);
+      tma::mbar_init_fence();
+      tma_tile(0);
+    }
+  } else {
+    load_rows_sw<BC, D>(kbuf(0), k, 0, n);
+    load_rows_sw<BC, D>(vbuf(0), v, 0, n);
+  }
   mma::cp_async_commit();
   mma::cp_async_wait<0>();
   wgmma::fence_proxy_async();
@@ -822,16 +849,22 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
 
   if constexpr (!PIPE) {
     for (int j = 0; j < tiles; ++j) {
-      if (j > 0) {
-        mma::cp_async_wait<0>();     // tile j landed
-        wgmma::fence_proxy_async();  // ... and is visible to the tensor cores' reads
-        __syncthreads();             // every thread's copies; tile j-1's products are done
+      if constexpr (TMA) {
+        if (j > 0) __syncthreads();  // tile j-1's products are done everywhere: its buffers are free
+        if (threadIdx.x == 0 && j + 1 < tiles) tma_tile(j + 1);
+        tma::mbar_wait(full0 + 8 * (j & 1), (j >> 1) & 1);  // tile j landed
+      } else {
+        if (j > 0) {
+          mma::cp_async_wait<0>();     // tile j landed
+          wgmma::fence_proxy_async();  // ... and is visible to the tensor cores' reads
+          __syncthreads();             // every thread's copies; tile j-1's products are done
+        }
+        if (j + 1 < tiles) {
+          load_rows_sw<BC, D>(kbuf(j + 1), k, (j + 1) * BC, n);
+          load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
+        }
+        mma::cp_async_commit();
       }
-      if (j + 1 < tiles) {
-        load_rows_sw<BC, D>(kbuf(j + 1), k, (j + 1) * BC, n);
-        load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
-      }
-      mma::cp_async_commit();
       wgmma::fence();
       W::issue_s(s, qa, kbuf(j));
       wgmma::commit();
@@ -923,18 +956,24 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
   }
 }
 
-template <class T, int D, int BC, bool PIPE>
+template <class T, int D, int BC, bool PIPE, bool TMA>
 void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                 cudaStream_t stream) {
   using C = FwdConfig<D, BC>;
-  auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE>;
+  auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE, TMA>;
   static bool smem_set = false;  // one per instantiation
   if (!smem_set) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
     smem_set = true;
   }
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
-  kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 128, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2);
+  CUtensorMap map_k{}, map_v{};
+  if constexpr (TMA) {
+    map_k = tma::head_tensor_map(k, bh, n, D, BC);
+    map_v = tma::head_tensor_map(v, bh, n, D, BC);
+  }
+  kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 128, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2,
+                                                                         map_k, map_v);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -947,9 +986,9 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   // version 5 (wgmma), tiles chosen by measurement on an H100 (kernels/RESULTS.md): 64 x 64 at
   // d = 128 and 64 x 128 at d = 64, three blocks per SM, no intra-block pipeline
   if (d == 64) {
-    hopper::launch_fwd<T, 64, 128, false>(q, k, v, o, lse, bh, n, causal, stream);
+    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    hopper::launch_fwd<T, 128, 64, false>(q, k, v, o, lse, bh, n, causal, stream);
+    hopper::launch_fwd<T, 128, 64, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
   }
@@ -1094,11 +1133,14 @@ std::unique_ptr<Workload> make_attention_forward(const Spec& s) {
 namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V4(D, BR, BC, NW) \
   {D, "v4 mma.sync " #BR "x" #BC " " #NW "w", fast::launch_fwd<__nv_bfloat16, D, BR, BC, NW>, fast::launch_fwd<__half, D, BR, BC, NW>}
-#define FLASHSIM_V5(D, BC, PIPE) \
-  {D, "v5 wgmma 64x" #BC " pipe " #PIPE, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE>, hopper::launch_fwd<__half, D, BC, PIPE>}
+#define FLASHSIM_V5(D, BC, PIPE, TMA)                                                       \
+  {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
+   hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
 extern const Variant kVariants[] = {
-    FLASHSIM_V4(64, 128, 128, 4), FLASHSIM_V5(64, 128, false), FLASHSIM_V5(64, 64, true), FLASHSIM_V5(64, 128, true),
-    FLASHSIM_V4(128, 128, 64, 4), FLASHSIM_V5(128, 64, false), FLASHSIM_V5(128, 64, true), FLASHSIM_V5(128, 128, true),
+    FLASHSIM_V4(64, 128, 128, 4),         FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
+    FLASHSIM_V5(64, 64, true, false),     FLASHSIM_V5(64, 128, true, false), FLASHSIM_V4(128, 128, 64, 4),
+    FLASHSIM_V5(128, 64, false, true),    FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, false),
+    FLASHSIM_V5(128, 128, true, false),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
