@@ -52,7 +52,7 @@ heads interleaved in launch order (-7 % causal: Q and dO of 16 heads overflow L2
 dQ atomics of concurrent blocks hit different rows (no change; its extra registers spilled, -3 %);
 float4 dQ atomics (red.global.add.v4.f32 after a lane-pair exchange: half the atomics, 0-3 %
 slower).
-version 4 (kernels/fast.h attention_backward_fast, `bwd-mma`) keeps version 3's preprocessing,
+version 4 (standalone driver only since version 5) keeps version 3's preprocessing,
 launch order, tiles and dQ accumulator, and moves every product to wgmma, so nothing goes through
 ldmatrix: two warpgroups per 128-key tile, warpgroup w owning keys 64w..64w+63. Per query tile:
 S^T = K Q^T and dP^T = V dO^T with both operands read by the tensor cores from 128-byte-swizzled
@@ -65,6 +65,13 @@ Measured on an H100 (2026-11-23, bf16, 16k tokens x 16 heads): d = 128 N = 16384
 Tried and dropped: waiting for dQ only in the next tile (its atomics overlapping the next S^T and
 dP^T): 10-12 % slower (254 registers). ncu (d = 128, N = 16384): tensor pipe 37 % busy; stalls per
 issued instruction: wait 1.1, barrier 1.0, lg_throttle 1.0 (atomics and cp.async), mio 0.8.
+version 5 (kernels/fast.h attention_backward_fast, `bwd-mma`) is version 4 with each Q and dO tile
+fetched by TMA (3-D tensor maps [bh][n][d], rows past n zero-filled) and its lse / D rows by bulk
+copies, issued by one thread and completing on one mbarrier per buffer, in place of 10 cp.async per
+thread per tile. H100, 2026-11-23: d = 128 N = 16384 416 TFLOP/s (v4 361, PyTorch FA2 305, cuDNN
+512), d = 64 376 (v4 323); 1.29-1.62x FA2 and 0.70-1.04x cuDNN on the 40 shapes of bench_kernels.
+Tried and dropped: the dQ block staged in shared memory and added by 64 row-wise bulk reductions
+(cp.reduce.async.bulk) instead of float2 atomics: 3-5 % slower at N >= 4096.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).

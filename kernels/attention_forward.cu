@@ -636,12 +636,15 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // by the tensor cores straight from 128-byte-swizzled shared memory, so K and V no longer pass
 // through every warp's registers: version 4's ldmatrix traffic (80 ldmatrix.x4 per 256 mma.sync,
 // shared memory as busy as the tensor pipe) is what held it at FA2's speed. K/V tiles are
-// double-buffered with cp.async; Q passes through V's second buffer, O leaves through a free K
+// double-buffered and fetched by TMA (one thread issues the box copies, one mbarrier per buffer;
+// TMA = false keeps the per-thread cp.async of the first version); Q passes through V's second
+// buffer, O leaves through a free K
 // buffer, so a block needs only 4 K/V tiles of shared memory (65 KB at 64 x 64, d = 128). The
 // softmax is version 4's. Each product is waited on at once: the three blocks of an SM overlap
 // one's softmax with another's products.
-// Tiles: 64 x 64 at d = 128, 64 x 128 at d = 64 (H100, 2026-11-23, kernels/RESULTS.md: 1.04-1.29x
-// FA2 on all 40 shapes; d = 128 N = 16384 370 TFLOP/s, version 4 331). Tried (the bench driver's
+// Tiles: 64 x 64 at d = 128, 64 x 128 at d = 64 (H100, 2026-11-23, kernels/RESULTS.md: with cp.async
+// loads 1.04-1.29x FA2 on all 40 shapes, d = 128 N = 16384 370 TFLOP/s, version 4 331; with TMA loads
+// 1.48-1.98x FA2 and 0.85-1.12x cuDNN, d = 128 N = 16384 603, d = 64 504). Tried (the bench driver's
 // --variants): FA3's intra-warpgroup pipeline (PIPE = true: S of tile j+1 and P V of tile j in
 // flight together, K two tiles ahead) at 2 blocks per SM, 15-25 % slower; 64 x 128 at d = 128
 // (1 block per SM) 220-260 TFLOP/s; 64 x 32 tiles 5-10 % slower. The non-pipelined loop with

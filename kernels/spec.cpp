@@ -35,9 +35,9 @@ const std::vector<ScheduleInfo> kSchedules = {
     {Schedule::SoftmaxFast, Op::Softmax, "softmax-fast", "softmax.cu", 3,
      "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
     {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 5,
-     "FlashAttention-2 order on Hopper tensor cores (wgmma), 64-row Q tiles"},
-    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 4,
-     "FlashAttention-2 backward on Hopper tensor cores (wgmma): dK/dV per 128-key tile, atomic fp32 dQ"},
+     "FlashAttention-2 order on Hopper tensor cores (wgmma, TMA), 64-row Q tiles"},
+    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 5,
+     "FlashAttention-2 backward on Hopper tensor cores (wgmma, TMA): dK/dV per 128-key tile, atomic fp32 dQ"},
 };
 
 std::string trim(const std::string& s) {
