@@ -659,11 +659,12 @@ struct FwdConfig {
   static constexpr int kBR = 64;
   static constexpr int kKVBytes = BC * D * 2;
   // K x2, V x2 (Q passes through V's second buffer on its way to registers; O leaves through a
-  // free K buffer), two mbarriers (TMA loads) + 1024 bytes of slack: the swizzle pattern needs
+  // free K buffer), four mbarriers (TMA loads) + 1024 bytes of slack: the swizzle pattern needs
   // 1024-aligned tiles
-  static constexpr int kSmem = 4 * kKVBytes + 16 + 1024;
-  // blocks per SM the registers are budgeted for: 3 without the pipeline, 2 with it (S and P of
-  // two tiles live at once), fewer where shared memory allows fewer anyway (227 KB per SM)
+  static constexpr int kSmem = 4 * kKVBytes + 32 + 1024;
+  // blocks per SM the registers are budgeted for: 3, or 2 for the pipeline with cp.async loads (S
+  // and P of two tiles live at once, plus the copies' addresses); fewer where shared memory allows
+  // fewer anyway (227 KB per SM)
   static constexpr int blocks(bool pipe) {
     const int by_smem = (227 * 1024) / (kSmem + 1024);
     return by_smem < (pipe ? 2 : 3) ? (by_smem < 1 ? 1 : by_smem) : (pipe ? 2 : 3);
@@ -783,15 +784,15 @@ struct Tile {
 // blocks sharing an SM (3 at d = 128) overlap one's softmax with another's products.
 // PIPE = true (FA3's intra-warpgroup overlap): S of tile j+1 and P V of tile j are in flight
 // together while the softmax of tile j+1 runs; K is loaded two tiles ahead, V one.
-// TMA (PIPE = false only): thread 0 fetches each K and V tile with TMA (3-D maps [bh][n][d], rows
-// past n zero-filled), completing on one mbarrier per buffer, instead of every thread issuing
-// 2 BC D / 1024 cp.async per tile with their address arithmetic.
+// TMA: thread 0 fetches each K and V tile with TMA (3-D maps [bh][n][d], rows past n zero-filled),
+// completing on one mbarrier per buffer (per K buffer and per V buffer with PIPE, where K runs a
+// tile ahead of V), instead of every thread issuing 2 BC D / 1024 cp.async per tile with their
+// address arithmetic.
 template <class T, int D, int BC, bool PIPE, bool TMA>
-__global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
+__global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     attn_fwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
                           const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_v) {
-  static_assert(!(PIPE && TMA), "TMA loads are built for the plain loop");
   using C = FwdConfig<D, BC>;
   using W = Tile<T, D, BC>;
   constexpr int BR = C::kBR;
@@ -810,7 +811,7 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
   auto kbuf = [&](int j) { return ks0 + (j & 1) * C::kKVBytes; };
   auto vbuf = [&](int j) { return vs0 + (j & 1) * C::kKVBytes; };
 
-  const std::uint32_t full0 = ks0 + 4 * C::kKVBytes;  // TMA: one mbarrier per K/V buffer pair
+  const std::uint32_t full0 = ks0 + 4 * C::kKVBytes;  // TMA: mbarriers of the K (+0, +8), V (+16, +24) buffers
   // K_j and V_j by TMA into buffer j % 2 (thread 0 only)
   auto tma_tile = [&](int j) {
     const std::uint32_t bar = full0 + 8 * (j & 1);
@@ -821,13 +822,32 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
       tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, blockIdx.y);
     }
   };
+  // PIPE: K_j and V_j on their own barriers
+  auto tma_k = [&](int j) {
+    const std::uint32_t bar = full0 + 8 * (j & 1);
+    tma::mbar_arrive_expect_tx(bar, C::kKVBytes);
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, blockIdx.y);
+  };
+  auto tma_v = [&](int j) {
+    const std::uint32_t bar = full0 + 16 + 8 * (j & 1);
+    tma::mbar_arrive_expect_tx(bar, C::kKVBytes);
+#pragma unroll
+    for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, blockIdx.y);
+  };
   load_rows_sw<BR, D>(qs, q, q0, n);
   if constexpr (TMA) {
     if (threadIdx.x == 0) {
-      tma::mbar_init(full0, 1);
-      tma::mbar_init(full0 + 8, 1);
+#pragma unroll
+      for (int b = 0; b < 4; ++b) tma::mbar_init(full0 + 8 * b, 1);
       tma::mbar_init_fence();
-      tma_tile(0);
+      if constexpr (PIPE) {
+        tma_k(0);
+        tma_v(0);
+        if (tiles > 1) tma_k(1);
+      } else {
+        tma_tile(0);
+      }
     }
   } else {
     load_rows_sw<BC, D>(kbuf(0), k, 0, n);
@@ -887,8 +907,12 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
     }
   } else {
     // prologue: K_1 on its way, S_0 and its softmax
-    if (tiles > 1) load_rows_sw<BC, D>(kbuf(1), k, BC, n);
-    mma::cp_async_commit();
+    if constexpr (TMA) {
+      tma::mbar_wait(full0, 0);  // K_0
+    } else {
+      if (tiles > 1) load_rows_sw<BC, D>(kbuf(1), k, BC, n);
+      mma::cp_async_commit();
+    }
     wgmma::fence();
     W::issue_s(s, qa, kbuf(0));
     wgmma::commit();
@@ -897,12 +921,22 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE))
     W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
     W::pack(s, pa);
     for (int j = 0; j < tiles; ++j) {
-      mma::cp_async_wait<0>();     // K_{j+1} and V_j landed
-      wgmma::fence_proxy_async();
-      __syncthreads();             // ... for every thread; S_j and P V_{j-1} are done everywhere
-      if (j + 2 < tiles) load_rows_sw<BC, D>(kbuf(j + 2), k, (j + 2) * BC, n);
-      if (j + 1 < tiles) load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
-      mma::cp_async_commit();
+      if constexpr (TMA) {
+        __syncthreads();  // S_j and P V_{j-1} are done everywhere: K_j's and V_{j-1}'s buffers are free
+        if (threadIdx.x == 0) {
+          if (j + 2 < tiles) tma_k(j + 2);
+          if (j + 1 < tiles) tma_v(j + 1);
+        }
+        if (j + 1 < tiles) tma::mbar_wait(full0 + 8 * ((j + 1) & 1), ((j + 1) >> 1) & 1);  // K_{j+1}
+        tma::mbar_wait(full0 + 16 + 8 * (j & 1), (j >> 1) & 1);                             // V_j
+      } else {
+        mma::cp_async_wait<0>();     // K_{j+1} and V_j landed
+        wgmma::fence_proxy_async();
+        __syncthreads();             // ... for every thread; S_j and P V_{j-1} are done everywhere
+        if (j + 2 < tiles) load_rows_sw<BC, D>(kbuf(j + 2), k, (j + 2) * BC, n);
+        if (j + 1 < tiles) load_rows_sw<BC, D>(vbuf(j + 1), v, (j + 1) * BC, n);
+        mma::cp_async_commit();
+      }
       const bool next = j + 1 < tiles;
       W::pin(acc_o);
       W::pin(pa);
@@ -1140,10 +1174,10 @@ namespace flashsim::gpu::fwd_variants {
   {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
    hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
 extern const Variant kVariants[] = {
-    FLASHSIM_V4(64, 128, 128, 4),         FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
-    FLASHSIM_V5(64, 64, true, false),     FLASHSIM_V5(64, 128, true, false), FLASHSIM_V4(128, 128, 64, 4),
-    FLASHSIM_V5(128, 64, false, true),    FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, false),
-    FLASHSIM_V5(128, 128, true, false),
+    FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
+    FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
+    FLASHSIM_V5(128, 64, false, true), FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, true),
+    FLASHSIM_V5(128, 128, true, true),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
