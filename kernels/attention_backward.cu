@@ -611,6 +611,24 @@ __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict_
   }
 }
 
+// Launch order of the KV-tile kernels: groups of heads_per_group heads (their Q and dO fit in L2
+// together), and in a group, KV tile by KV tile with the heads interleaved, so that under the
+// causal mask the long (first) KV tiles of all the group's heads start before its short ones.
+// A block's head, first key, and the query tiles [i_begin, i_end) that see its keys.
+struct KvBlock {
+  int head, kv0, i_begin, i_end;
+};
+template <int BR, int BC>
+__device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, bool causal) {
+  const int kv_tiles = (n + BC - 1) / BC;
+  const int group = blockIdx.x / (heads_per_group * kv_tiles);
+  const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
+  const int group_heads = min(heads_per_group, bh - group * heads_per_group);
+  const int step = in_group / group_heads;
+  const int kv0 = (causal ? kv_tiles - 1 - step : step) * BC;
+  return {group * heads_per_group + in_group % group_heads, kv0, causal ? kv0 / BR : 0, (n + BR - 1) / BR};
+}
+
 template <int ROWS, int D, int THREADS, class T>
 __device__ __forceinline__ void load_rows(std::uint32_t dst, const T* src, int row0, int n) {
   constexpr int kChunks = D / 8;
@@ -696,21 +714,12 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const std::uint32_t stat_s0 = mma::smem_addr(stat0);
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  // Launch order: groups of heads_per_group heads (their Q and dO fit in L2 together), and in a
-  // group, KV tile by KV tile with the heads interleaved, so that under the causal mask the long
-  // (first) KV tiles of all the group's heads start before its short ones.
-  const int kv_tiles = (n + BC - 1) / BC;
-  const int group = blockIdx.x / (heads_per_group * kv_tiles);
-  const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
-  const int group_heads = min(heads_per_group, bh - group * heads_per_group);
-  const int bh_index = group * heads_per_group + in_group % group_heads;
-  const int kv_tile = causal ? kv_tiles - 1 - in_group / group_heads : in_group / group_heads;
-  const int kv0 = kv_tile * BC;
+  const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
+  const int bh_index = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
   const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
   q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
   lse2 += static_cast<std::size_t>(bh_index) * n_pad;
   dsum += static_cast<std::size_t>(bh_index) * n_pad;
-  const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
 
   auto load_q_tile = [&](int i, int buf) {
     if constexpr (WG) {
@@ -1022,19 +1031,12 @@ __global__ void __launch_bounds__(256, 1)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const int wg = warp / 4, row_w = (warp % 4) * 16;  // warpgroup; this warp's 16 rows of its 64
-  // launch order as in version 3: head groups that share L2, heavy causal KV tiles first
-  const int kv_tiles = (n + BC - 1) / BC;
-  const int group = blockIdx.x / (heads_per_group * kv_tiles);
-  const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
-  const int group_heads = min(heads_per_group, bh - group * heads_per_group);
-  const int bh_index = group * heads_per_group + in_group % group_heads;
-  const int kv_tile = causal ? kv_tiles - 1 - in_group / group_heads : in_group / group_heads;
-  const int kv0 = kv_tile * BC;
+  const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
+  const int bh_index = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
   const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
   q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
   lse2 += static_cast<std::size_t>(bh_index) * n_pad;
   dsum += static_cast<std::size_t>(bh_index) * n_pad;
-  const int i_begin = causal ? kv0 / BR : 0, i_end = (n + BR - 1) / BR;
 
   auto load_q_tile = [&](int i, int buf) {
     if constexpr (TMA_LOADS) {
