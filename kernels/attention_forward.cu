@@ -646,7 +646,9 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // loads 1.04-1.29x FA2 on all 40 shapes, d = 128 N = 16384 370 TFLOP/s, version 4 331; with TMA loads
 // 1.48-1.98x FA2 and 0.85-1.12x cuDNN, d = 128 N = 16384 603, d = 64 504). Tried (the bench driver's
 // --variants): FA3's intra-warpgroup pipeline (PIPE = true: S of tile j+1 and P V of tile j in
-// flight together, K two tiles ahead) at 2 blocks per SM, 15-25 % slower; 64 x 128 at d = 128
+// flight together, K two tiles ahead) at 2 blocks per SM, 15-25 % slower, and with TMA loads at 3
+// blocks per SM 8-26 % slower; ptxas serializes its wgmma there (C7514: accumulators read inside
+// the pipeline stage), so the overlap never happens; 64 x 128 at d = 128
 // (1 block per SM) 220-260 TFLOP/s; 64 x 32 tiles 5-10 % slower. The non-pipelined loop with
 // BC = d (64 x 64 at d = 64, 64 x 128 at d = 128) gave wrong O on every problem of more than one
 // KV tile, while the same tiles through the pipelined loop were right and the PTX reads as
