@@ -145,27 +145,8 @@ __global__ void __launch_bounds__(256) attn_bwd_dq_kernel(const T* __restrict__ 
     load_tile(vs, v + base, j * kTile, n);
     __syncthreads();
     float s[4][4] = {}, dp[4][4] = {};
-#pragma unroll 8
-    for (int kk = 0; kk < kHead; ++kk) {
-      float qa[4], da[4], kb[4], vb[4];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        qa[a] = qs[(ty * 4 + a) * kLd + kk];
-        da[a] = dos[(ty * 4 + a) * kLd + kk];
-      }
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        kb[b] = ks[(tx + 16 * b) * kLd + kk];
-        vb[b] = vs[(tx + 16 * b) * kLd + kk];
-      }
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          s[a][b] += qa[a] * kb[b];
-          dp[a][b] += da[a] * vb[b];
-        }
-    }
+    tile_mma_abt(qs, ks, s, tx, ty);     // S = Q K^T
+    tile_mma_abt(dos, vs, dp, tx, ty);   // dP = dO V^T
 #pragma unroll
     for (int a = 0; a < 4; ++a)
 #pragma unroll
@@ -176,18 +157,7 @@ __global__ void __launch_bounds__(256) attn_bwd_dq_kernel(const T* __restrict__ 
         dss[(ty * 4 + a) * kLd + tx + 16 * b] = p * (dp[a][b] - d_r[a]);
       }
     __syncthreads();
-#pragma unroll 8
-    for (int c = 0; c < kTile; ++c) {
-      float ds[4], kb[4];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) ds[a] = dss[(ty * 4 + a) * kLd + c];
-#pragma unroll
-      for (int b = 0; b < 4; ++b) kb[b] = ks[c * kLd + tx + 16 * b];
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) acc[a][b] += ds[a] * kb[b];
-    }
+    tile_mma_ab(dss, ks, acc, tx, ty);  // dQ += dS K
   }
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -235,27 +205,8 @@ __global__ void __launch_bounds__(256) attn_bwd_dkv_kernel(const T* __restrict__
     __syncthreads();
     // this thread: key rows c = ty*4+a, query rows r = tx+16b
     float st[4][4] = {}, dpt[4][4] = {};
-#pragma unroll 8
-    for (int kk = 0; kk < kHead; ++kk) {
-      float ka[4], va[4], qb[4], db[4];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        ka[a] = ks[(ty * 4 + a) * kLd + kk];
-        va[a] = vs[(ty * 4 + a) * kLd + kk];
-      }
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        qb[b] = qs[(tx + 16 * b) * kLd + kk];
-        db[b] = dos[(tx + 16 * b) * kLd + kk];
-      }
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          st[a][b] += ka[a] * qb[b];
-          dpt[a][b] += va[a] * db[b];
-        }
-    }
+    tile_mma_abt(ks, qs, st, tx, ty);    // S^T = K Q^T
+    tile_mma_abt(vs, dos, dpt, tx, ty);  // dP^T = V dO^T
 #pragma unroll
     for (int a = 0; a < 4; ++a)
 #pragma unroll
@@ -267,43 +218,12 @@ __global__ void __launch_bounds__(256) attn_bwd_dkv_kernel(const T* __restrict__
         dsts[(ty * 4 + a) * kLd + tx + 16 * b] = p * (dpt[a][b] - stat[kTile + tx + 16 * b]);
       }
     __syncthreads();
-    // dV[c][col] += sum_r P^T[c][r] dO[r][col]; dK[c][col] += sum_r dS^T[c][r] Q[r][col]
-#pragma unroll 4
-    for (int r = 0; r < kTile; ++r) {
-      float pa[4], da[4], dob[4], qb[4];
-#pragma unroll
-      for (int a = 0; a < 4; ++a) {
-        pa[a] = pts[(ty * 4 + a) * kLd + r];
-        da[a] = dsts[(ty * 4 + a) * kLd + r];
-      }
-#pragma unroll
-      for (int b = 0; b < 4; ++b) {
-        dob[b] = dos[r * kLd + tx + 16 * b];
-        qb[b] = qs[r * kLd + tx + 16 * b];
-      }
-#pragma unroll
-      for (int a = 0; a < 4; ++a)
-#pragma unroll
-        for (int b = 0; b < 4; ++b) {
-          acc_v[a][b] += pa[a] * dob[b];
-          acc_k[a][b] += da[a] * qb[b];
-        }
-    }
+    tile_mma_ab(pts, dos, acc_v, tx, ty);   // dV += P^T dO
+    tile_mma_ab(dsts, qs, acc_k, tx, ty);   // dK += dS^T Q
     if (ATOMIC) {
       // dQ[r][col] += sum_c dS^T[c][r] K[c][col] for query rows r = ty*4+a
       float part[4][4] = {};
-#pragma unroll 4
-      for (int c = 0; c < kTile; ++c) {
-        float da[4], kb[4];
-#pragma unroll
-        for (int a = 0; a < 4; ++a) da[a] = dsts[c * kLd + ty * 4 + a];
-#pragma unroll
-        for (int b = 0; b < 4; ++b) kb[b] = ks[c * kLd + tx + 16 * b];
-#pragma unroll
-        for (int a = 0; a < 4; ++a)
-#pragma unroll
-          for (int b = 0; b < 4; ++b) part[a][b] += da[a] * kb[b];
-      }
+      tile_mma_atb(dsts, ks, part, tx, ty);
 #pragma unroll
       for (int a = 0; a < 4; ++a) {
         const int r = i * kTile + ty * 4 + a;

@@ -53,42 +53,6 @@ namespace flashsim::gpu {
 
 namespace {
 
-// s[i][j] = scale * sum_k A[r_i][k] B[c_j][k] with r_i = ty*4+i, c_j = tx+16j (A, B padded tiles).
-__device__ __forceinline__ void tile_qk(const float* as, const float* bs, float (&s)[4][4], int tx, int ty) {
-#pragma unroll
-  for (int i = 0; i < 4; ++i)
-#pragma unroll
-    for (int j = 0; j < 4; ++j) s[i][j] = 0.f;
-#pragma unroll 8
-  for (int k = 0; k < kHead; ++k) {
-    float a[4], b[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) a[i] = as[(ty * 4 + i) * kLd + k];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) b[j] = bs[(tx + 16 * j) * kLd + k];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) s[i][j] += a[i] * b[j];
-  }
-}
-
-// o[i][j] += sum_kv P[r_i][kv] V[kv][c_j] over kv < 64 (P, V padded tiles).
-__device__ __forceinline__ void tile_pv(const float* ps, const float* vs, float (&o)[4][4], int tx, int ty) {
-#pragma unroll 8
-  for (int kv = 0; kv < kTile; ++kv) {
-    float p[4], v[4];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) p[i] = ps[(ty * 4 + i) * kLd + kv];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = vs[kv * kLd + tx + 16 * j];
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) o[i][j] += p[i] * v[j];
-  }
-}
-
 // Applies scale and the masks (keys >= n, and key > query when causal) to a score tile.
 __device__ __forceinline__ void mask_scores(float (&s)[4][4], int row0, int col0, int n, bool causal, float scale,
                                             int tx, int ty) {
@@ -121,8 +85,8 @@ __global__ void __launch_bounds__(256) attn_scores_kernel(const T* __restrict__ 
     __syncthreads();
     load_tile(ks, k + base, j * kTile, n);
     __syncthreads();
-    float s[4][4];
-    tile_qk(qs, ks, s, tx, ty);
+    float s[4][4] = {};
+    tile_mma_abt(qs, ks, s, tx, ty);
     mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
 #pragma unroll
     for (int a = 0; a < 4; ++a) {
@@ -185,7 +149,7 @@ __global__ void __launch_bounds__(256) attn_pv_kernel(const float* __restrict__ 
     }
     load_tile(vs, v + base, j * kTile, n);
     __syncthreads();
-    tile_pv(ps, vs, acc, tx, ty);
+    tile_mma_ab(ps, vs, acc, tx, ty);
   }
 #pragma unroll
   for (int a = 0; a < 4; ++a) {
@@ -216,8 +180,8 @@ __global__ void __launch_bounds__(256) attn_fa1_step_kernel(const T* __restrict_
   load_tile(ks, k + base, j * kTile, n);
   load_tile(vs, v + base, j * kTile, n);
   __syncthreads();
-  float s[4][4];
-  tile_qk(qs, ks, s, tx, ty);
+  float s[4][4] = {};
+  tile_mma_abt(qs, ks, s, tx, ty);
   mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
   float mt[4], lt[4];
 #pragma unroll
@@ -235,7 +199,7 @@ __global__ void __launch_bounds__(256) attn_fa1_step_kernel(const T* __restrict_
   }
   __syncthreads();
   float pv[4][4] = {};
-  tile_pv(ps, vs, pv, tx, ty);
+  tile_mma_ab(ps, vs, pv, tx, ty);
   // All 16 threads of a row read its m, l before thread tx == 0 overwrites them.
   float m_olds[4], l_olds[4];
 #pragma unroll
@@ -298,8 +262,8 @@ __global__ void __launch_bounds__(256) attn_fa2_kernel(const T* __restrict__ q, 
     load_tile(ks, k + base, j * kTile, n);
     load_tile(vs, v + base, j * kTile, n);
     __syncthreads();
-    float s[4][4];
-    tile_qk(qs, ks, s, tx, ty);
+    float s[4][4] = {};
+    tile_mma_abt(qs, ks, s, tx, ty);
     mask_scores(s, i * kTile, j * kTile, n, causal, scale, tx, ty);
 #pragma unroll
     for (int a = 0; a < 4; ++a) {
@@ -319,7 +283,7 @@ __global__ void __launch_bounds__(256) attn_fa2_kernel(const T* __restrict__ q, 
       m[a] = m_new;
     }
     __syncthreads();
-    tile_pv(ps, vs, acc, tx, ty);
+    tile_mma_ab(ps, vs, acc, tx, ty);
   }
 #pragma unroll
   for (int a = 0; a < 4; ++a) {

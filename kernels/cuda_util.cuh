@@ -104,4 +104,34 @@ __device__ __forceinline__ void load_tile(float* dst, const T* src, int row0, in
   }
 }
 
+// Products of padded 64 x 64 tiles into a thread's 4 x 4 block (rows ty*4+i, columns tx+16j),
+// accumulated over k = 0 .. 63 in order:
+//   tile_mma_abt: acc[i][j] += sum_k A[ty*4+i][k] B[tx+16j][k]   (A B^T)
+//   tile_mma_ab:  acc[i][j] += sum_k A[ty*4+i][k] B[k][tx+16j]   (A B)
+//   tile_mma_atb: acc[i][j] += sum_k A[k][ty*4+i] B[k][tx+16j]   (A^T B)
+template <int A_ROW, int A_K, int B_COL, int B_K>
+__device__ __forceinline__ void tile_mma(const float* as, const float* bs, float (&acc)[4][4], int tx, int ty) {
+#pragma unroll 8
+  for (int k = 0; k < kTile; ++k) {
+    float a[4], b[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) a[i] = as[(ty * 4 + i) * A_ROW + k * A_K];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) b[j] = bs[(tx + 16 * j) * B_COL + k * B_K];
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+  }
+}
+__device__ __forceinline__ void tile_mma_abt(const float* as, const float* bs, float (&acc)[4][4], int tx, int ty) {
+  tile_mma<kLd, 1, kLd, 1>(as, bs, acc, tx, ty);
+}
+__device__ __forceinline__ void tile_mma_ab(const float* as, const float* bs, float (&acc)[4][4], int tx, int ty) {
+  tile_mma<kLd, 1, 1, kLd>(as, bs, acc, tx, ty);
+}
+__device__ __forceinline__ void tile_mma_atb(const float* as, const float* bs, float (&acc)[4][4], int tx, int ty) {
+  tile_mma<1, kLd, 1, kLd>(as, bs, acc, tx, ty);
+}
+
 }  // namespace flashsim::gpu
