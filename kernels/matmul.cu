@@ -46,8 +46,10 @@ spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative 
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
+#include "kernels/mma.cuh"
 #include "kernels/reference.h"
 #include "kernels/tma.cuh"
+#include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu {
 
@@ -159,9 +161,7 @@ constexpr int kCChunkBytes = 64 * 64 * 2;     // one 64 x 64 bf16 chunk of C on 
 constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
 constexpr int kGroupM = 16;                                // tile rows per raster group (L2 reuse)
 
-__device__ __forceinline__ std::uint32_t smem_addr(const void* p) {
-  return static_cast<std::uint32_t>(__cvta_generic_to_shared(p));
-}
+using mma::smem_addr;
 
 // mbarriers, TMA loads and stores: kernels/tma.cuh (addresses in the shared window)
 using tma::bulk_wait_read;
@@ -170,22 +170,10 @@ __device__ __forceinline__ void mbar_wait(std::uint64_t* bar, std::uint32_t pari
 // Barrier over one warpgroup (ids 1, 2; 0 is __syncthreads).
 __device__ __forceinline__ void named_barrier(int id) { asm volatile("bar.sync %0, 128;" ::"r"(id) : "memory"); }
 
-// wgmma shared-memory descriptor, 128-byte swizzle (mode 1 in bits 62-63). Offsets in bytes.
-//  A, K-major: 8-row groups 1024 bytes apart (SBO); LBO unused with this swizzle (encoded 1).
-//  B, MN-major: LBO = distance between 64-column blocks, SBO = between 8-row (k) groups.
-__device__ __forceinline__ std::uint64_t smem_desc(std::uint32_t addr, std::uint32_t lbo, std::uint32_t sbo) {
-  return static_cast<std::uint64_t>((addr & 0x3FFFF) >> 4) | (static_cast<std::uint64_t>((lbo >> 4) & 0x3FFF) << 16) |
-         (static_cast<std::uint64_t>((sbo >> 4) & 0x3FFF) << 32) | (1ull << 62);
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-}
-// Keeps the compiler from moving accumulator reads across a wgmma wait.
-__device__ __forceinline__ void reg_fence(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// Descriptors, fences, commit / wait and register pins: kernels/wgmma.cuh. Here A is K-major (8-row
+// groups 1024 bytes apart, SBO) and B MN-major (LBO = distance between 64-column blocks).
+using wgmma::desc128;
+using wgmma::reg_fence;
 
 // One m64n256k16 wgmma: d (64x256 fp32, 128 registers a thread) += A (smem, K-major) * B (smem,
 // MN-major: tnspB = 1, i.e. B stored row-major [k][n]). scale_d = 0 overwrites d instead.
@@ -299,17 +287,17 @@ __global__ void __launch_bounds__(kThreads, 1)
       mbar_wait(&full[s], (it / kStages) & 1);
       const std::uint32_t a0 = smem_addr(stage_a(s)) + half * 64 * 128;
       const std::uint32_t b0 = smem_addr(stage_b(s));
-      wgmma_fence();
+      wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk)
-        wgmma_m64n256k16(acc, smem_desc(a0 + kk * 32, 16, 1024), smem_desc(b0 + kk * 16 * 128, kBBoxBytes, 1024),
+        wgmma_m64n256k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
                          kb > 0 || kk > 0);
-      wgmma_commit();
+      wgmma::commit();
       // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
-      wgmma_wait<1>();
+      wgmma::wait<1>();
       if (kb > 0 && lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
     }
-    wgmma_wait<0>();
+    wgmma::wait<0>();
     if (lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
 #pragma unroll
     for (int i = 0; i < 128; ++i) reg_fence(acc[i]);
