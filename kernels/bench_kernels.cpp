@@ -30,6 +30,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "kernels/event_timing.h"
 #include "kernels/fast.h"
 #include "kernels/reference.h"
 #include "kernels/workload.h"
@@ -48,25 +49,9 @@ struct Row {
   double err = NAN, tol = 0;
 };
 
+// median of `reps` event-timed runs after 3 warm-ups
 double median_ms(const std::function<void()>& run, int reps) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) run();
-  CUDA_CHECK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int i = 0; i < reps; ++i) {
-    CUDA_CHECK(cudaEventRecord(a));
-    run();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float ms = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(t.begin(), t.end());
+  const std::vector<float> t = fg::sorted_times_ms(run, 3, reps);
   return t[t.size() / 2];
 }
 

@@ -355,7 +355,7 @@ bool bench_shape(int d, int n, bool causal, std::uint64_t seed, typename Problem
   CUDA_CHECK(cudaDeviceSynchronize());
   double err = 0;
   const bool ok = check_rows(p, &err);
-  const std::vector<float> ms = fg::standalone::sorted_times_ms([&] { p.backward(); }, 3, 20);
+  const std::vector<float> ms = fg::sorted_times_ms([&] { p.backward(); }, 3, 20);
   const double med = ms[ms.size() / 2];
   const double flops = 2.5 * 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
   std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s  %8.3f ms  %6.1f TFLOP/s  (min %.3f max %.3f)  err %.2e %s%s\n",

@@ -121,7 +121,7 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
   p.run = run;
   double eo, el;
   const bool ok = run_checked(p, 2, 16, eo, el);
-  const std::vector<float> ms = fg::standalone::sorted_times_ms([&] { p.forward(); }, 3, 20);
+  const std::vector<float> ms = fg::sorted_times_ms([&] { p.forward(); }, 3, 20);
   const double med = ms[ms.size() / 2];
   const double flops = 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
   std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s %-28s %8.3f ms %6.1f TFLOP/s  err O %.1e lse %.1e %s\n",

@@ -1,6 +1,6 @@
 // Shared by the standalone drivers in kernels/tools/ (built by hand with nvcc, without util.cu):
-// the CUDA error hook that util.cu would define, a counter-based random fill on the device, and
-// event timing, device buffers and copies back to the host.
+// the CUDA error hook that util.cu would define, a counter-based random fill on the device, device
+// buffers and copies back to the host (event timing: kernels/event_timing.h).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kernels/cuda_util.cuh"
+#include "kernels/event_timing.h"
 
 namespace flashsim::gpu {
 void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
@@ -63,29 +64,6 @@ std::vector<float> fetch(const T* p, std::size_t offset, std::size_t count) {
   std::vector<float> out(count);
   for (std::size_t i = 0; i < count; ++i) out[i] = to_float(raw[i]);
   return out;
-}
-
-// Times run() with CUDA events: `warmups` untimed calls, then `reps` timed one by one. Sorted ms.
-template <class Run>
-std::vector<float> sorted_times_ms(Run&& run, int warmups, int reps) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int w = 0; w < warmups; ++w) run();
-  std::vector<float> ms;
-  for (int r = 0; r < reps; ++r) {
-    CUDA_CHECK(cudaEventRecord(a));
-    run();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float x = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
-    ms.push_back(x);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms;
 }
 
 }  // namespace flashsim::gpu::standalone
