@@ -354,6 +354,21 @@ template void attention_fa2<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bflo
 
 #endif  // FLASHSIM_ATTN_FWD_FAST_ONLY
 
+// A warp's ROWS staged output rows (tile rows row0 ..) out to o rows q0 + r < n, 16 bytes a lane;
+// addr(r, c) is the shared-memory address of 16-byte chunk c of tile row r.
+template <int D, int ROWS, class T, class Addr>
+__device__ __forceinline__ void store_staged_rows(T* o, int q0, int row0, int n, int lane, Addr addr) {
+  constexpr int kChunks = D / 8;
+  for (int i = lane; i < ROWS * kChunks; i += 32) {
+    const int r = row0 + i / kChunks, c = i % kChunks;
+    if (q0 + r >= n) continue;
+    uint4 val;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(addr(r, c)));
+    *reinterpret_cast<uint4*>(o + static_cast<std::size_t>(q0 + r) * D + c * 8) = val;
+  }
+}
+
 // ---- version 4: FA2 order on tensor cores ------------------------------------------------------
 //
 // One block of NW warps per BR-row Q tile; each warp owns MT = BR / (16 NW) slabs of 16 rows, so
@@ -379,7 +394,6 @@ struct FwdConfig {
   static constexpr int kMT = BR / (16 * NW);  // 16-row slabs per warp
   static constexpr int kNT = BC / 8;          // 8-column score tiles per slab
   static constexpr int kDT = D / 8;           // 8-column output tiles per slab
-  static constexpr int kChunks = D / 8;       // 16-byte chunks per row
   static constexpr int kQBytes = BR * D * 2, kKVBytes = BC * D * 2;
   static constexpr int kSmem = kQBytes + 4 * kKVBytes;  // Q, K x2, V x2
   static_assert(BR % (16 * NW) == 0 && BC % 16 == 0 && D % 16 == 0, "tile shape");
@@ -569,14 +583,7 @@ __global__ void __launch_bounds__(NW * 32) attn_fwd_fast_kernel(const T* __restr
             l > 0.f ? (row_max[mt][h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
   __syncwarp();
-  for (int i = lane; i < 16 * C::kMT * C::kChunks; i += 32) {
-    const int r = warp_row0 + i / C::kChunks, c = i % C::kChunks;
-    if (q0 + r >= n) continue;
-    uint4 val;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(mma::swizzled<D>(qs, r, c)));
-    *reinterpret_cast<uint4*>(o + static_cast<std::size_t>(q0 + r) * D + c * 8) = val;
-  }
+  store_staged_rows<D, 16 * C::kMT>(o, q0, warp_row0, n, lane, [&](int r, int c) { return mma::swizzled<D>(qs, r, c); });
 }
 
 template <class T, int D, int BR, int BC, int NW>
@@ -948,15 +955,7 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
           l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
   }
   __syncwarp();
-  constexpr int kChunks = D / 8;
-  for (int i = lane; i < 16 * kChunks; i += 32) {
-    const int r = row_w + i / kChunks, c = i % kChunks;
-    if (q0 + r >= n) continue;
-    uint4 val;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(val.x), "=r"(val.y), "=r"(val.z), "=r"(val.w) : "r"(wgmma::sw128<BC>(os, r, c)));
-    *reinterpret_cast<uint4*>(o + static_cast<std::size_t>(q0 + r) * D + c * 8) = val;
-  }
+  store_staged_rows<D, 16>(o, q0, row_w, n, lane, [&](int r, int c) { return wgmma::sw128<BC>(os, r, c); });
 }
 
 template <class T, int D, int BC, bool PIPE, bool TMA>
