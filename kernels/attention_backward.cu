@@ -538,6 +538,11 @@ __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict_
 struct KvBlock {
   int head, kv0, i_begin, i_end;
 };
+// Moves every pointer `by` elements on (a block's tensors to its head).
+template <class... P>
+__device__ __forceinline__ void advance(std::size_t by, P&... p) {
+  ((p += by), ...);
+}
 template <int BR, int BC>
 __device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, bool causal) {
   const int kv_tiles = (n + BC - 1) / BC;
@@ -547,6 +552,24 @@ __device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, 
   const int step = in_group / group_heads;
   const int kv0 = (causal ? kv_tiles - 1 - step : step) * BC;
   return {group * heads_per_group + in_group % group_heads, kv0, causal ? kv0 / BR : 0, (n + BR - 1) / BR};
+}
+
+// dK and dV staged in the K and V tiles (row-XOR swizzle) out to rows kv0 + r < n, 16 bytes a thread.
+template <int D, int BC, int THREADS, class T>
+__device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T* dk, T* dv, int kv0, int n) {
+  constexpr int kChunks = D / 8;
+  for (int x = threadIdx.x; x < BC * kChunks; x += THREADS) {
+    const int r = x / kChunks, c = x % kChunks;
+    if (kv0 + r >= n) continue;
+    uint4 a, b;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
+    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
+    *reinterpret_cast<uint4*>(dk + off) = a;
+    *reinterpret_cast<uint4*>(dv + off) = b;
+  }
 }
 
 template <int ROWS, int D, int THREADS, class T>
@@ -636,10 +659,8 @@ __global__ void __launch_bounds__(NW * 32, 1)
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
   const int bh_index = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
-  const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
-  q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
-  lse2 += static_cast<std::size_t>(bh_index) * n_pad;
-  dsum += static_cast<std::size_t>(bh_index) * n_pad;
+  advance(static_cast<std::size_t>(bh_index) * n * D, q, k, v, dout, dq_acc, dk, dv);
+  advance(static_cast<std::size_t>(bh_index) * n_pad, lse2, dsum);
 
   auto load_q_tile = [&](int i, int buf) {
     if constexpr (WG) {
@@ -893,19 +914,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     }
   }
   __syncthreads();
-  constexpr int kChunks = D / 8;
-  for (int x = threadIdx.x; x < BC * kChunks; x += C::kThreads) {
-    const int r = x / kChunks, c = x % kChunks;
-    if (kv0 + r >= n) continue;
-    uint4 a, b;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
-    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
-    *reinterpret_cast<uint4*>(dk + off) = a;
-    *reinterpret_cast<uint4*>(dv + off) = b;
-  }
+  store_dkdv<D, BC, C::kThreads>(ks, vs, dk, dv, kv0, n);
 }
 
 // Version 4: every product on wgmma. One block of two warpgroups per 128-key tile; warpgroup wg
@@ -953,10 +962,8 @@ __global__ void __launch_bounds__(256, 1)
   const int wg = warp / 4, row_w = (warp % 4) * 16;  // warpgroup; this warp's 16 rows of its 64
   const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
   const int bh_index = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
-  const std::size_t head = static_cast<std::size_t>(bh_index) * n * D;
-  q += head; k += head; v += head; dout += head; dq_acc += head; dk += head; dv += head;
-  lse2 += static_cast<std::size_t>(bh_index) * n_pad;
-  dsum += static_cast<std::size_t>(bh_index) * n_pad;
+  advance(static_cast<std::size_t>(bh_index) * n * D, q, k, v, dout, dq_acc, dk, dv);
+  advance(static_cast<std::size_t>(bh_index) * n_pad, lse2, dsum);
 
   auto load_q_tile = [&](int i, int buf) {
     if constexpr (TMA_LOADS) {
@@ -1142,19 +1149,7 @@ __global__ void __launch_bounds__(256, 1)
     }
   }
   __syncthreads();
-  constexpr int kChunks = D / 8;
-  for (int x = threadIdx.x; x < BC * kChunks; x += 256) {
-    const int r = x / kChunks, c = x % kChunks;
-    if (kv0 + r >= n) continue;
-    uint4 a, b;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
-    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
-    *reinterpret_cast<uint4*>(dk + off) = a;
-    *reinterpret_cast<uint4*>(dv + off) = b;
-  }
+  store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n);
 }
 
 // dQ = scale * accumulator, 8 elements (two float4 loads, one 16-byte store) per thread.
