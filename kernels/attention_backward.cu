@@ -572,28 +572,18 @@ __device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T
   }
 }
 
-template <int ROWS, int D, int THREADS, class T>
+// Rows [row0, row0 + ROWS) of a [n, D] matrix into a shared tile through cp.async (rows >= n become
+// zeros): SW128 = false in the row-XOR layout ldmatrix reads (mma::swizzled), true in the
+// 128-byte-swizzled boxes wgmma reads (wgmma::sw128).
+template <int ROWS, int D, int THREADS, bool SW128, class T>
 __device__ __forceinline__ void load_rows(std::uint32_t dst, const T* src, int row0, int n) {
   constexpr int kChunks = D / 8;
 #pragma unroll
   for (int i = threadIdx.x; i < ROWS * kChunks; i += THREADS) {
     const int r = i / kChunks, c = i % kChunks;
     const bool valid = row0 + r < n;
-    mma::cp_async16(mma::swizzled<D>(dst, r, c), src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8),
-                    valid);
-  }
-}
-
-// The same into a 128-byte-swizzled tile (kernels/wgmma.cuh), the layout wgmma reads.
-template <int ROWS, int D, int THREADS, class T>
-__device__ __forceinline__ void load_rows_sw(std::uint32_t dst, const T* src, int row0, int n) {
-  constexpr int kChunks = D / 8;
-#pragma unroll
-  for (int i = threadIdx.x; i < ROWS * kChunks; i += THREADS) {
-    const int r = i / kChunks, c = i % kChunks;
-    const bool valid = row0 + r < n;
-    mma::cp_async16(wgmma::sw128<ROWS>(dst, r, c),
-                    src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8), valid);
+    const std::uint32_t to = SW128 ? wgmma::sw128<ROWS>(dst, r, c) : mma::swizzled<D>(dst, r, c);
+    mma::cp_async16(to, src + (static_cast<std::size_t>(valid ? row0 + r : 0) * D + c * 8), valid);
   }
 }
 
@@ -663,21 +653,16 @@ __global__ void __launch_bounds__(NW * 32, 1)
   advance(static_cast<std::size_t>(bh_index) * n_pad, lse2, dsum);
 
   auto load_q_tile = [&](int i, int buf) {
-    if constexpr (WG) {
-      load_rows_sw<BR, D, C::kThreads>(qs0 + buf * C::kQBytes, q, i * BR, n);
-      load_rows_sw<BR, D, C::kThreads>(dos0 + buf * C::kQBytes, dout, i * BR, n);
-    } else {
-      load_rows<BR, D, C::kThreads>(qs0 + buf * C::kQBytes, q, i * BR, n);
-      load_rows<BR, D, C::kThreads>(dos0 + buf * C::kQBytes, dout, i * BR, n);
-    }
+    load_rows<BR, D, C::kThreads, WG>(qs0 + buf * C::kQBytes, q, i * BR, n);
+    load_rows<BR, D, C::kThreads, WG>(dos0 + buf * C::kQBytes, dout, i * BR, n);
     if (threadIdx.x < BR / 2) {  // BR/4 chunks of lse2, then BR/4 of D
       const int c = threadIdx.x % (BR / 4);
       const float* src = (threadIdx.x < BR / 4 ? lse2 : dsum) + i * BR + c * 4;
       mma::cp_async16(stat_s0 + buf * C::kStatBytes + threadIdx.x * 16, src, true);
     }
   };
-  load_rows<BC, D, C::kThreads>(ks, k, kv0, n);
-  load_rows<BC, D, C::kThreads>(vs, v, kv0, n);
+  load_rows<BC, D, C::kThreads, false>(ks, k, kv0, n);
+  load_rows<BC, D, C::kThreads, false>(vs, v, kv0, n);
   load_q_tile(i_begin, 0);
   mma::cp_async_commit();
 
@@ -980,8 +965,8 @@ __global__ void __launch_bounds__(256, 1)
       }
       return;
     }
-    load_rows_sw<BR, D, 256>(qs0 + buf * C::kQBytes, q, i * BR, n);
-    load_rows_sw<BR, D, 256>(dos0 + buf * C::kQBytes, dout, i * BR, n);
+    load_rows<BR, D, 256, true>(qs0 + buf * C::kQBytes, q, i * BR, n);
+    load_rows<BR, D, 256, true>(dos0 + buf * C::kQBytes, dout, i * BR, n);
     if (threadIdx.x < BR / 2) {  // BR/4 chunks of lse2, then BR/4 of D
       const int c = threadIdx.x % (BR / 4);
       const float* src = (threadIdx.x < BR / 4 ? lse2 : dsum) + i * BR + c * 4;
@@ -996,8 +981,8 @@ __global__ void __launch_bounds__(256, 1)
     }
     __syncthreads();
   }
-  load_rows_sw<BC, D, 256>(ks, k, kv0, n);
-  load_rows_sw<BC, D, 256>(vs, v, kv0, n);
+  load_rows<BC, D, 256, true>(ks, k, kv0, n);
+  load_rows<BC, D, 256, true>(vs, v, kv0, n);
   load_q_tile(i_begin, 0);
   mma::cp_async_commit();
 
