@@ -1018,19 +1018,18 @@ __global__ void __launch_bounds__(256, 1)
     const int q0 = i * BR;
 
     float s[BR / 2], dp[BR / 2];
+    // x = (the warpgroup's rows of a key tile) (a query tile)^T, both K-major in shared memory; one group
+    auto keys_by_queries = [&](float (&x)[BR / 2], std::uint32_t key_tile, std::uint32_t query_tile) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, x,
+                           wgmma::desc128(key_tile + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
+                           wgmma::desc128(query_tile + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+      wgmma::commit();
+    };
     wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, s,
-                         wgmma::desc128(ks + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
-                         wgmma::desc128(qs + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
-    wgmma::commit();
-#pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, dp,
-                         wgmma::desc128(vs + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
-                         wgmma::desc128(dos + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
-    wgmma::commit();
+    keys_by_queries(s, ks, qs);    // S^T = K Q^T
+    keys_by_queries(dp, vs, dos);  // dP^T = V dO^T
     wgmma::wait<1>();
     pin(s);
 
