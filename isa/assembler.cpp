@@ -84,7 +84,9 @@ class Assembler {
         if (ch >= 128) fail(number, k + 1, "non-ASCII byte 0x" + hex(ch) + "; traces are plain ASCII text");
       }
       raw_lines_.push_back(raw);
-      lines_.push_back({number, strip_comment(raw)});
+      // Blank and comment-only lines are dropped here, so loop bodies never revisit them.
+      std::string_view code = strip_comment(raw);
+      if (code.find_first_not_of(" \t") != std::string_view::npos) lines_.push_back({number, code});
       if (end == text_.size()) break;
       pos = end + 1;
     }
@@ -328,6 +330,7 @@ class Assembler {
   std::uint32_t last_line_ = 1;
   std::map<std::string, std::int64_t> params_;
   std::vector<std::pair<std::string, std::int64_t>> loop_vars_;
+  std::size_t loop_iterations_ = 0;  // over all loops, against opts_.max_loop_iterations
   std::vector<std::uint32_t> for_lines_;
 };
 
@@ -363,6 +366,10 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
   if (after >= lines_.size()) fail(line, for_col, ".for without a matching .end");
   for_lines_.push_back(line);
   for (std::int64_t v = start; v < end; v += step) {
+    if (++loop_iterations_ > opts_.max_loop_iterations) {
+      loop_vars_.emplace_back(var, v);
+      fail(line, for_col, "the loops run more than " + std::to_string(opts_.max_loop_iterations) + " iterations");
+    }
     loop_vars_.emplace_back(var, v);
     std::size_t k = body;
     block(k, depth + 1);

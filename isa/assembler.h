@@ -21,6 +21,9 @@ class AsmError : public std::runtime_error {
 struct AssembleOptions {
   std::map<std::string, std::int64_t> params;  // overrides for .param defaults
   std::size_t max_instructions = 200'000'000;  // loop expansion guard
+  // Loops whose bodies emit nothing never reach max_instructions, so iterations (of every loop,
+  // nested ones included) are capped too; a real trace has about one iteration per instruction.
+  std::size_t max_loop_iterations = 200'000'000;
   // A command-line override of a name the file never declares is a typo: with this set it is
   // an error (std::invalid_argument naming the declared parameters) instead of being ignored.
   bool require_declared_params = false;

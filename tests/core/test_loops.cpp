@@ -295,6 +295,28 @@ TEST_CASE("loop expansion is bounded", "[loops][errors]") {
         "loops.fsa:2:1: error: the expanded trace exceeds 100 instructions (at i = 100)");
 }
 
+TEST_CASE("loops that emit nothing are bounded by their iteration count", "[loops][errors]") {
+  auto with_cap = [](const std::string& text, std::size_t cap) {
+    isa::AssembleOptions o;
+    o.max_loop_iterations = cap;
+    try {
+      isa::assemble(text, "loops.fsa", o);
+    } catch (const isa::AsmError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // The fuzzer's hang: a comment-only body over a billion iterations.
+  CHECK(with_cap("# empty\n.for i in 1..999999999\n# nothing here\n.end\n", 1000) ==
+        "loops.fsa:2:1: error: the loops run more than 1000 iterations (at i = 1001)");
+  // Iterations are counted over every loop, nested ones included.
+  CHECK(with_cap(".for i in 0..100\n  .for j in 0..100\n  .end\n.end\n", 1000) ==
+        "loops.fsa:2:3: error: the loops run more than 1000 iterations (at i = 9, j = 90)");
+  CHECK(with_cap(".for i in 0..100\n  .for j in 0..9\n  .end\n.end\nLOAD x[0], R0\n", 1000).empty());
+  CHECK(with_cap(".for i in 0..100\n  .for j in 0..9\n  .end\n.end\nLOAD x[0], R0\n", 999) ==
+        "loops.fsa:2:3: error: the loops run more than 999 iterations (at i = 99, j = 8)");
+}
+
 TEST_CASE("a zero-trip loop is skipped: its body is not assembled", "[loops]") {
   // Documented behaviour: with n = 1, `.for i in 1..n` must not complain about x[i] in its body.
   auto p = asm_text(".param n = 1\n.array x[n]\nLOAD x[0], R1\n.for i in 1..n\nLOAD x[i], R0\nMAX R0, R1, R1\n.end\n");

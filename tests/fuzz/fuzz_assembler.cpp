@@ -13,6 +13,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     flashsim::isa::AssembleOptions ao;
     ao.max_instructions = 20'000;  // keep each input fast
+    ao.max_loop_iterations = 80'000;  // empty loop bodies emit nothing, so bound them separately
     auto prog = flashsim::isa::assemble(text, "fuzz", ao);
     flashsim::sim::MachineOptions mo;
     mo.max_dram_elements = 1 << 10;
