@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# compute-sanitizer memcheck and racecheck over every fast kernel, at small odd sizes:
-#   flashsim-gpu compare (softmax-fast, attn-fa2-mma, bwd-mma; fp32/bf16/fp16),
+# compute-sanitizer memcheck and racecheck over every kernel, at small odd sizes:
+#   flashsim-gpu compare over every schedule (tiny sizes, fp32/bf16; the SIMT kernels included),
+#   flashsim-gpu compare (softmax-fast, attn-fa2-mma, bwd-mma; fp32/bf16/fp16, attention 2x77x128),
 #   the attention drivers' --sanitize runs (every launcher and forward variant, n = 77 / 100),
 #   bench_matmul_fast --check on edge shapes (no cuBLAS in the checked run).
 # Usage: kernels/tools/sanitize_fast.sh BIN_DIR OUT_DIR
@@ -30,6 +31,7 @@ run() {  # run NAME TOOL ARGS...: one sanitizer run, its log in OUT_DIR/NAME-TOO
   [ $rc -eq 0 ] || status=1
 }
 for tool in memcheck racecheck; do
+  run compare-all "$tool" "$bin/flashsim-gpu" compare --sizes tiny --no-profile --repeats 1 --dtype fp32,bf16
   run compare "$tool" "$bin/flashsim-gpu" compare --sizes tiny,attn:2x77x128 --no-profile --repeats 1 \
     --dtype fp32,bf16,fp16 -s softmax-fast,attn-fa2-mma,bwd-mma
   run attn-fwd "$tool" "$bin/bench_attention_forward_fast" --sanitize
