@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <memory>
 #include <sstream>
 
 namespace flashsim::isa {
@@ -25,6 +26,36 @@ constexpr std::int64_t kMaxArrayElements = std::int64_t{1} << 31;
 struct Line {
   std::uint32_t number;
   std::string_view text;
+};
+
+// An index expression compiled to postfix, so a loop body is parsed once and then only evaluated.
+// col is where the parser would report the error (overflow, division by zero) at that operation.
+struct ExprOp {
+  enum class Kind : std::uint8_t { Const, Var, Neg, Add, Sub, Mul, Div, Mod };
+  Kind kind;
+  std::int64_t value;  // Const: the number; Var: the slot in the loop-variable stack
+  std::uint32_t col;
+};
+
+// An instruction line inside a loop, parsed on its first iteration. Later iterations evaluate its
+// expressions and repeat the value checks (ranges, indices); the syntax was checked the first time.
+struct LineTemplate {
+  struct Expr {
+    std::uint32_t begin = 0, end = 0;  // range in code
+    std::uint32_t col = 0;             // the expression's first column (index messages)
+  };
+  struct Op {
+    Operand::Kind kind = Operand::Kind::None;
+    bool transposed = false;
+    std::uint32_t col = 0;  // the register's or the array name's column
+    std::uint32_t array = 0;
+    int index_count = 0;
+    std::array<Expr, 2> exprs{};  // the register number, or the indices
+  };
+  Instruction base;  // op and loc
+  int operand_count = 0;
+  std::array<Op, 4> ops{};
+  std::vector<ExprOp> code;
 };
 
 class Assembler {
@@ -91,6 +122,8 @@ class Assembler {
       pos = end + 1;
     }
     last_line_ = number;
+    templates_.resize(lines_.size());
+    closes_loop_.resize(lines_.size());
     source_lines_reserve();
   }
   void source_lines_reserve() {
@@ -116,6 +149,12 @@ class Assembler {
   // Assembles lines_[i..] until the matching .end (depth > 0) or the end of the file.
   void block(std::size_t& i, int depth) {
     while (i < lines_.size()) {
+      if (const LineTemplate* t = templates_[i].get()) {
+        instruction_from(*t);
+        ++i;
+        continue;
+      }
+      if (closes_loop_[i]) return;  // an .end already checked on an earlier iteration
       Cursor c(this, lines_[i]);
       c.skip_space();
       if (c.done()) {
@@ -128,6 +167,7 @@ class Assembler {
         if (word == "end") {
           if (depth == 0) fail(c.line(), col, ".end without a matching .for");
           c.expect_end();
+          closes_loop_[i] = 1;
           return;  // caller advances past .end
         }
         if (word == "for") {
@@ -139,7 +179,14 @@ class Assembler {
         ++i;
         continue;
       }
-      instruction(c);
+      if (depth > 0) {
+        // parsed on the first iteration; later ones only evaluate
+        auto t = std::make_unique<LineTemplate>();
+        instruction(c, t.get());
+        templates_[i] = std::move(t);
+      } else {
+        instruction(c, nullptr);
+      }
       ++i;
     }
     if (depth > 0) fail(for_lines_.back(), 1, ".for without a matching .end");
@@ -152,13 +199,22 @@ class Assembler {
   void directive(const std::string& word, std::size_t col, Cursor& c);
 
   // ---- instructions ------------------------------------------------------------------------
-  void instruction(Cursor& c);
+  // Parses one instruction line and emits it; with t, also records the line for later iterations.
+  void instruction(Cursor& c, LineTemplate* t);
+  void instruction_from(const LineTemplate& t);
+  std::int64_t evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e);
+  std::uint16_t checked_reg(std::uint32_t line, std::size_t at, std::int64_t n);
+  Operand checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
+                      const std::uint32_t* index_col);
 
  public:
   // A cursor over one line, with column numbers for messages.
   class Cursor {
    public:
     Cursor(Assembler* a, const Line& l) : a_(a), line_(l) {}
+    // While set, expr() also appends its postfix form here.
+    void record_into(std::vector<ExprOp>* code) { rec_ = code; }
+    std::vector<ExprOp>* recording() const { return rec_; }
     std::uint32_t line() const { return line_.number; }
     std::size_t col() const { return pos_ + 1; }
     bool done() {
@@ -238,6 +294,9 @@ class Assembler {
     }
 
    private:
+    void emit(ExprOp::Kind k, std::int64_t value, std::size_t col) {
+      if (rec_) rec_->push_back({k, value, static_cast<std::uint32_t>(col)});
+    }
     std::int64_t sum() {
       std::int64_t v = product();
       for (;;) {
@@ -254,17 +313,20 @@ class Assembler {
         if (accept('*')) v = checked(v, unary(), '*');
         else if (accept('/')) {
           std::int64_t d = unary();
+          emit(ExprOp::Kind::Div, 0, at);
           if (d == 0) fail_at(at, "division by zero in an index expression");
+          if (d == -1 && v == std::numeric_limits<std::int64_t>::min()) fail_at(at, "integer overflow in an index expression");
           v = v / d;
         } else if (accept('%')) {
           std::int64_t d = unary();
+          emit(ExprOp::Kind::Mod, 0, at);
           if (d == 0) fail_at(at, "modulo by zero in an index expression");
-          v = v % d;
+          v = d == -1 ? 0 : v % d;  // INT64_MIN % -1 traps on x86
         } else return v;
       }
     }
     std::int64_t unary() {
-      if (accept('-')) return checked(0, unary(), '-');
+      if (accept('-')) return checked(0, unary(), 'n');
       if (accept('+')) return unary();
       return primary();
     }
@@ -284,22 +346,30 @@ class Assembler {
           ++pos_;
         }
         if (ident_char(peek())) fail("unexpected '" + std::string(1, peek()) + "' after a number");
+        emit(ExprOp::Kind::Const, v, 0);
         return v;
       }
       if (ident_start(peek())) {
         std::size_t start = pos_;
         std::string name = ident("a name");
-        auto v = a_->lookup(name);
+        auto slot = a_->loop_slot(name);
+        auto v = slot ? std::optional<std::int64_t>(a_->loop_vars_[*slot].second) : a_->lookup(name);
         if (!v) fail_at(start + 1, "unknown name '" + name + "' (loop variables and .param names are allowed)");
+        // a loop variable is read at each evaluation; a .param is fixed once the loop runs
+        if (slot) emit(ExprOp::Kind::Var, static_cast<std::int64_t>(*slot), 0);
+        else emit(ExprOp::Kind::Const, *v, 0);
         return *v;
       }
       fail("expected a number, a name or '('" + describe_here());
     }
+    // op: + - * or n (unary minus, 0 - b)
     std::int64_t checked(std::int64_t a, std::int64_t b, char op) {
+      emit(op == '+' ? ExprOp::Kind::Add : op == '*' ? ExprOp::Kind::Mul : op == 'n' ? ExprOp::Kind::Neg : ExprOp::Kind::Sub, 0,
+           col());
       std::int64_t r = 0;
       bool bad = op == '+' ? __builtin_add_overflow(a, b, &r)
-                 : op == '-' ? __builtin_sub_overflow(a, b, &r)
-                             : __builtin_mul_overflow(a, b, &r);
+                 : op == '*' ? __builtin_mul_overflow(a, b, &r)
+                             : __builtin_sub_overflow(a, b, &r);
       if (bad) fail("integer overflow in an index expression");
       return r;
     }
@@ -307,8 +377,15 @@ class Assembler {
     Assembler* a_;
     Line line_;
     std::size_t pos_ = 0;
+    std::vector<ExprOp>* rec_ = nullptr;
   };
 
+  // The innermost loop variable called name, as its index in loop_vars_.
+  std::optional<std::size_t> loop_slot(const std::string& name) const {
+    for (std::size_t k = loop_vars_.size(); k-- > 0;)
+      if (loop_vars_[k].first == name) return k;
+    return std::nullopt;
+  }
   std::optional<std::int64_t> lookup(const std::string& name) const {
     for (auto it = loop_vars_.rbegin(); it != loop_vars_.rend(); ++it)
       if (it->first == name) return it->second;
@@ -317,8 +394,8 @@ class Assembler {
   }
 
  private:
-  Operand reg_operand(Cursor& c, bool allow_transpose);
-  Operand mem_operand(Cursor& c, const std::string& name, std::size_t name_col);
+  Operand reg_operand(Cursor& c, bool allow_transpose, LineTemplate::Op* t);
+  Operand mem_operand(Cursor& c, const std::string& name, std::size_t name_col, LineTemplate::Op* t);
   std::uint32_t array_for_use(Cursor& c, const std::string& name, std::size_t col, int rank);
   void shape_directive(Cursor& c);
 
@@ -331,6 +408,9 @@ class Assembler {
   std::map<std::string, std::int64_t> params_;
   std::vector<std::pair<std::string, std::int64_t>> loop_vars_;
   std::size_t loop_iterations_ = 0;  // over all loops, against opts_.max_loop_iterations
+  std::vector<std::unique_ptr<LineTemplate>> templates_;  // per entry of lines_, once parsed in a loop
+  std::vector<std::int64_t> stack_;                        // evaluate()'s operand stack
+  std::vector<std::uint8_t> closes_loop_;                  // per entry of lines_: a checked .end
   std::vector<std::uint32_t> for_lines_;
 };
 
@@ -521,12 +601,13 @@ void Assembler::shape_directive(Cursor& c) {
   prog_.arrays.push_back(std::move(a));
 }
 
-Operand Assembler::reg_operand(Cursor& c, bool allow_transpose) {
+Operand Assembler::reg_operand(Cursor& c, bool allow_transpose, LineTemplate::Op* t) {
   Operand o;
   o.kind = Operand::Kind::Reg;
   std::size_t at = c.col();
   c.accept('R') || c.accept('r');
   std::int64_t n = 0;
+  const auto begin = static_cast<std::uint32_t>(c.recording() ? c.recording()->size() : 0);
   if (c.accept('{')) {
     n = c.expr();
     c.expect('}', "'}'");
@@ -534,13 +615,12 @@ Operand Assembler::reg_operand(Cursor& c, bool allow_transpose) {
     if (!std::isdigit(static_cast<unsigned char>(c.peek()))) c.fail_at(at, "malformed register: expected R<number> or R{expression}");
     n = c.expr();
   }
-  if (n < 0 || n >= kMaxRegisters) c.fail_at(at, "register number " + std::to_string(n) + " is out of range");
-  if (prog_.config.regs && n >= *prog_.config.regs)
-    c.fail_at(at, "R" + std::to_string(n) + " is outside the machine: it has " +
-                      std::to_string(*prog_.config.regs) + " registers (R0..R" +
-                      std::to_string(*prog_.config.regs - 1) + ")");
-  o.reg = static_cast<std::uint16_t>(n);
-  prog_.highest_reg = std::max(prog_.highest_reg, static_cast<int>(n));
+  if (t) {
+    t->kind = Operand::Kind::Reg;
+    t->col = static_cast<std::uint32_t>(at);
+    t->exprs[0] = {begin, static_cast<std::uint32_t>(c.recording()->size()), static_cast<std::uint32_t>(at)};
+  }
+  o.reg = checked_reg(c.line(), at, n);
   c.skip_space();
   if (c.peek() == '^') {
     std::size_t tc = c.col();
@@ -549,7 +629,18 @@ Operand Assembler::reg_operand(Cursor& c, bool allow_transpose) {
     if (!allow_transpose) c.fail_at(tc, "only source registers can be transposed");
     o.transposed = true;
   }
+  if (t) t->transposed = o.transposed;
   return o;
+}
+
+std::uint16_t Assembler::checked_reg(std::uint32_t line, std::size_t at, std::int64_t n) {
+  if (n < 0 || n >= kMaxRegisters) fail(line, at, "register number " + std::to_string(n) + " is out of range");
+  if (prog_.config.regs && n >= *prog_.config.regs)
+    fail(line, at, "R" + std::to_string(n) + " is outside the machine: it has " +
+                       std::to_string(*prog_.config.regs) + " registers (R0..R" +
+                       std::to_string(*prog_.config.regs - 1) + ")");
+  prog_.highest_reg = std::max(prog_.highest_reg, static_cast<int>(n));
+  return static_cast<std::uint16_t>(n);
 }
 
 std::uint32_t Assembler::array_for_use(Cursor& c, const std::string& name, std::size_t col, int rank) {
@@ -572,40 +663,64 @@ std::uint32_t Assembler::array_for_use(Cursor& c, const std::string& name, std::
   return static_cast<std::uint32_t>(prog_.arrays.size() - 1);
 }
 
-Operand Assembler::mem_operand(Cursor& c, const std::string& name, std::size_t name_col) {
-  std::vector<std::pair<std::int64_t, std::size_t>> idx;
+Operand Assembler::mem_operand(Cursor& c, const std::string& name, std::size_t name_col, LineTemplate::Op* t) {
+  std::int64_t index[2] = {0, 0};
+  std::uint32_t index_col[2] = {0, 0};
+  LineTemplate::Expr exprs[2];
+  int count = 0;
   while (c.accept('[')) {
     std::size_t at = (c.skip_space(), c.col());
+    const auto begin = static_cast<std::uint32_t>(c.recording() ? c.recording()->size() : 0);
     std::int64_t v = c.expr();
     c.expect(']', "']'");
-    idx.emplace_back(v, at);
+    if (count < 2) {
+      index[count] = v;
+      index_col[count] = static_cast<std::uint32_t>(at);
+      if (t) exprs[count] = {begin, static_cast<std::uint32_t>(c.recording()->size()), static_cast<std::uint32_t>(at)};
+    }
+    ++count;
   }
-  if (idx.empty() || idx.size() > 2)
+  if (count == 0 || count > 2)
     c.fail_at(name_col, "malformed memory operand: write " + name + "[i] or " + name + "[i][j]");
-  std::uint32_t id = array_for_use(c, name, name_col, static_cast<int>(idx.size()));
-  ArrayDecl& a = prog_.arrays[id];
+  std::uint32_t id = array_for_use(c, name, name_col, count);
+  if (t) {
+    t->kind = Operand::Kind::Mem;
+    t->col = static_cast<std::uint32_t>(name_col);
+    t->array = id;
+    t->index_count = count;
+    t->exprs = {exprs[0], exprs[1]};
+  }
+  return checked_mem(c.line(), id, count, index, index_col);
+}
+
+// The checks on a memory operand's values, and the growth of an array whose shape is inferred.
+Operand Assembler::checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
+                               const std::uint32_t* index_col) {
+  ArrayDecl& a = prog_.arrays[array];
+  const std::string& name = a.name;
   Operand o;
   o.kind = Operand::Kind::Mem;
-  o.array = id;
-  o.row = idx[0].first;
-  o.col = idx.size() == 2 ? idx[1].first : 0;
-  for (auto& [v, at] : idx)
-    if (v < 0) c.fail_at(at, "index " + std::to_string(v) + " is negative");
+  o.array = array;
+  o.row = index[0];
+  o.col = count == 2 ? index[1] : 0;
+  for (int k = 0; k < count; ++k)
+    if (index[k] < 0) fail(line, index_col[k], "index " + std::to_string(index[k]) + " is negative");
   if (a.declared) {
     std::int64_t gr = a.tile_grid_rows(), gc = a.tile_grid_cols();
-    if (o.row >= gr) c.fail_at(idx[0].second, "index " + std::to_string(o.row) + " is outside '" + name + "', which has " + std::to_string(gr) + (a.tile_rows > 1 ? " tile rows" : " rows"));
-    if (o.col >= gc) c.fail_at(idx.back().second, "index " + std::to_string(o.col) + " is outside '" + name + "', which has " + std::to_string(gc) + (a.tile_cols > 1 ? " tile columns" : " columns"));
+    if (o.row >= gr) fail(line, index_col[0], "index " + std::to_string(o.row) + " is outside '" + name + "', which has " + std::to_string(gr) + (a.tile_rows > 1 ? " tile rows" : " rows"));
+    if (o.col >= gc) fail(line, index_col[count - 1], "index " + std::to_string(o.col) + " is outside '" + name + "', which has " + std::to_string(gc) + (a.tile_cols > 1 ? " tile columns" : " columns"));
   } else {
     if (o.row >= kMaxArrayElements || o.col >= kMaxArrayElements / std::max<std::int64_t>(1, o.row + 1))
-      c.fail_at(idx[0].second, "index is too large for an inferred array");
+      fail(line, index_col[0], "index is too large for an inferred array");
     a.rows = std::max(a.rows, o.row + 1);
     if (a.rank == 2) a.cols = std::max(a.cols, o.col + 1);
-    if (a.rows * a.cols > kMaxArrayElements) c.fail_at(idx[0].second, "array '" + name + "' would be too large");
+    if (a.rows * a.cols > kMaxArrayElements) fail(line, index_col[0], "array '" + name + "' would be too large");
   }
   return o;
 }
 
-void Assembler::instruction(Cursor& c) {
+void Assembler::instruction(Cursor& c, LineTemplate* t) {
+  if (t) c.record_into(&t->code);
   std::size_t at = c.col();
   std::string m = c.ident("an instruction");
   auto op = find_mnemonic(m);
@@ -630,12 +745,12 @@ void Assembler::instruction(Cursor& c) {
       bool looks_reg = (p0 == 'R' || p0 == 'r') && (std::isdigit(static_cast<unsigned char>(p1)) || p1 == '{');
       if (looks_reg) {
         if (!want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a memory location such as x[0]" + usage());
-        in.operands[n] = reg_operand(c, want == OperandKind::SrcReg);
+        in.operands[n] = reg_operand(c, want == OperandKind::SrcReg, t ? &t->ops[n] : nullptr);
       } else if (Cursor::ident_start(p0)) {
         std::string name = c.ident("an operand");
         if (!want_reg || c.peek() == '[') {
           if (want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a register" + usage());
-          in.operands[n] = mem_operand(c, name, oc);
+          in.operands[n] = mem_operand(c, name, oc, t ? &t->ops[n] : nullptr);
         } else {
           c.fail_at(oc, "malformed operand '" + name + "': expected a register such as R0" + usage());
         }
@@ -651,6 +766,74 @@ void Assembler::instruction(Cursor& c) {
   if (prog_.code.size() >= opts_.max_instructions)
     c.fail_at(at, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
   prog_.code.push_back(in);
+  if (t) {
+    t->base.op = in.op;
+    t->base.loc = in.loc;
+    t->operand_count = n;
+  }
+}
+
+// A later iteration of a parsed loop line: the same checks, in the same order, as instruction().
+void Assembler::instruction_from(const LineTemplate& t) {
+  const std::uint32_t line = t.base.loc.line;
+  Instruction in = t.base;
+  for (int k = 0; k < t.operand_count; ++k) {
+    const LineTemplate::Op& op = t.ops[k];
+    if (op.kind == Operand::Kind::Reg) {
+      Operand& o = in.operands[k];
+      o.kind = Operand::Kind::Reg;
+      o.reg = checked_reg(line, op.col, evaluate(line, t.code, op.exprs[0]));
+      o.transposed = op.transposed;
+    } else {
+      std::int64_t index[2] = {0, 0};
+      std::uint32_t index_col[2] = {0, 0};
+      for (int e = 0; e < op.index_count; ++e) {
+        index[e] = evaluate(line, t.code, op.exprs[e]);
+        index_col[e] = op.exprs[e].col;
+      }
+      in.operands[k] = checked_mem(line, op.array, op.index_count, index, index_col);
+    }
+  }
+  if (prog_.code.size() >= opts_.max_instructions)
+    fail(line, t.base.loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+  prog_.code.push_back(in);
+}
+
+std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e) {
+  stack_.clear();
+  for (std::uint32_t k = e.begin; k < e.end; ++k) {
+    const ExprOp& op = code[k];
+    switch (op.kind) {
+      case ExprOp::Kind::Const: stack_.push_back(op.value); continue;
+      case ExprOp::Kind::Var: stack_.push_back(loop_vars_[static_cast<std::size_t>(op.value)].second); continue;
+      case ExprOp::Kind::Neg:
+        if (__builtin_sub_overflow(std::int64_t{0}, stack_.back(), &stack_.back()))
+          fail(line, op.col, "integer overflow in an index expression");
+        continue;
+      default: break;
+    }
+    const std::int64_t b = stack_.back();
+    stack_.pop_back();
+    std::int64_t& a = stack_.back();
+    bool bad = false;
+    switch (op.kind) {
+      case ExprOp::Kind::Add: bad = __builtin_add_overflow(a, b, &a); break;
+      case ExprOp::Kind::Sub: bad = __builtin_sub_overflow(a, b, &a); break;
+      case ExprOp::Kind::Mul: bad = __builtin_mul_overflow(a, b, &a); break;
+      case ExprOp::Kind::Div:
+        if (b == 0) fail(line, op.col, "division by zero in an index expression");
+        bad = b == -1 && a == std::numeric_limits<std::int64_t>::min();
+        if (!bad) a /= b;
+        break;
+      case ExprOp::Kind::Mod:
+        if (b == 0) fail(line, op.col, "modulo by zero in an index expression");
+        a = b == -1 ? 0 : a % b;
+        break;
+      default: break;
+    }
+    if (bad) fail(line, op.col, "integer overflow in an index expression");
+  }
+  return stack_.back();
 }
 
 }  // namespace

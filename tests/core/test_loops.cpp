@@ -295,6 +295,46 @@ TEST_CASE("loop expansion is bounded", "[loops][errors]") {
         "loops.fsa:2:1: error: the expanded trace exceeds 100 instructions (at i = 100)");
 }
 
+TEST_CASE("a loop line parsed once reports later iterations' value errors where the parser would", "[loops][errors]") {
+  // The first iteration parses the line; later ones evaluate it. Errors that only appear at a later
+  // iteration still name the expression's column and the iteration.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {".array x[4]\n.for i in 0..5\nLOAD x[8 / (3 - i)], R{i}\n.end\n",
+       "loops.fsa:3:8: error: index 4 is outside 'x', which has 4 rows (at i = 1)"},
+      {".array x[9]\n.for i in 0..5\nLOAD x[8 / (3 - i)], R0\n.end\n",
+       "loops.fsa:3:10: error: division by zero in an index expression (at i = 3)"},
+      {".array x[9]\n.for i in 0..5\nLOAD x[8 % (3 - i)], R0\n.end\n",
+       "loops.fsa:3:10: error: modulo by zero in an index expression (at i = 3)"},
+      {".regs 3\n.array x[4]\n.for i in 0..5\nLOAD x[0], R{ i }\n.end\n",
+       "loops.fsa:4:12: error: R3 is outside the machine: it has 3 registers (R0..R2) (at i = 3)"},
+      {".array x[4]\n.for i in 0..5\nLOAD x[2 - i], R0\n.end\n",
+       "loops.fsa:3:8: error: index -1 is negative (at i = 3)"},
+      {".for i in 0..3\n.for j in 0..3\nMAC R{i}, R{j}^T, R{i * j - 3}, R4\n.end\n.end\n",
+       "loops.fsa:3:19: error: register number -3 is out of range (at i = 0, j = 0)"},
+      {".for i in 0..3\n.for j in 0..3\nMAC R0, R0, R{4 - i * j}, R{i * j - 1}\n.end\n.end\n",
+       "loops.fsa:3:27: error: register number -1 is out of range (at i = 0, j = 0)"},
+      {".for i in 0..3\n.for j in 0..3\nMAC R0, R0, R{3 - i * j}, R{i}\n.end\n.end\n",
+       "loops.fsa:3:13: error: register number -1 is out of range (at i = 2, j = 2)"},
+      {".for i in 0..4\nLOAD y[i][2 - i], R0\n.end\n", "loops.fsa:2:11: error: index -1 is negative (at i = 3)"},
+  };
+  for (const auto& [text, error] : cases) {
+    INFO(text);
+    CHECK(error_of(text) == error);
+  }
+  // The values of a later iteration are its own: loop variables, .param constants, nesting.
+  auto p = asm_text(".param n = 2\n.for i in 0..n\n.for j in 0..i+1\nLOAD a[i][j - i + n], R{i + j}\n.end\n.end\n");
+  CHECK(listing(p) == std::vector<std::string>{"LOAD a[0][2], R0", "LOAD a[1][1], R1", "LOAD a[1][2], R2"});
+}
+
+TEST_CASE("INT64_MIN / -1 and INT64_MIN % -1 in an index are an error or 0, never a trap", "[loops][errors]") {
+  CHECK(error_of(".array x[4]\nLOAD x[0 * ((-9223372036854775807 - 1) / -1)], R0\n") ==
+        "loops.fsa:2:40: error: integer overflow in an index expression");
+  CHECK(error_of(".array x[4]\n.for i in 0..5\nLOAD x[0 * ((-9223372036854775807 - i) / -1)], R0\n.end\n") ==
+        "loops.fsa:3:40: error: integer overflow in an index expression (at i = 1)");
+  CHECK(listing(asm_text(".array x[4]\n.for i in 0..2\nLOAD x[(-9223372036854775807 - i) % -1], R0\n.end\n")) ==
+        std::vector<std::string>{"LOAD x[0], R0", "LOAD x[0], R0"});
+}
+
 TEST_CASE("loops that emit nothing are bounded by their iteration count", "[loops][errors]") {
   auto with_cap = [](const std::string& text, std::size_t cap) {
     isa::AssembleOptions o;
