@@ -1,0 +1,114 @@
+// The pages show `$ flashsim ...` examples with their output. This test runs each one and checks
+// that every output line the page shows is still printed, so the docs cannot drift from the tool.
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Example {
+  std::string where;    // FILE:LINE of the `$` line
+  std::string command;  // as written after `$ `
+  std::vector<std::string> shown;
+};
+
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> w;
+  for (std::string s; in >> s;) w.push_back(s);
+  return w;
+}
+
+// `$` lines inside fenced blocks, each with the lines below it up to the next `$` or the fence.
+std::vector<Example> examples_in(const std::filesystem::path& page, const std::string& name) {
+  std::ifstream in(page);
+  std::vector<std::string> lines;
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  std::vector<Example> out;
+  bool fenced = false;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].rfind("```", 0) == 0) {
+      fenced = !fenced;
+      continue;
+    }
+    if (!fenced || lines[i].rfind("$ ", 0) != 0) continue;
+    Example e{name + ":" + std::to_string(i + 1), lines[i].substr(2), {}};
+    while (i + 1 < lines.size() && lines[i + 1].rfind("$ ", 0) != 0 && lines[i + 1].rfind("```", 0) != 0)
+      e.shown.push_back(lines[++i]);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::pair<int, std::string> run_in_source_dir(const std::string& command) {
+  std::string cmd = "cd '" + std::string(FLASHSIM_SOURCE_DIR) + "' && " + command + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  REQUIRE(p);
+  std::string out;
+  char buf[4096];
+  while (fgets(buf, sizeof buf, p)) out += buf;
+  int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+}  // namespace
+
+TEST_CASE("every `$ flashsim` example on the pages prints the lines the page shows", "[docs]") {
+  const std::filesystem::path root(FLASHSIM_SOURCE_DIR);
+  std::vector<Example> all;
+  auto add = [&](const std::filesystem::path& page) {
+    auto found = examples_in(page, std::filesystem::relative(page, root).string());
+    all.insert(all.end(), found.begin(), found.end());
+  };
+  add(root / "README.md");
+  std::vector<std::filesystem::path> lesson_pages;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "lessons"))
+    if (entry.is_directory() && std::filesystem::exists(entry.path() / "README.md"))
+      lesson_pages.push_back(entry.path() / "README.md");
+  std::sort(lesson_pages.begin(), lesson_pages.end());
+  for (const auto& p : lesson_pages) add(p);
+  REQUIRE(all.size() >= 15);  // the pages had 17 when this test was written
+
+  // The pages call the tool `flashsim` or `build/default/lessons/flashsim`; run the one just built.
+  const std::regex tool(R"(^\S*flashsim(?=\s))");
+  // A page may annotate a line: two or more spaces, then `# ...`.
+  const std::regex note(R"(\s{2,}#.*$)");
+  for (const auto& e : all) {
+    INFO(e.where << ": $ " << e.command);
+    auto [status, out] = run_in_source_dir(std::regex_replace(e.command, tool, std::string(FLASHSIM_EXE)));
+    INFO("printed:\n" << out);
+    CHECK(status >= 0);
+    std::vector<std::vector<std::string>> printed;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);) printed.push_back(words(l));
+    // A table whose last column is a run time (seconds) shows a time that cannot repeat.
+    bool timed = false;
+    for (const auto& s : e.shown) {
+      auto w = words(s);
+      if (w.empty()) continue;
+      if (w.back() == "seconds") timed = true;
+      break;
+    }
+    bool header = true;
+    for (const auto& s : e.shown) {
+      std::string line = std::regex_replace(s, note, "");
+      auto want = words(line);
+      if (want.empty() || line.find("left out") != std::string::npos) continue;
+      if (timed && !header) want.pop_back();
+      header = false;
+      bool found = false;
+      for (const auto& got : printed)
+        if (got.size() >= want.size() && std::equal(want.begin(), want.end(), got.begin())) found = true;
+      INFO("the page shows: " << s);
+      CHECK(found);
+    }
+  }
+}
