@@ -37,6 +37,28 @@ struct ExprOp {
   std::uint32_t col;
 };
 
+// The arithmetic of index expressions, shared by the parser and the evaluator: r = a OP b (Neg:
+// a - b with a = 0), or the error to report at the operator.
+const char* apply(ExprOp::Kind k, std::int64_t a, std::int64_t b, std::int64_t& r) {
+  constexpr const char* kOverflow = "integer overflow in an index expression";
+  switch (k) {
+    case ExprOp::Kind::Add: return __builtin_add_overflow(a, b, &r) ? kOverflow : nullptr;
+    case ExprOp::Kind::Neg:
+    case ExprOp::Kind::Sub: return __builtin_sub_overflow(a, b, &r) ? kOverflow : nullptr;
+    case ExprOp::Kind::Mul: return __builtin_mul_overflow(a, b, &r) ? kOverflow : nullptr;
+    case ExprOp::Kind::Div:
+      if (b == 0) return "division by zero in an index expression";
+      if (b == -1 && a == std::numeric_limits<std::int64_t>::min()) return kOverflow;
+      r = a / b;
+      return nullptr;
+    case ExprOp::Kind::Mod:
+      if (b == 0) return "modulo by zero in an index expression";
+      r = b == -1 ? 0 : a % b;  // INT64_MIN % -1 traps on x86
+      return nullptr;
+    default: return nullptr;  // Const and Var are operands, not operations
+  }
+}
+
 // An instruction line inside a loop, parsed on its first iteration. Later iterations evaluate its
 // expressions and repeat the value checks (ranges, indices); the syntax was checked the first time.
 struct LineTemplate {
@@ -202,6 +224,7 @@ class Assembler {
   // Parses one instruction line and emits it; with t, also records the line for later iterations.
   void instruction(Cursor& c, LineTemplate* t);
   void instruction_from(const LineTemplate& t);
+  void append(const Instruction& in);  // into the trace, against opts_.max_instructions
   std::int64_t evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e);
   std::uint16_t checked_reg(std::uint32_t line, std::size_t at, std::int64_t n);
   Operand checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
@@ -297,12 +320,22 @@ class Assembler {
     void emit(ExprOp::Kind k, std::int64_t value, std::size_t col) {
       if (rec_) rec_->push_back({k, value, static_cast<std::uint32_t>(col)});
     }
+    // An error is reported at col: the operator for / and %, after the right operand otherwise.
+    std::int64_t combine(ExprOp::Kind k, std::int64_t a, std::int64_t b, std::size_t col) {
+      emit(k, 0, col);
+      std::int64_t r = 0;
+      if (const char* error = apply(k, a, b, r)) fail_at(col, error);
+      return r;
+    }
     std::int64_t sum() {
       std::int64_t v = product();
       for (;;) {
-        if (accept('+')) v = checked(v, product(), '+');
-        else if (accept('-')) v = checked(v, product(), '-');
+        ExprOp::Kind k;
+        if (accept('+')) k = ExprOp::Kind::Add;
+        else if (accept('-')) k = ExprOp::Kind::Sub;
         else return v;
+        std::int64_t b = product();
+        v = combine(k, v, b, col());
       }
     }
     std::int64_t product() {
@@ -310,23 +343,23 @@ class Assembler {
       for (;;) {
         skip_space();
         std::size_t at = col();
-        if (accept('*')) v = checked(v, unary(), '*');
-        else if (accept('/')) {
-          std::int64_t d = unary();
-          emit(ExprOp::Kind::Div, 0, at);
-          if (d == 0) fail_at(at, "division by zero in an index expression");
-          if (d == -1 && v == std::numeric_limits<std::int64_t>::min()) fail_at(at, "integer overflow in an index expression");
-          v = v / d;
+        if (accept('*')) {
+          std::int64_t b = unary();
+          v = combine(ExprOp::Kind::Mul, v, b, col());
+        } else if (accept('/')) {
+          std::int64_t b = unary();
+          v = combine(ExprOp::Kind::Div, v, b, at);
         } else if (accept('%')) {
-          std::int64_t d = unary();
-          emit(ExprOp::Kind::Mod, 0, at);
-          if (d == 0) fail_at(at, "modulo by zero in an index expression");
-          v = d == -1 ? 0 : v % d;  // INT64_MIN % -1 traps on x86
+          std::int64_t b = unary();
+          v = combine(ExprOp::Kind::Mod, v, b, at);
         } else return v;
       }
     }
     std::int64_t unary() {
-      if (accept('-')) return checked(0, unary(), 'n');
+      if (accept('-')) {
+        std::int64_t b = unary();
+        return combine(ExprOp::Kind::Neg, 0, b, col());
+      }
       if (accept('+')) return unary();
       return primary();
     }
@@ -352,26 +385,17 @@ class Assembler {
       if (ident_start(peek())) {
         std::size_t start = pos_;
         std::string name = ident("a name");
-        auto slot = a_->loop_slot(name);
-        auto v = slot ? std::optional<std::int64_t>(a_->loop_vars_[*slot].second) : a_->lookup(name);
-        if (!v) fail_at(start + 1, "unknown name '" + name + "' (loop variables and .param names are allowed)");
         // a loop variable is read at each evaluation; a .param is fixed once the loop runs
-        if (slot) emit(ExprOp::Kind::Var, static_cast<std::int64_t>(*slot), 0);
-        else emit(ExprOp::Kind::Const, *v, 0);
+        if (auto slot = a_->loop_slot(name)) {
+          emit(ExprOp::Kind::Var, static_cast<std::int64_t>(*slot), 0);
+          return a_->loop_vars_[*slot].second;
+        }
+        auto v = a_->lookup(name);
+        if (!v) fail_at(start + 1, "unknown name '" + name + "' (loop variables and .param names are allowed)");
+        emit(ExprOp::Kind::Const, *v, 0);
         return *v;
       }
       fail("expected a number, a name or '('" + describe_here());
-    }
-    // op: + - * or n (unary minus, 0 - b)
-    std::int64_t checked(std::int64_t a, std::int64_t b, char op) {
-      emit(op == '+' ? ExprOp::Kind::Add : op == '*' ? ExprOp::Kind::Mul : op == 'n' ? ExprOp::Kind::Neg : ExprOp::Kind::Sub, 0,
-           col());
-      std::int64_t r = 0;
-      bool bad = op == '+' ? __builtin_add_overflow(a, b, &r)
-                 : op == '*' ? __builtin_mul_overflow(a, b, &r)
-                             : __builtin_sub_overflow(a, b, &r);
-      if (bad) fail("integer overflow in an index expression");
-      return r;
     }
 
     Assembler* a_;
@@ -387,8 +411,7 @@ class Assembler {
     return std::nullopt;
   }
   std::optional<std::int64_t> lookup(const std::string& name) const {
-    for (auto it = loop_vars_.rbegin(); it != loop_vars_.rend(); ++it)
-      if (it->first == name) return it->second;
+    if (auto slot = loop_slot(name)) return loop_vars_[*slot].second;
     if (auto p = params_.find(name); p != params_.end()) return p->second;
     return std::nullopt;
   }
@@ -763,9 +786,7 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   c.expect_end();
   if (n != info.operand_count)
     c.fail_at(at, std::string(info.mnemonic) + " takes " + std::to_string(info.operand_count) + " operands, got " + std::to_string(n) + usage());
-  if (prog_.code.size() >= opts_.max_instructions)
-    c.fail_at(at, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
-  prog_.code.push_back(in);
+  append(in);
   if (t) {
     t->base.op = in.op;
     t->base.loc = in.loc;
@@ -794,8 +815,12 @@ void Assembler::instruction_from(const LineTemplate& t) {
       in.operands[k] = checked_mem(line, op.array, op.index_count, index, index_col);
     }
   }
+  append(in);
+}
+
+void Assembler::append(const Instruction& in) {
   if (prog_.code.size() >= opts_.max_instructions)
-    fail(line, t.base.loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+    fail(in.loc.line, in.loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
   prog_.code.push_back(in);
 }
 
@@ -803,35 +828,19 @@ std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& 
   stack_.clear();
   for (std::uint32_t k = e.begin; k < e.end; ++k) {
     const ExprOp& op = code[k];
-    switch (op.kind) {
-      case ExprOp::Kind::Const: stack_.push_back(op.value); continue;
-      case ExprOp::Kind::Var: stack_.push_back(loop_vars_[static_cast<std::size_t>(op.value)].second); continue;
-      case ExprOp::Kind::Neg:
-        if (__builtin_sub_overflow(std::int64_t{0}, stack_.back(), &stack_.back()))
-          fail(line, op.col, "integer overflow in an index expression");
-        continue;
-      default: break;
+    if (op.kind == ExprOp::Kind::Const) {
+      stack_.push_back(op.value);
+      continue;
+    }
+    if (op.kind == ExprOp::Kind::Var) {
+      stack_.push_back(loop_vars_[static_cast<std::size_t>(op.value)].second);
+      continue;
     }
     const std::int64_t b = stack_.back();
-    stack_.pop_back();
+    if (op.kind == ExprOp::Kind::Neg) stack_.back() = 0;  // 0 - b, in b's place
+    else stack_.pop_back();
     std::int64_t& a = stack_.back();
-    bool bad = false;
-    switch (op.kind) {
-      case ExprOp::Kind::Add: bad = __builtin_add_overflow(a, b, &a); break;
-      case ExprOp::Kind::Sub: bad = __builtin_sub_overflow(a, b, &a); break;
-      case ExprOp::Kind::Mul: bad = __builtin_mul_overflow(a, b, &a); break;
-      case ExprOp::Kind::Div:
-        if (b == 0) fail(line, op.col, "division by zero in an index expression");
-        bad = b == -1 && a == std::numeric_limits<std::int64_t>::min();
-        if (!bad) a /= b;
-        break;
-      case ExprOp::Kind::Mod:
-        if (b == 0) fail(line, op.col, "modulo by zero in an index expression");
-        a = b == -1 ? 0 : a % b;
-        break;
-      default: break;
-    }
-    if (bad) fail(line, op.col, "integer overflow in an index expression");
+    if (const char* error = apply(op.kind, a, b, a)) fail(line, op.col, error);
   }
   return stack_.back();
 }
