@@ -2,15 +2,15 @@
 // that every output line the page shows is still printed, so the docs cannot drift from the tool.
 #include <catch2/catch.hpp>
 
-#include <sys/wait.h>
-
-#include <cstdio>
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "run_command.h"
 
 namespace {
 
@@ -48,17 +48,6 @@ std::vector<Example> examples_in(const std::filesystem::path& page, const std::s
   return out;
 }
 
-std::pair<int, std::string> run_in_source_dir(const std::string& command) {
-  std::string cmd = "cd '" + std::string(FLASHSIM_SOURCE_DIR) + "' && " + command + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[4096];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
 }  // namespace
 
 TEST_CASE("every `$ flashsim` example on the pages prints the lines the page shows", "[docs]") {
@@ -83,20 +72,16 @@ TEST_CASE("every `$ flashsim` example on the pages prints the lines the page sho
   const std::regex note(R"(\s{2,}#.*$)");
   for (const auto& e : all) {
     INFO(e.where << ": $ " << e.command);
-    auto [status, out] = run_in_source_dir(std::regex_replace(e.command, tool, std::string(FLASHSIM_EXE)));
+    auto [status, out] = run_command("cd '" + std::string(FLASHSIM_SOURCE_DIR) + "' && " +
+                                     std::regex_replace(e.command, tool, std::string(FLASHSIM_EXE)));
     INFO("printed:\n" << out);
     CHECK(status >= 0);
     std::vector<std::vector<std::string>> printed;
     std::istringstream lines(out);
     for (std::string l; std::getline(lines, l);) printed.push_back(words(l));
     // A table whose last column is a run time (seconds) shows a time that cannot repeat.
-    bool timed = false;
-    for (const auto& s : e.shown) {
-      auto w = words(s);
-      if (w.empty()) continue;
-      if (w.back() == "seconds") timed = true;
-      break;
-    }
+    auto first = std::find_if(e.shown.begin(), e.shown.end(), [](const std::string& s) { return !words(s).empty(); });
+    const bool timed = first != e.shown.end() && words(*first).back() == "seconds";
     bool header = true;
     for (const auto& s : e.shown) {
       std::string line = std::regex_replace(s, note, "");

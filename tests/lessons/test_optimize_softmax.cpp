@@ -9,6 +9,7 @@
 #include "isa/assembler.h"
 #include "sim/machine.h"
 #include "sim/optimize_softmax.h"
+#include "run_command.h"
 
 using namespace flashsim;
 
@@ -37,14 +38,9 @@ void rerun(const sim::SoftmaxSchedule& r, int n) {
 }
 
 int run_cli(const std::string& args, std::string& output) {
-  std::string cmd = std::string(FLASHSIM_EXE) + " optimize softmax " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p != nullptr);
-  char buf[4096];
-  output.clear();
-  while (std::fgets(buf, sizeof buf, p)) output += buf;
-  int status = pclose(p);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  auto [status, out] = run_command(std::string(FLASHSIM_EXE) + " optimize softmax " + args);
+  output = std::move(out);
+  return status;
 }
 
 }  // namespace

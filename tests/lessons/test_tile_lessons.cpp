@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
+#include "run_command.h"
 
 #include "isa/assembler.h"
 #include "lessons/lesson.h"
@@ -308,17 +308,7 @@ TEST_CASE("tile lesson specs: new keys are checked at FILE:LINE:COL", "[lessons]
 }
 
 namespace {
-// Runs `flashsim ARGS`; returns its exit status and what it printed on stdout and stderr.
-std::pair<int, std::string> run_flashsim(const std::string& args) {
-  std::string cmd = std::string(FLASHSIM_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  char buf[512];
-  while (fgets(buf, sizeof buf, p)) out += buf;
-  int status = pclose(p);
-  return {WEXITSTATUS(status), out};
-}
+std::pair<int, std::string> run_flashsim(const std::string& args) { return run_command(std::string(FLASHSIM_EXE) + " " + args); }
 }  // namespace
 
 TEST_CASE("flashsim lesson check 11 fa1.fsa prints the O budget and exits 1", "[lesson-11]") {
