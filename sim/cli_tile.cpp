@@ -7,10 +7,13 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "isa/program.h"
 #include "sim/cli.h"
+#include "sim/l2.h"
+#include "sim/launch.h"
 #include "sim/tile/schedules.h"
 #include "sim/traffic.h"
 
@@ -28,6 +31,8 @@ struct AttentionArgs {
   std::uint64_t sram = 0;
   std::string output;
   bool arrays = true;
+  bool heavy_first = false;
+  std::int64_t heads_per_group = 0;
 };
 
 struct MatmulArgs {
@@ -54,6 +59,43 @@ struct SweepArgs {
   std::uint64_t m_min = 16 * 1024, m_max = 1024 * 1024;
   std::string svg;
 };
+
+// The GPU model of `flashsim traffic`: without --l2 the counts are the tile machine's requests.
+struct GpuArgs {
+  std::string l2;
+  std::int64_t sms = 132, blocks_per_sm = 1;
+  std::uint32_t line = 128, sector = 32;
+  bool json = false;
+
+  std::optional<sim::GpuModel> model() const {
+    if (l2.empty()) return std::nullopt;
+    sim::GpuModel g;
+    g.l2.capacity_bytes = sim::parse_size(l2);
+    g.l2.line_bytes = line;
+    g.l2.sector_bytes = sector;
+    g.sms = sms;
+    g.blocks_per_sm = blocks_per_sm;
+    sim::validate(g);
+    return g;
+  }
+  std::string describe() const {
+    if (l2.empty()) return "no L2: HBM bytes = requested bytes";
+    std::ostringstream os;
+    os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU), " << sms << " SMs x " << blocks_per_sm
+       << " resident blocks";
+    return os.str();
+  }
+};
+
+void add_gpu_options(CLI::App* c, GpuArgs& g) {
+  c->add_option("--l2", g.l2, "Model an L2 of this size (e.g. 50MiB, 60MB) with concurrent blocks; default: none");
+  c->add_option("--sms", g.sms, "SMs of the modelled GPU (with --l2)")->check(CLI::Range(std::int64_t{1}, std::int64_t{1000000}));
+  c->add_option("--blocks-per-sm", g.blocks_per_sm, "Resident blocks per SM, the kernel's occupancy (with --l2)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
+  c->add_option("--line", g.line, "L2 line bytes (with --l2)");
+  c->add_option("--sector", g.sector, "L2 sector bytes (with --l2)");
+  c->add_flag("--json", g.json, "Print one JSON object instead of the table");
+}
 
 const std::vector<std::string> kForward = {"naive", "fa1", "fa2"};
 const std::vector<std::string> kBackward = {"bwd-two-pass", "bwd-atomic-dq", "bwd-row-wise", "bwd-row-wise-no-d"};
@@ -158,7 +200,24 @@ SoftmaxSchedule softmax_of(const std::string& s) {
   return s == "three-pass" ? SoftmaxSchedule::ThreePass : SoftmaxSchedule::Online;
 }
 
+void print_traffic_l2(const std::string& schedule, const Traffic& t, double ms, bool arrays) {
+  auto row = [](const std::string& name, std::uint64_t r, std::uint64_t w, std::uint64_t hr, std::uint64_t hw,
+                std::uint64_t hits, std::uint64_t misses) {
+    std::cout << std::left << std::setw(20) << name << std::right << std::setw(15) << r << std::setw(15) << w
+              << std::setw(13) << hits << std::setw(13) << misses << std::setw(15) << hr << std::setw(15) << hw;
+  };
+  row(schedule, t.bytes_read(), t.bytes_written(), t.hbm_bytes_read(), t.hbm_bytes_written(), t.l2_hits(), t.l2_misses());
+  std::cout << "  " << std::setw(11) << human(t.hbm_bytes_read() + t.hbm_bytes_written()) << std::setw(10) << std::fixed
+            << std::setprecision(1) << ms << "\n";
+  if (!arrays) return;
+  for (const auto& a : t.arrays) {
+    row("  " + a.name, a.bytes_read, a.bytes_written, a.hbm_bytes_read, a.hbm_bytes_written, a.l2_hits, a.l2_misses);
+    std::cout << "\n";
+  }
+}
+
 void print_traffic(const std::string& schedule, const Traffic& t, double ms, bool arrays) {
+  if (t.l2) return print_traffic_l2(schedule, t, ms, arrays);
   std::cout << std::left << std::setw(20) << schedule << std::right << std::setw(16) << t.bytes_read() << std::setw(16)
             << t.bytes_written() << std::setw(16) << t.bytes_read() + t.bytes_written() << "  " << std::setw(11)
             << human(t.bytes_read() + t.bytes_written()) << std::setw(12) << t.instructions << std::setw(10)
@@ -169,10 +228,53 @@ void print_traffic(const std::string& schedule, const Traffic& t, double ms, boo
               << std::setw(16) << a.bytes_written << "\n";
 }
 
-void print_traffic_header() {
+void print_traffic_header(bool l2) {
+  if (l2) {
+    std::cout << std::left << std::setw(20) << "schedule" << std::right << std::setw(15) << "req read" << std::setw(15)
+              << "req written" << std::setw(13) << "L2 hits" << std::setw(13) << "L2 misses" << std::setw(15) << "HBM read"
+              << std::setw(15) << "HBM written" << "  " << std::setw(11) << "HBM total" << std::setw(10) << "ms" << "\n";
+    return;
+  }
   std::cout << std::left << std::setw(20) << "schedule" << std::right << std::setw(16) << "bytes read" << std::setw(16)
             << "bytes written" << std::setw(16) << "total" << "  " << std::setw(11) << "" << std::setw(12)
             << "instrs" << std::setw(10) << "ms" << "\n";
+}
+
+void json_counts(std::ostream& os, std::uint64_t r, std::uint64_t w, std::uint64_t hr, std::uint64_t hw,
+                 std::uint64_t hits, std::uint64_t misses) {
+  os << "{\"bytes_read\": " << r << ", \"bytes_written\": " << w << ", \"hbm_bytes_read\": " << hr
+     << ", \"hbm_bytes_written\": " << hw << ", \"l2_hits\": " << hits << ", \"l2_misses\": " << misses << "}";
+}
+
+void json_traffic(std::ostream& os, const Traffic& t) {
+  os << "{\"arrays\": {";
+  for (std::size_t k = 0; k < t.arrays.size(); ++k) {
+    const auto& a = t.arrays[k];
+    os << (k ? ", " : "") << "\"" << a.name << "\": ";
+    json_counts(os, a.bytes_read, a.bytes_written, a.hbm_bytes_read, a.hbm_bytes_written, a.l2_hits, a.l2_misses);
+  }
+  os << "}, \"total\": ";
+  json_counts(os, t.bytes_read(), t.bytes_written(), t.hbm_bytes_read(), t.hbm_bytes_written(), t.l2_hits(), t.l2_misses());
+  os << ", \"instructions\": " << t.instructions << ", \"blocks\": " << t.blocks << "}";
+}
+
+// {"gpu": {...} or null, "schedules": {name: traffic}}
+void json_report(const GpuArgs& g, const std::vector<std::pair<std::string, Traffic>>& runs) {
+  std::ostringstream os;
+  os << "{\"gpu\": ";
+  if (auto m = g.model())
+    os << "{\"l2_bytes\": " << m->l2.capacity_bytes << ", \"line_bytes\": " << m->l2.line_bytes
+       << ", \"sector_bytes\": " << m->l2.sector_bytes << ", \"sms\": " << m->sms << ", \"blocks_per_sm\": "
+       << m->blocks_per_sm << "}";
+  else
+    os << "null";
+  os << ", \"schedules\": {";
+  for (std::size_t k = 0; k < runs.size(); ++k) {
+    os << (k ? ", " : "") << "\"" << runs[k].first << "\": ";
+    json_traffic(os, runs[k].second);
+  }
+  os << "}}\n";
+  std::cout << os.str();
 }
 
 template <class F>
@@ -183,25 +285,42 @@ Traffic timed(F&& f, double& ms) {
   return t;
 }
 
-int do_traffic_attention(const AttentionArgs& a) {
+// Runs each schedule through `count` and prints the table (or, with --json, one object).
+template <class Count>
+int report_traffic(const GpuArgs& g, const std::string& heading, const std::vector<std::string>& list, bool arrays,
+                   Count&& count) {
+  const auto model = g.model();
+  const sim::GpuModel* gpu = model ? &*model : nullptr;
+  if (!g.json) {
+    if (!heading.empty()) std::cout << heading << "\n";
+    std::cout << "counted by running each schedule on the tile machine (count-only); " << g.describe() << "\n";
+    if (gpu) std::cout << "req = bytes the LOADs and STOREs request; L2 hits and misses in " << gpu->l2.sector_bytes
+                       << "-byte sectors; HBM = predicted DRAM bytes (dirty lines written back at the end)\n";
+    std::cout << "\n";
+    print_traffic_header(gpu != nullptr);
+  }
+  std::vector<std::pair<std::string, Traffic>> runs;
+  for (const auto& s : list) {
+    double ms = 0;
+    Traffic t = timed([&] { return count(s, gpu); }, ms);
+    if (g.json) runs.emplace_back(s, std::move(t));
+    else print_traffic(s, t, ms, arrays);
+  }
+  if (g.json) json_report(g, runs);
+  return kExitOk;
+}
+
+int do_traffic_attention(const AttentionArgs& a, const GpuArgs& g) {
   AttentionParams p = attention_params(a);
+  p.heavy_first = a.heavy_first;
+  p.heads_per_group = a.heads_per_group;
   std::vector<std::string> list;
   if (a.schedule == "all") list = kForward;
   else if (a.schedule == "all-bwd") list = kBackward;
   else list = {a.schedule};
-  std::cout << describe(a) << "\n";
-  std::cout << "counted by running each schedule on the tile machine (count-only); per array: read, written\n\n";
-  print_traffic_header();
-  for (const auto& s : list) {
-    double ms = 0;
-    Traffic t = timed(
-        [&] {
-          return is_forward(s) ? count_attention_forward(p, forward_of(s)) : count_attention_backward(p, backward_of(s));
-        },
-        ms);
-    print_traffic(s, t, ms, a.arrays);
-  }
-  return kExitOk;
+  return report_traffic(g, describe(a), list, a.arrays, [&](const std::string& s, const sim::GpuModel* gpu) {
+    return is_forward(s) ? count_attention_forward(p, forward_of(s), gpu) : count_attention_backward(p, backward_of(s), gpu);
+  });
 }
 
 // Paper-style tile sizes for an SRAM of `m_bytes` (FlashAttention, Algorithm 1: Bc = M / (4d),
@@ -376,30 +495,37 @@ void register_tile_commands(CLI::App& app, int& exit_code) {
   CLI::App* ta = tr->add_subcommand("attention", "Attention forward/backward (--schedule all compares naive, FA1, FA2)");
   add_attention_options(ta, *tatt, true);
   ta->add_flag("!--no-arrays", tatt->arrays, "Totals only, no per-array rows");
-  ta->callback([tatt, &exit_code] { exit_code = guarded([&] { return do_traffic_attention(*tatt); }); });
+  ta->add_flag("--heavy-first", tatt->heavy_first,
+               "GPU block order (with --l2): causal blocks with the most tiles start first, as the fast kernels do");
+  ta->add_option("--heads-per-group", tatt->heads_per_group,
+                 "GPU block order of bwd-atomic-dq (with --l2): groups of heads, K/V tile outer, as bwd-mma does")
+      ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 16));
+  auto tgpu = std::make_shared<GpuArgs>();
+  add_gpu_options(ta, *tgpu);
+  ta->callback([tatt, tgpu, &exit_code] { exit_code = guarded([&] { return do_traffic_attention(*tatt, *tgpu); }); });
 
   auto tmm = std::make_shared<MatmulArgs>();
   CLI::App* tm = tr->add_subcommand("matmul", "Tiled matmul");
   matmul_opts(tm, *tmm);
-  tm->callback([tmm, &exit_code] {
+  auto mgpu = std::make_shared<GpuArgs>();
+  add_gpu_options(tm, *mgpu);
+  tm->callback([tmm, mgpu, &exit_code] {
     exit_code = guarded([&] {
-      print_traffic_header();
-      double ms = 0;
-      Traffic t = timed([&] { return count_matmul(matmul_params(*tmm), matmul_of(tmm->schedule)); }, ms);
-      print_traffic(tmm->schedule, t, ms, true);
-      return kExitOk;
+      return report_traffic(*mgpu, "", {tmm->schedule}, true, [&](const std::string& s, const sim::GpuModel* gpu) {
+        return count_matmul(matmul_params(*tmm), matmul_of(s), gpu);
+      });
     });
   });
   auto tsm = std::make_shared<SoftmaxArgs>();
   CLI::App* ts = tr->add_subcommand("softmax", "Long-row softmax");
   softmax_opts(ts, *tsm);
-  ts->callback([tsm, &exit_code] {
+  auto sgpu = std::make_shared<GpuArgs>();
+  add_gpu_options(ts, *sgpu);
+  ts->callback([tsm, sgpu, &exit_code] {
     exit_code = guarded([&] {
-      print_traffic_header();
-      double ms = 0;
-      Traffic t = timed([&] { return count_softmax(softmax_params(*tsm), softmax_of(tsm->schedule)); }, ms);
-      print_traffic(tsm->schedule, t, ms, true);
-      return kExitOk;
+      return report_traffic(*sgpu, "", {tsm->schedule}, true, [&](const std::string& s, const sim::GpuModel* gpu) {
+        return count_softmax(softmax_params(*tsm), softmax_of(s), gpu);
+      });
     });
   });
 

@@ -240,7 +240,7 @@ void Machine::tile_extent(std::uint32_t array, std::int64_t tr, std::int64_t tc,
   vc = static_cast<std::int32_t>(std::min(a.tile_cols, a.cols - tc * a.tile_cols));
 }
 
-void Machine::count_access(const isa::Instruction& in, int sign) {
+void Machine::count_access(const isa::Instruction& in, int sign, bool notify) {
   auto op = static_cast<std::size_t>(in.op);
   auto add = [sign](std::uint64_t& c, std::uint64_t v) { c = sign > 0 ? c + v : c - v; };
   add(counters_.cycles, config_.cycles[op]);
@@ -254,6 +254,11 @@ void Machine::count_access(const isa::Instruction& in, int sign) {
   auto bytes = elems * element_bytes(m.array);
   ArrayState& a = arrays_[m.array];
   auto t = static_cast<std::size_t>(flat_tile(m));
+  if (notify && sign > 0 && opts_.on_dram_access) {
+    const auto& decl = prog_.arrays[m.array];
+    opts_.on_dram_access(pc_, DramAccess{m.array, m.row * decl.tile_rows, m.col * decl.tile_cols, vr, vc,
+                                         in.op == Opcode::STORE});
+  }
   if (in.op == Opcode::LOAD) {
     add(counters_.elem_reads, elems);
     add(counters_.bytes_read, bytes);
@@ -436,7 +441,7 @@ void Machine::step() {
     // Leave the machine as it was before the faulting step.
     if (undo_.size() > undo_mark) {
       ++pc_;
-      count_access(in, +1);
+      count_access(in, +1, false);  // only so that step_back can undo it: nobody is told
       step_back();
     } else if (keep_sram) {
       sram_hist_.pop_back();
@@ -972,6 +977,7 @@ void Machine::run_count_only() {
   const std::uint64_t reg_elem_bytes = static_cast<std::uint64_t>(config_.elem_bytes);
   const std::uint64_t sram_cap = config_.sram_bytes.value_or(0);
   std::uint64_t in_use = sram_in_use_, peak = sram_peak_;
+  const bool observe = static_cast<bool>(opts_.on_dram_access);
 
   auto extent = [](const Geometry& g, std::int64_t tr, std::int64_t tc, std::int32_t& vr, std::int32_t& vc) {
     vr = static_cast<std::int32_t>(std::min(g.tile_rows, g.rows - tr * g.tile_rows));
@@ -1008,6 +1014,8 @@ void Machine::run_count_only() {
         extent(g, m.row, m.col, vr, vc);
         elems_moved[2 * m.array + 1] += static_cast<std::uint64_t>(vr) * static_cast<std::uint64_t>(vc);
         ++g.writes[m.row * g.grid_cols + m.col];
+        if (observe)
+          opts_.on_dram_access(i, DramAccess{m.array, m.row * g.tile_rows, m.col * g.tile_cols, vr, vc, true});
         ++per_op[static_cast<std::size_t>(Opcode::STORE)];
         continue;
       }
@@ -1086,6 +1094,8 @@ void Machine::run_count_only() {
       const Operand& m = ops[0];
       elems_moved[2 * m.array] += static_cast<std::uint64_t>(out.valid_rows) * static_cast<std::uint64_t>(out.valid_cols);
       ++geo[m.array].reads[m.row * geo[m.array].grid_cols + m.col];
+      if (observe)
+        opts_.on_dram_access(i, DramAccess{m.array, out.row0, out.col0, out.valid_rows, out.valid_cols, false});
     }
     shape[dst] = out;
     written[dst] = 1;

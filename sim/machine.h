@@ -55,6 +55,15 @@ class MachineFault : public std::runtime_error {
   std::string message;
 };
 
+// One DRAM access as the machine executes it: a tile of `array` (its first element at row0, col0
+// and its valid extent), read by a LOAD or written by a STORE.
+struct DramAccess {
+  std::uint32_t array = 0;
+  std::int64_t row0 = 0, col0 = 0;
+  std::int32_t rows = 0, cols = 0;
+  bool write = false;
+};
+
 struct MachineOptions {
   std::optional<int> regs;                   // --regs: overrides the directive
   std::optional<bool> f64;
@@ -68,6 +77,9 @@ struct MachineOptions {
   // DRAM capacity in elements (tiles in count-only mode), so a huge declaration is an error
   // rather than an allocation failure.
   std::uint64_t max_dram_elements = std::uint64_t{1} << 28;
+  // Called for every DRAM access as it executes, count-only runs included (never on step_back):
+  // the index of the instruction and the access. The L2 models hang here.
+  std::function<void(std::uint64_t pc, const DramAccess&)> on_dram_access;
 };
 
 class Machine {
@@ -140,7 +152,7 @@ class Machine {
   void record_mem_undo(std::uint32_t array, std::int64_t tile);
   const isa::Operand& overwritten(const isa::Instruction& in) const;
   const Tile& src(const isa::Operand& o);
-  void count_access(const isa::Instruction& in, int sign);
+  void count_access(const isa::Instruction& in, int sign, bool notify = true);
   std::int64_t flat_tile(const isa::Operand& o) const;
   void tile_extent(std::uint32_t array, std::int64_t tr, std::int64_t tc, std::int32_t& vr,
                    std::int32_t& vc) const;

@@ -7,19 +7,31 @@
 #include <string>
 #include <vector>
 
+#include "sim/launch.h"
+
 namespace flashsim::traffic {
 
 struct ArrayTraffic {
   std::string name;
-  std::uint64_t bytes_read = 0;
+  std::uint64_t bytes_read = 0;     // what the schedule's LOADs and STOREs request
   std::uint64_t bytes_written = 0;
+  // With a GPU model: what reaches HBM through its L2, and the L2's sector hits and misses.
+  // Without one: equal to the requested bytes, and no hits or misses.
+  std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0;
+  std::uint64_t l2_hits = 0, l2_misses = 0;
 };
 
 struct Traffic {
   std::vector<ArrayTraffic> arrays;  // one entry per DRAM array the schedule touches
   std::uint64_t instructions = 0;     // tile instructions executed
+  bool l2 = false;                    // counted through a GPU model's L2
+  std::uint64_t blocks = 0;           // thread blocks the GPU model ran (0 without one)
   std::uint64_t bytes_read() const;
   std::uint64_t bytes_written() const;
+  std::uint64_t hbm_bytes_read() const;
+  std::uint64_t hbm_bytes_written() const;
+  std::uint64_t l2_hits() const;
+  std::uint64_t l2_misses() const;
   const ArrayTraffic* find(const std::string& name) const;
 };
 
@@ -62,13 +74,21 @@ struct AttentionParams {
   bool causal = false;
   std::int64_t n_kv = 0;           // key/value length; 0 means n. Causal aligns bottom-right.
   bool base2 = false;              // EXP2D/LOG2 variant (same traffic)
+  // Block order of the GPU kernels (the L2 model only; no effect on the trace's counts).
+  bool heavy_first = false;          // causal: the tiles with the most work start first
+  std::int64_t heads_per_group = 0;  // backward atomic-dq: K/V-tile blocks in groups of heads
   std::uint64_t sram_bytes = 0;    // > 0: the generated program faults if its tiles exceed it
 };
 
-// Each count generates the schedule and runs it on sim::Machine in count-only mode.
-Traffic count_matmul(const MatmulParams& p, MatmulSchedule s);
-Traffic count_softmax(const SoftmaxParams& p, SoftmaxSchedule s);
-Traffic count_attention_forward(const AttentionParams& p, AttentionForward s);
-Traffic count_attention_backward(const AttentionParams& p, AttentionBackward s);
+// Each count generates the schedule and runs it on sim::Machine in count-only mode. With a GPU
+// model (sim/launch.h) whose L2 is not empty, the machine's DRAM accesses are also cut into the
+// schedule's thread blocks (tile::BlockStart) and replayed through that L2 with the model's
+// concurrency, which fills the hbm_* and l2_* counts. Arrays the schedule declares with a fill
+// value (accumulators) are then written first by a memset, as on the GPU. Each array gets its own
+// allocation; the heads of batch*heads lie one after the other in it, as in the kernels.
+Traffic count_matmul(const MatmulParams& p, MatmulSchedule s, const sim::GpuModel* gpu = nullptr);
+Traffic count_softmax(const SoftmaxParams& p, SoftmaxSchedule s, const sim::GpuModel* gpu = nullptr);
+Traffic count_attention_forward(const AttentionParams& p, AttentionForward s, const sim::GpuModel* gpu = nullptr);
+Traffic count_attention_backward(const AttentionParams& p, AttentionBackward s, const sim::GpuModel* gpu = nullptr);
 
 }  // namespace flashsim::traffic

@@ -40,6 +40,10 @@ class Builder {
   void boundary() {
     if (sink_ && p_.code.size() >= min_chunk_) flush();
   }
+  // A GPU thread block starts at the next instruction (see BlockStart); only streaming keeps it.
+  void begin_block(std::uint64_t launch, std::uint64_t order) {
+    if (sink_) blocks_.push_back(BlockStart{p_.code.size(), launch, order});
+  }
 
   std::uint32_t array(const std::string& name, int rank, std::int64_t rows, std::int64_t cols, std::int64_t tr,
                       std::int64_t tc, int elem) {
@@ -105,13 +109,15 @@ class Builder {
   }
   void flush() {
     p_.config.regs = highest_ + 1;
-    (*sink_)(p_.arrays, p_.config, p_.code);
+    (*sink_)(p_.arrays, p_.config, p_.code, blocks_);
     p_.code.clear();
+    blocks_.clear();
   }
   isa::Program p_;
   int highest_ = 0;
   const ChunkSink* sink_ = nullptr;
   std::size_t min_chunk_ = 0;
+  std::vector<BlockStart> blocks_;
 };
 
 // Register roles shared by the attention schedules.
@@ -202,6 +208,7 @@ static isa::Program matmul_impl(const MatmulParams& p, MatmulSchedule s, const C
     for (std::int64_t i = 0; i < tm; ++i)
       for (std::int64_t j = 0; j < tn; ++j) {
         b.boundary();
+        b.begin_block(0, static_cast<std::uint64_t>(i * tn + j));
         for (std::int64_t k = 0; k < tk; ++k) {
           b.load(A, i, k, rA0);
           b.load(B, k, j, rB);
@@ -216,8 +223,11 @@ static isa::Program matmul_impl(const MatmulParams& p, MatmulSchedule s, const C
       const std::int64_t k1 = std::min(tk, k0 + kc);
       for (std::int64_t i = 0; i < tm; ++i) {
         b.boundary();
+        // Each (i, j) block of the pass's launch loads the A tiles; the trace loads them once per i.
+        b.begin_block(static_cast<std::uint64_t>(k0 / kc), static_cast<std::uint64_t>(i * tn));
         for (std::int64_t k = k0; k < k1; ++k) b.load(A, i, k, static_cast<int>(rA0 + (k - k0)));
         for (std::int64_t j = 0; j < tn; ++j) {
+          if (j > 0) b.begin_block(static_cast<std::uint64_t>(k0 / kc), static_cast<std::uint64_t>(i * tn + j));
           if (k0 > 0) b.load(C, i, j, rC);  // the partial sum comes back from DRAM
           for (std::int64_t k = k0; k < k1; ++k) {
             int ra = static_cast<int>(rA0 + (k - k0));
@@ -249,12 +259,15 @@ static isa::Program softmax_impl(const SoftmaxParams& p, SoftmaxSchedule s, cons
   auto X = b.array("X", 2, p.rows, p.cols, 1, p.chunk, p.elem_bytes);
   auto Y = b.array("Y", 2, p.rows, p.cols, 1, p.chunk, p.elem_bytes);
   enum : int { rX = 0, rE = 1, rMax = 2, rSum = 3, rT = 4, rNew = 5, rA = 6 };
+  std::uint64_t pass = 0;  // the launch of the current pass
   auto load = [&](std::int64_t r, std::int64_t c) {
+    b.begin_block(pass, static_cast<std::uint64_t>(r * chunks + c));
     b.load(X, r, c, rX);
     if (ragged && c == chunks - 1) b.op(Opcode::MASK, {{rX}, {rX}});  // padding must not win the max
   };
   for (std::int64_t r = 0; r < p.rows; ++r) {
     b.boundary();
+    pass = 0;
     if (s == SoftmaxSchedule::ThreePass) {
       for (std::int64_t c = 0; c < chunks; ++c) {
         load(r, c);
@@ -264,6 +277,7 @@ static isa::Program softmax_impl(const SoftmaxParams& p, SoftmaxSchedule s, cons
           b.op(Opcode::MAX, {{rMax}, {rT}, {rMax}});
         }
       }
+      pass = 1;
       for (std::int64_t c = 0; c < chunks; ++c) {
         load(r, c);
         b.op(Opcode::EXPD, {{rX}, {rMax}, {rE}});
@@ -292,6 +306,7 @@ static isa::Program softmax_impl(const SoftmaxParams& p, SoftmaxSchedule s, cons
         }
       }
     }
+    ++pass;
     for (std::int64_t c = 0; c < chunks; ++c) {
       load(r, c);
       b.op(Opcode::EXPD, {{rX}, {rMax}, {rE}});
@@ -397,6 +412,22 @@ class AttentionGen {
 
   bool visited(std::int64_t i, std::int64_t j) const { return attention_tile_visited(p_, i, j); }
 
+  // Block `index` of `per_head` blocks of head h in a launch whose grid is (per_head, heads).
+  void block(std::uint64_t launch, std::int64_t h, std::int64_t index, std::int64_t per_head) {
+    b_.begin_block(launch, static_cast<std::uint64_t>(h * per_head + index));
+  }
+  // Q tiles of the fast forward kernel run the heaviest (latest) first under causal.
+  std::int64_t q_order(std::int64_t i) const { return p_.causal && p_.heavy_first ? g_.tr - 1 - i : i; }
+  // The dK/dV blocks of the atomic-dq backward: (head, K/V tile) in grid order, or the fast
+  // kernel's groups of heads_per_group heads with the K/V tile outer inside a group.
+  void kv_block(std::uint64_t launch, std::int64_t h, std::int64_t j) {
+    const std::int64_t group = p_.heads_per_group;
+    if (group <= 0) return block(launch, h, j, g_.tc);
+    const std::int64_t first = h / group * group, heads = std::min(group, p_.batch_heads - first);
+    const std::int64_t step = p_.causal && p_.heavy_first ? g_.tc - 1 - j : j;
+    b_.begin_block(launch, static_cast<std::uint64_t>(first * g_.tc + step * heads + (h - first)));
+  }
+
   // S = Q_i K_j^T, masked where needed.
   void scores(std::int64_t i, std::int64_t j) {
     b_.op(Opcode::MAC_Z, {{rQ}, T(rK), {rS}});
@@ -456,6 +487,7 @@ class AttentionGen {
     if (s == AttentionForward::FA2) {
       for (std::int64_t i = 0; i < g_.tr; ++i) {
         b_.boundary();
+        block(0, h, q_order(i), g_.tr);
         b_.load(a.Q, i, 0, rQ);
         bool first = true;
         for (std::int64_t j = 0; j < g_.tc; ++j) {
@@ -473,10 +505,16 @@ class AttentionGen {
     } else if (s == AttentionForward::FA1) {
       for (std::int64_t j = 0; j < g_.tc; ++j) {
         b_.boundary();
+        // Launch j has a block per visited (head, Q tile); the first of them carries the K/V
+        // loads, which the trace makes once per j.
+        std::int64_t first_i = 0;
+        while (first_i + 1 < g_.tr && !visited(first_i, j)) ++first_i;
+        block(static_cast<std::uint64_t>(j), h, first_i, g_.tr);
         b_.load(a.K, j, 0, rK);
         b_.load(a.V, j, 0, rV);
         for (std::int64_t i = 0; i < g_.tr; ++i) {
           if (!visited(i, j)) continue;
+          if (i != first_i) block(static_cast<std::uint64_t>(j), h, i, g_.tr);
           b_.load(a.Q, i, 0, rQ);
           if (j > 0) {  // the running state of these queries comes back from DRAM
             m_ = rM;
@@ -494,6 +532,7 @@ class AttentionGen {
     } else {  // naive: S and P go through DRAM
       for (std::int64_t i = 0; i < g_.tr; ++i) {
         b_.boundary();
+        block(0, h, i, g_.tr);
         b_.load(a.Q, i, 0, rQ);
         for (std::int64_t j = 0; j < g_.tc; ++j) {
           b_.load(a.K, j, 0, rK);
@@ -503,6 +542,7 @@ class AttentionGen {
       }
       for (std::int64_t i = 0; i < g_.tr; ++i) {
         b_.boundary();
+        block(1, h, i, g_.tr);  // the row-statistics kernel
         for (std::int64_t j = 0; j < g_.tc; ++j) {  // pass 1: row max and sum (online)
           reload_scores(a.S, i, j);
           if (j == 0) {
@@ -523,6 +563,7 @@ class AttentionGen {
           }
         }
         store_lse(a.L, i);
+        block(2, h, i, g_.tr);  // the normalization kernel
         for (std::int64_t j = 0; j < g_.tc; ++j) {  // pass 2: P = exp(S - m) / l
           reload_scores(a.S, i, j);
           b_.op(expd(), {{rS}, {m_}, {rP}});
@@ -532,6 +573,7 @@ class AttentionGen {
       }
       for (std::int64_t i = 0; i < g_.tr; ++i) {
         b_.boundary();
+        block(3, h, i, g_.tr);
         for (std::int64_t j = 0; j < g_.tc; ++j) {
           b_.load(a.P, i, j, rP);
           b_.load(a.V, j, 0, rV);
@@ -571,9 +613,11 @@ class AttentionGen {
     b_.op(Opcode::MAC, {x, y, {reg}, {reg}});
     b_.store(reg, arr, t, 0);
   }
-  void convert(std::uint32_t from, std::uint32_t to, std::int64_t tiles, int reg) {
+  void convert(std::uint32_t from, std::uint32_t to, std::int64_t tiles, int reg, std::uint64_t launch,
+               std::int64_t h) {
     for (std::int64_t t = 0; t < tiles; ++t) {
       b_.boundary();
+      block(launch, h, t, tiles);
       b_.load(from, t, 0, reg);
       b_.store(reg, to, t, 0);
     }
@@ -584,6 +628,7 @@ class AttentionGen {
     if (s != AttentionBackward::RowWiseNoD) {
       for (std::int64_t i = 0; i < g_.tr; ++i) {  // D = rowsum(dO * O)
         b_.boundary();
+        block(0, h, i, g_.tr);
         b_.load(a.O, i, 0, rO);
         b_.load(a.dO, i, 0, rdO);
         b_.op(Opcode::MUL, {{rdO}, {rO}, {rProd}});
@@ -596,6 +641,8 @@ class AttentionGen {
       case AttentionBackward::AtomicDQ: {
         for (std::int64_t j = 0; j < g_.tc; ++j) {  // column-wise: dK_j, dV_j resident
           b_.boundary();
+          if (s == AttentionBackward::AtomicDQ) kv_block(1, h, j);
+          else block(2, h, j, g_.tc);  // the two-pass kernels run the dQ launch first
           b_.load(a.K, j, 0, rK);
           b_.load(a.V, j, 0, rV);
           bool first = true;
@@ -613,11 +660,12 @@ class AttentionGen {
           b_.store(rdV, a.dV, j, 0);
         }
         if (s == AttentionBackward::AtomicDQ) {
-          convert(a.dQacc, a.dQ, g_.tr, rdQ);
+          convert(a.dQacc, a.dQ, g_.tr, rdQ, 2, h);
           break;
         }
         for (std::int64_t i = 0; i < g_.tr; ++i) {  // row-wise: dQ_i resident
           b_.boundary();
+          block(1, h, i, g_.tr);
           load_q_side(a, i, true);
           bool first = true;
           for (std::int64_t j = 0; j < g_.tc; ++j) {
@@ -638,6 +686,7 @@ class AttentionGen {
         const bool no_d = s == AttentionBackward::RowWiseNoD;
         for (std::int64_t i = 0; i < g_.tr; ++i) {
           b_.boundary();
+          block(1, h, i, g_.tr);
           load_q_side(a, i, !no_d);
           if (no_d) {
             // Sweep 1: D_i = rowsum(P * dP) needs the whole row before any dS exists.
@@ -672,8 +721,8 @@ class AttentionGen {
           }
           b_.store(rdQ, a.dQ, i, 0);
         }
-        convert(a.dKacc, a.dK, g_.tc, rdK);
-        convert(a.dVacc, a.dV, g_.tc, rdV);
+        convert(a.dKacc, a.dK, g_.tc, rdK, 2, h);
+        convert(a.dVacc, a.dV, g_.tc, rdV, 3, h);
         break;
       }
     }

@@ -34,12 +34,36 @@ isa::Program softmax_program(const traffic::SoftmaxParams& p, traffic::SoftmaxSc
 isa::Program attention_forward_program(const traffic::AttentionParams& p, traffic::AttentionForward s);
 isa::Program attention_backward_program(const traffic::AttentionParams& p, traffic::AttentionBackward s);
 
+// Where a thread block of the GPU kernels that run the schedule begins: the index of its first
+// instruction in the piece, the launch (kernel) it belongs to, launches numbered in the order
+// they run, and its position in that launch's block order. Every generator states the grid and
+// block order of the kernels in kernels/ that run it:
+//  * matmul inner: one launch, a block per C tile (i, j), order i*Tn + j (blockIdx.x = j);
+//    outer: a launch per pass of k_chunk k-tiles, the same blocks and order in each;
+//  * softmax three-pass / online: a launch per pass (max, sum, normalize / stats, normalize), a
+//    block per (row, chunk), order row*chunks + chunk;
+//  * attention forward FA2: one launch, a block per (head, Q tile), order head*Tr + i, or
+//    head*Tr + (Tr-1-i) with heavy_first under causal; FA1: a launch per K/V tile j, a block per
+//    (head, Q tile); naive: scores, row statistics, normalization and P V as four launches, a block
+//    per (head, Q tile) in each;
+//  * attention backward: D = rowsum(dO * O) as launch 0, a block per (head, Q tile); two-pass:
+//    the dQ launch (a block per (head, Q tile)) before the dK/dV launch (per (head, K/V tile));
+//    atomic-dq: the dK/dV launch with dQ accumulated, in order head*Tc + j, or with
+//    heads_per_group the fast kernel's order (groups of heads, K/V tile outer inside a group,
+//    latest tile first under causal), then the conversion launch; the row-wise ones: a block per
+//    (head, Q tile), then the conversions.
+struct BlockStart {
+  std::size_t pc = 0;
+  std::uint64_t launch = 0, order = 0;
+};
+
 // Streaming form for counting: the same schedules, handed over in pieces of at least
 // `min_chunk` instructions, cut only where no register value is live (the start of an outer
 // loop iteration), so each piece runs on a fresh machine with the same result. `arrays` holds
-// every array declared so far; `config` is the finished program's machine configuration.
+// every array declared so far; `config` is the finished program's machine configuration;
+// `blocks` lists the thread blocks that begin in this piece.
 using ChunkSink = std::function<void(const std::vector<isa::ArrayDecl>& arrays, const isa::MachineConfig& config,
-                                     std::vector<isa::Instruction>& code)>;
+                                     std::vector<isa::Instruction>& code, const std::vector<BlockStart>& blocks)>;
 void stream_matmul(const traffic::MatmulParams& p, traffic::MatmulSchedule s, std::size_t min_chunk, const ChunkSink& sink);
 void stream_softmax(const traffic::SoftmaxParams& p, traffic::SoftmaxSchedule s, std::size_t min_chunk, const ChunkSink& sink);
 void stream_attention_forward(const traffic::AttentionParams& p, traffic::AttentionForward s, std::size_t min_chunk,

@@ -1,0 +1,212 @@
+#include "sim/l2.h"
+
+#include <bit>
+#include <cctype>
+#include <limits>
+#include <stdexcept>
+
+namespace flashsim::sim {
+
+void validate(const L2Config& c) {
+  if (c.line_bytes == 0 || !std::has_single_bit(c.line_bytes))
+    throw std::invalid_argument("the L2 line size must be a power of two, got " + std::to_string(c.line_bytes));
+  if (c.sector_bytes == 0 || !std::has_single_bit(c.sector_bytes) || c.sector_bytes > c.line_bytes ||
+      c.line_bytes / c.sector_bytes > 32)
+    throw std::invalid_argument("the L2 sector size must be a power of two that splits a line into 1 to 32 sectors, got " +
+                                std::to_string(c.sector_bytes));
+  if (c.capacity_bytes != 0 && c.capacity_bytes < c.line_bytes)
+    throw std::invalid_argument("an L2 of " + std::to_string(c.capacity_bytes) + " bytes holds no " +
+                                std::to_string(c.line_bytes) + "-byte line");
+  if (c.capacity_bytes / c.line_bytes >= (std::uint64_t{1} << 31))
+    throw std::invalid_argument("the L2 is too large to model (at most 2^31 lines)");
+}
+
+L2Cache::L2Cache(const L2Config& config, std::size_t streams) : cfg_(config), counts_(streams) {
+  validate(cfg_);
+  sectors_per_line_ = cfg_.line_bytes / cfg_.sector_bytes;
+  line_shift_ = static_cast<std::uint32_t>(std::countr_zero(cfg_.line_bytes));
+  sector_shift_ = static_cast<std::uint32_t>(std::countr_zero(cfg_.sector_bytes));
+  slots_ = static_cast<std::uint32_t>(cfg_.capacity_bytes / cfg_.line_bytes);
+  tag_.resize(slots_);
+  valid_.resize(slots_);
+  dirty_.resize(slots_);
+  owner_.resize(slots_);
+  prev_.resize(slots_);
+  next_.resize(slots_);
+  std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(2 * std::uint64_t{slots_}, 16));
+  index_key_.assign(buckets, 0);
+  index_slot_.assign(buckets, 0);
+  index_mask_ = buckets - 1;
+}
+
+namespace {
+std::uint64_t bucket_of(std::uint64_t line) {
+  line ^= line >> 33;  // murmur3's finalizer: neighbouring lines spread over the table
+  line *= 0xff51afd7ed558ccdULL;
+  line ^= line >> 33;
+  return line;
+}
+}  // namespace
+
+std::uint32_t L2Cache::find(std::uint64_t line) const {
+  for (std::uint64_t b = bucket_of(line) & index_mask_;; b = (b + 1) & index_mask_) {
+    if (index_slot_[b] == 0) return kNone;
+    if (index_key_[b] == line) return index_slot_[b] - 1;
+  }
+}
+
+void L2Cache::insert_index(std::uint64_t line, std::uint32_t slot) {
+  std::uint64_t b = bucket_of(line) & index_mask_;
+  while (index_slot_[b] != 0) b = (b + 1) & index_mask_;
+  index_key_[b] = line;
+  index_slot_[b] = slot + 1;
+}
+
+// Backward-shift deletion keeps every probe chain unbroken without tombstones.
+void L2Cache::erase_index(std::uint64_t line) {
+  std::uint64_t b = bucket_of(line) & index_mask_;
+  while (index_key_[b] != line || index_slot_[b] == 0) b = (b + 1) & index_mask_;
+  std::uint64_t hole = b;
+  for (std::uint64_t j = (hole + 1) & index_mask_; index_slot_[j] != 0; j = (j + 1) & index_mask_) {
+    std::uint64_t home = bucket_of(index_key_[j]) & index_mask_;
+    // Move j into the hole unless its home lies cyclically in (hole, j].
+    bool stays = hole <= j ? (hole < home && home <= j) : (hole < home || home <= j);
+    if (stays) continue;
+    index_key_[hole] = index_key_[j];
+    index_slot_[hole] = index_slot_[j];
+    hole = j;
+  }
+  index_slot_[hole] = 0;
+}
+
+void L2Cache::unlink(std::uint32_t s) {
+  if (prev_[s] != kNone) next_[prev_[s]] = next_[s];
+  else head_ = next_[s];
+  if (next_[s] != kNone) prev_[next_[s]] = prev_[s];
+  else tail_ = prev_[s];
+}
+
+void L2Cache::push_front(std::uint32_t s) {
+  prev_[s] = kNone;
+  next_[s] = head_;
+  if (head_ != kNone) prev_[head_] = s;
+  head_ = s;
+  if (tail_ == kNone) tail_ = s;
+}
+
+void L2Cache::evict(std::uint32_t s) {
+  if (dirty_[s]) {
+    const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
+    counts_[owner_[s]].hbm_written += n << sector_shift_;
+    dirty_sectors_ -= n;
+  }
+  erase_index(tag_[s]);
+  unlink(s);
+}
+
+void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
+  L2Counts& c = counts_[stream];
+  std::uint32_t s = find(line);
+  if (s == kNone) {
+    if (used_ < slots_) {
+      s = used_++;
+    } else {
+      s = tail_;
+      evict(s);
+    }
+    tag_[s] = line;
+    valid_[s] = 0;
+    dirty_[s] = 0;
+    insert_index(line, s);
+    push_front(s);
+  } else if (s != head_) {
+    unlink(s);
+    push_front(s);
+  }
+  const std::uint32_t present = valid_[s] & mask, absent = mask & ~valid_[s];
+  c.hits += static_cast<std::uint64_t>(std::popcount(present));
+  c.misses += static_cast<std::uint64_t>(std::popcount(absent));
+  valid_[s] |= mask;
+  if (write) {
+    dirty_sectors_ += static_cast<std::uint64_t>(std::popcount(mask & ~dirty_[s]));
+    dirty_[s] |= mask;
+    owner_[s] = stream;
+  } else {
+    c.hbm_read += static_cast<std::uint64_t>(std::popcount(absent)) << sector_shift_;
+  }
+}
+
+void L2Cache::access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write) {
+  if (bytes == 0) return;
+  if (slots_ == 0) {  // no cache: DRAM sees exactly what was asked for
+    L2Counts& c = counts_[stream];
+    const std::uint64_t first = addr >> sector_shift_, last = (addr + bytes - 1) >> sector_shift_;
+    c.misses += last - first + 1;
+    (write ? c.hbm_written : c.hbm_read) += bytes;
+    return;
+  }
+  const std::uint64_t end = addr + bytes;
+  const std::uint64_t first_line = addr >> line_shift_, last_line = (end - 1) >> line_shift_;
+  const std::uint32_t full = sectors_per_line_ == 32 ? 0xffffffffu : (1u << sectors_per_line_) - 1;
+  for (std::uint64_t line = first_line; line <= last_line; ++line) {
+    std::uint32_t mask = full;
+    const std::uint64_t line_start = line << line_shift_;
+    if (line == first_line || line == last_line) {
+      const std::uint64_t lo = std::max(addr, line_start) - line_start;
+      const std::uint64_t hi = std::min(end, line_start + cfg_.line_bytes) - line_start;  // exclusive
+      const auto s0 = static_cast<std::uint32_t>(lo >> sector_shift_);
+      const auto s1 = static_cast<std::uint32_t>((hi - 1) >> sector_shift_);
+      mask = (s1 - s0 + 1 == 32 ? 0xffffffffu : ((1u << (s1 - s0 + 1)) - 1)) << s0;
+    }
+    touch_line(line, mask, stream, write);
+  }
+}
+
+void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
+                          std::uint32_t stream, bool write) {
+  if (row_bytes == stride) {  // the rows are contiguous: one run
+    access(addr, rows * row_bytes, stream, write);
+    return;
+  }
+  for (std::uint64_t r = 0; r < rows; ++r) access(addr + r * stride, row_bytes, stream, write);
+}
+
+void L2Cache::flush() {
+  for (std::uint32_t s = head_; s != kNone; s = next_[s]) {
+    if (!dirty_[s]) continue;
+    counts_[owner_[s]].hbm_written += static_cast<std::uint64_t>(std::popcount(dirty_[s])) << sector_shift_;
+    dirty_[s] = 0;
+  }
+  dirty_sectors_ = 0;
+}
+
+std::uint64_t parse_size(const std::string& text) {
+  auto bad = [&](const std::string& why) {
+    return std::invalid_argument("invalid size '" + text + "': " + why +
+                                 " (write e.g. 50MiB, 60MB, 4096KiB or a number of bytes)");
+  };
+  std::size_t i = 0;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) ++i;
+  if (text.empty()) throw bad("empty");
+  if (i == 0) throw bad("it must start with a non-negative whole number");
+  std::uint64_t value = 0;
+  for (std::size_t k = 0; k < i; ++k) {
+    const std::uint64_t digit = static_cast<std::uint64_t>(text[k] - '0');
+    if (value > (std::numeric_limits<std::uint64_t>::max() - digit) / 10) throw bad("too large");
+    value = value * 10 + digit;
+  }
+  std::string unit = text.substr(i);
+  std::uint64_t scale = 1;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "KB" || unit == "kB") scale = 1000;
+  else if (unit == "MB") scale = 1000 * 1000;
+  else if (unit == "GB") scale = 1000ull * 1000 * 1000;
+  else if (unit == "KiB") scale = 1ull << 10;
+  else if (unit == "MiB") scale = 1ull << 20;
+  else if (unit == "GiB") scale = 1ull << 30;
+  else throw bad("unknown unit '" + unit + "'");
+  if (value > std::numeric_limits<std::uint64_t>::max() / scale) throw bad("too large");
+  return value * scale;
+}
+
+}  // namespace flashsim::sim

@@ -1,0 +1,84 @@
+// A second memory level between the machine and DRAM: a last-level cache modelled on a GPU's L2.
+//
+// What it models: one fully associative cache of `capacity_bytes`, in lines of `line_bytes` made
+// of sectors of `sector_bytes` (Hopper: 128-byte lines, 32-byte sectors). A read brings in only
+// the sectors it touches (a sector miss costs one sector of HBM read); a write allocates the line
+// without reading HBM and marks its sectors dirty; a dirty sector costs one sector of HBM write
+// when its line is evicted or at flush(). Replacement is least-recently-used over lines.
+//
+// What a Hopper L2 does differently, and this model does not: it is split into two partitions,
+// each set-associative, with addresses hashed onto sets; data homed in the far partition can be
+// cached in the near one as well; its replacement policy is not documented (not pure LRU); and
+// streaming stores can be written back before eviction. See kernels/RESULTS.md for what that costs.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flashsim::sim {
+
+struct L2Config {
+  std::uint64_t capacity_bytes = 0;  // 0: no cache, every access goes to DRAM as requested
+  std::uint32_t line_bytes = 128;
+  std::uint32_t sector_bytes = 32;
+};
+
+// Throws std::invalid_argument unless line_bytes is a power of two, sector_bytes divides it into
+// at most 32 sectors, and a non-zero capacity holds at least one line.
+void validate(const L2Config& c);
+
+// Counts for one stream of accesses (one DRAM array): sector accesses that hit and missed, and the
+// HBM bytes they caused. Write-backs are charged to the array that last dirtied the line.
+struct L2Counts {
+  std::uint64_t hits = 0, misses = 0;  // sector accesses
+  std::uint64_t hbm_read = 0, hbm_written = 0;
+};
+
+class L2Cache {
+ public:
+  L2Cache(const L2Config& config, std::size_t streams);
+
+  void read(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream) { access(addr, bytes, stream, false); }
+  void write(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream) { access(addr, bytes, stream, true); }
+  // `rows` runs of `row_bytes` bytes, `stride` apart: one tile of a row-major array.
+  void access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
+                   std::uint32_t stream, bool write);
+  void flush();  // writes back every dirty sector; the lines stay, clean
+
+  const L2Config& config() const { return cfg_; }
+  const std::vector<L2Counts>& counts() const { return counts_; }
+  std::uint64_t resident_bytes() const { return static_cast<std::uint64_t>(used_) * cfg_.line_bytes; }
+  std::uint64_t dirty_sectors() const { return dirty_sectors_; }
+
+ private:
+  static constexpr std::uint32_t kNone = 0xffffffffu;
+  void access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write);
+  void touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write);
+  std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
+  void insert_index(std::uint64_t line, std::uint32_t slot);
+  void erase_index(std::uint64_t line);
+  void unlink(std::uint32_t slot);
+  void push_front(std::uint32_t slot);
+  void evict(std::uint32_t slot);
+
+  L2Config cfg_;
+  std::uint32_t sectors_per_line_ = 4;
+  std::uint32_t line_shift_ = 7, sector_shift_ = 5;
+  std::uint32_t slots_ = 0, used_ = 0;
+  std::vector<std::uint64_t> tag_;
+  std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
+  std::uint32_t head_ = kNone, tail_ = kNone;  // most and least recently used
+  // Open addressing with linear probing: line -> slot + 1 (0 marks an empty bucket).
+  std::vector<std::uint64_t> index_key_;
+  std::vector<std::uint32_t> index_slot_;
+  std::uint64_t index_mask_ = 0;
+  std::uint64_t dirty_sectors_ = 0;
+  std::vector<L2Counts> counts_;
+};
+
+// "50MiB", "60MB", "4KiB", "1048576" -> bytes. Units: B, KB/MB/GB (10^3), KiB/MiB/GiB (2^10).
+// Throws std::invalid_argument naming the text for anything else (negative, empty, trailing junk).
+std::uint64_t parse_size(const std::string& text);
+
+}  // namespace flashsim::sim
