@@ -87,6 +87,7 @@ and the all-mma.sync kernel for comparison).
 
 #include "kernels/attention.h"
 #include "kernels/cuda_util.cuh"
+#include "kernels/launch_order.h"
 #include "kernels/fast.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
@@ -282,9 +283,11 @@ void attention_backward_two_pass(const T* q, const T* k, const T* v, const T* o,
   launch_dot(o, dout, dsum, bh, n);
   const int smem_q = 5 * kTileFloats * 4, smem_kv = (6 * kTileFloats + 2 * kTile) * 4;
   allow_smem(attn_bwd_dq_kernel<T>, smem_q);
+  record_occupancy(reinterpret_cast<const void*>(attn_bwd_dq_kernel<T>), 256, smem_q);
   attn_bwd_dq_kernel<T><<<dim3(t, bh), 256, smem_q>>>(q, k, v, dout, lse, dsum, dq, n, causal, attn_scale());
   CUDA_CHECK_LAUNCH();
   allow_smem(attn_bwd_dkv_kernel<T, false>, smem_kv);
+  record_occupancy(reinterpret_cast<const void*>(attn_bwd_dkv_kernel<T, false>), 256, smem_kv);
   attn_bwd_dkv_kernel<T, false><<<dim3(t, bh), 256, smem_kv>>>(q, k, v, dout, lse, dsum, dk, dv, nullptr, n, causal,
                                                                attn_scale());
   CUDA_CHECK_LAUNCH();
@@ -299,6 +302,7 @@ void attention_backward_atomic(const T* q, const T* k, const T* v, const T* o, c
   CUDA_CHECK(cudaMemsetAsync(dq_acc, 0, count * 4));
   const int smem_kv = (6 * kTileFloats + 2 * kTile) * 4;
   allow_smem(attn_bwd_dkv_kernel<T, true>, smem_kv);
+  record_occupancy(reinterpret_cast<const void*>(attn_bwd_dkv_kernel<T, true>), 256, smem_kv);
   attn_bwd_dkv_kernel<T, true><<<dim3(t, bh), 256, smem_kv>>>(q, k, v, dout, lse, dsum, dk, dv, dq_acc, n, causal,
                                                               attn_scale());
   CUDA_CHECK_LAUNCH();
@@ -1170,9 +1174,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
   CUDA_CHECK_LAUNCH();
 
-  // heads per launch group: Q and dO of a group take at most about 20 MB of L2
-  const std::size_t head_bytes = static_cast<std::size_t>(n) * D * sizeof(T) * 2;
-  int group = static_cast<int>(std::clamp<std::size_t>((20u << 20) / head_bytes, 1, static_cast<std::size_t>(bh)));
+  const int group = bwd_mma_heads_per_group(n, D, static_cast<int>(sizeof(T)), bh);
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
   static bool smem_set = false;  // one per instantiation
@@ -1189,6 +1191,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       map_q = tma::head_tensor_map(q, bh, n, D, BR);
       map_do = tma::head_tensor_map(dout, bh, n, D, BR);
     }
+    record_occupancy(reinterpret_cast<const void*>(kernel), 256, smem);
     kernel<<<static_cast<unsigned>(grid), 256, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad, bh,
                                                                group, causal, scale, scale * kLog2e, map_q, map_do);
   } else {
@@ -1198,6 +1201,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
       smem_set = true;
     }
+    record_occupancy(reinterpret_cast<const void*>(kernel), NW * 32, smem);
     kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
                                                                    bh, group, causal, scale, scale * kLog2e);
   }

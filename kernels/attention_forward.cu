@@ -315,6 +315,7 @@ void attention_naive(const T* q, const T* k, const T* v, T* o, float* s, float* 
                      bool causal) {
   const int t = (n + kTile - 1) / kTile;
   const int smem2 = 2 * kTileFloats * 4;
+  record_occupancy(reinterpret_cast<const void*>(attn_scores_kernel<T>), 256, smem2);
   attn_scores_kernel<T><<<dim3(t, bh), 256, smem2>>>(q, k, s, n, causal, attn_scale());
   CUDA_CHECK_LAUNCH();
   const unsigned rows = static_cast<unsigned>(bh) * n;
@@ -333,7 +334,8 @@ void attention_fa1(const T* q, const T* k, const T* v, T* o, float* m, float* l,
   allow_smem(attn_fa1_step_kernel<T>, smem4);
   for (int j = 0; j < t; ++j) {
     const int i_first = causal ? (j * kTile) / kTile : 0;  // first Q tile with a row >= j*bc
-    attn_fa1_step_kernel<T><<<dim3(t - i_first, bh), 256, smem4>>>(q, k, v, o, m, l, n, causal, attn_scale(), j,
+    record_occupancy(reinterpret_cast<const void*>(attn_fa1_step_kernel<T>), 256, smem4);
+  attn_fa1_step_kernel<T><<<dim3(t - i_first, bh), 256, smem4>>>(q, k, v, o, m, l, n, causal, attn_scale(), j,
                                                                   i_first);
     CUDA_CHECK_LAUNCH();
   }
@@ -344,6 +346,7 @@ void attention_fa2(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   const int t = (n + kTile - 1) / kTile;
   const int smem4 = 4 * kTileFloats * 4;
   allow_smem(attn_fa2_kernel<T>, smem4);
+  record_occupancy(reinterpret_cast<const void*>(attn_fa2_kernel<T>), 256, smem4);
   attn_fa2_kernel<T><<<dim3(t, bh), 256, smem4>>>(q, k, v, o, lse, n, causal, attn_scale());
   CUDA_CHECK_LAUNCH();
 }
@@ -593,6 +596,7 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
   auto kernel = attn_fwd_fast_kernel<T, D, BR, BC, NW>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
+  record_occupancy(reinterpret_cast<const void*>(kernel), C::kThreads, C::kSmem);
   kernel<<<dim3((n + BR - 1) / BR, bh), C::kThreads, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2);
   CUDA_CHECK_LAUNCH();
 }
@@ -974,6 +978,7 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
     map_k = tma::head_tensor_map(k, bh, n, D, BC);
     map_v = tma::head_tensor_map(v, bh, n, D, BC);
   }
+  record_occupancy(reinterpret_cast<const void*>(kernel), 128, C::kSmem);
   kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 128, C::kSmem, stream>>>(q, k, v, o, lse, n, causal, scale_log2,
                                                                          map_k, map_v);
   CUDA_CHECK_LAUNCH();

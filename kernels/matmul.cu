@@ -344,6 +344,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 template <class T>
 void matmul_inner(const T* a, const T* b, float* c, int m, int n, int k) {
   dim3 grid((n + 63) / 64, (m + 63) / 64);
+  record_occupancy(reinterpret_cast<const void*>(matmul_inner_kernel<T>), 256, 0);
   matmul_inner_kernel<T><<<grid, 256>>>(a, b, c, m, n, k);
   CUDA_CHECK_LAUNCH();
 }
@@ -352,6 +353,7 @@ template <class T>
 void matmul_outer(const T* a, const T* b, float* c, int m, int n, int k) {
   dim3 grid((n + 255) / 256, (m + 255) / 256);
   for (int k0 = 0; k0 < k; k0 += 4) {
+    record_occupancy(reinterpret_cast<const void*>(matmul_outer_step_kernel<T>), 256, 0);
     matmul_outer_step_kernel<T><<<grid, 256>>>(a, b, c, m, n, k, k0, std::min(4, k - k0), k0 == 0);
     CUDA_CHECK_LAUNCH();
   }

@@ -87,6 +87,15 @@ bool Row::streams_beyond(double l2_bytes) const {
   return any;
 }
 
+std::string fmt_ratio_rw(std::optional<Bytes> measured, std::optional<Bytes> predicted) {
+  if (!measured || !predicted) return "-";
+  auto one = [](std::uint64_t m, std::uint64_t p) {
+    if (p == 0) return std::string(m == 0 ? "1.00" : "inf");
+    return fmt(static_cast<double>(m) / static_cast<double>(p), 2);
+  };
+  return one(measured->read, predicted->read) + "/" + one(measured->written, predicted->written);
+}
+
 void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_bytes) {
   struct Col {
     const char* head;
@@ -96,7 +105,8 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
   const std::vector<Col> cols = {
       {"schedule", 15, true},  {"size", 20, true},        {"dtype", 5, true},
       {"counted R/W MiB", 21, false}, {"min R/W MiB", 19, false}, {"HBM R/W MiB", 19, false},
-      {"meas/cnt", 8, false},  {"meas/exp", 8, false},   {"L2 R/W MiB", 19, false},
+      {"meas/cnt", 8, false},  {"meas/exp", 8, false},   {"pred R/W MiB", 19, false},
+      {"meas/pred R/W", 13, false}, {"L2 R/W MiB", 19, false},
       {"time ms", 9, false},   {"GB/s", 7, false},       {"TFLOP/s", 7, false},
       {"rel err", 7, false},   {"check", 5, true}};
   auto emit = [&](const std::vector<std::string>& cells) {
@@ -119,7 +129,7 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
     if (r.measured && r.streams_beyond(l2_bytes) && !(std::fabs(me - 1.0) <= 0.02)) check += "!";
     emit({info(r.spec.schedule).id, r.spec.size_label(), dtype_name(r.spec.dtype), fmt_rw(r.counted),
           fmt_rw(r.compulsory), fmt_rw(r.measured), fmt_ratio(ratio(r.measured, r.counted)), fmt_ratio(me),
-          fmt_rw(r.l2), fmt(r.time_ms, 3), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
+          fmt_rw(r.predicted), fmt_ratio_rw(r.measured, r.predicted), fmt_rw(r.l2), fmt(r.time_ms, 3), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
           r.validated ? fmt_sci(r.rel_err) : "-", check});
   }
 }
@@ -145,7 +155,8 @@ std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
 void write_csv(std::ostream& out, const std::vector<Row>& rows) {
   out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
-         "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok\n";
+         "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok,predicted_read,"
+         "predicted_written,blocks_per_sm\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -156,7 +167,8 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << u64(r.l2, false) << ',' << (r.l2_red_bytes ? fmt(*r.l2_red_bytes, 0) : "") << ','
         << (r.writeback_bytes ? fmt(*r.writeback_bytes, 0) : "") << ',' << fmt(r.time_ms, 5) << ',' << (r.profiled_time_ms ? fmt(*r.profiled_time_ms, 5) : "") << ','
         << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
-        << r.tol << ',' << (r.ok() ? 1 : 0) << '\n';
+        << r.tol << ',' << (r.ok() ? 1 : 0) << ',' << u64(r.predicted, true) << ',' << u64(r.predicted, false) << ','
+        << r.blocks_per_sm << '\n';
   }
 }
 
@@ -182,7 +194,8 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << json_escape(r.spec.size_label()) << "\", \"dtype\": \"" << dtype_name(r.spec.dtype)
         << "\", \"causal\": " << (r.spec.causal ? "true" : "false") << ",\n     \"counted\": " << bytes(r.counted)
         << ", \"compulsory\": " << bytes(r.compulsory) << ", \"model\": " << bytes(r.model)
-        << ", \"expected\": " << bytes(r.expected) << ",\n     \"hbm\": " << bytes(r.measured)
+        << ", \"expected\": " << bytes(r.expected) << ", \"predicted\": " << bytes(r.predicted)
+        << ", \"blocks_per_sm\": " << r.blocks_per_sm << ",\n     \"hbm\": " << bytes(r.measured)
         << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
         << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ",\n     \"time_ms\": " << num(r.time_ms)

@@ -13,6 +13,10 @@ namespace flashsim::gpu {
 struct Row {
   Spec spec;
   std::optional<Bytes> counted;   // tile machine (sim/traffic.h), when linked
+  // The tile machine through its L2 model with this device's L2 size and SMs, the kernel's
+  // occupancy (blocks_per_sm) and block order: predicted HBM bytes.
+  std::optional<Bytes> predicted;
+  int blocks_per_sm = 0;
   Bytes compulsory;               // each input once, each output once
   Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
   Bytes expected;                 // model with small panels read once (see expected_hbm)
@@ -49,6 +53,7 @@ std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes);
 // Formatting helpers (tested).
 std::string fmt_mib(double bytes);                     // "1536.0"
 std::string fmt_rw(std::optional<Bytes> b);            // "1536.0/512.0" or "-"
+std::string fmt_ratio_rw(std::optional<Bytes> measured, std::optional<Bytes> predicted);  // "1.00/0.98" or "-"
 std::string json_escape(const std::string& s);
 
 }  // namespace flashsim::gpu

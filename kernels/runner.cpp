@@ -49,6 +49,7 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   w->setup(seed);
   // 1. validation run on poisoned outputs
   w->poison_outputs();
+  reset_occupancy();
   w->run(0);
   CUDA_CHECK(cudaDeviceSynchronize());
   if (opt_.check) {
@@ -109,6 +110,12 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
     }
   }
   CUDA_CHECK(cudaDeviceSynchronize());
+  row.blocks_per_sm = recorded_occupancy();
+  if (row.blocks_per_sm > 0) {
+    std::string why;
+    row.predicted = predicted(s, dev_.l2_bytes, dev_.sms, row.blocks_per_sm, nullptr, &why);
+    if (!row.predicted) row.note += "; no prediction: " + why;
+  }
   return row;
 }
 

@@ -144,6 +144,7 @@ template <class T>
 void softmax_three_pass(const T* x, T* y, float* pm, float* pl, long long rows, long long cols) {
   const int nc = static_cast<int>((cols + kChunk - 1) / kChunk);
   dim3 grid(nc, static_cast<unsigned>(rows));
+  record_occupancy(reinterpret_cast<const void*>(softmax_max_kernel<T>), kThreads, 0);
   softmax_max_kernel<T><<<grid, kThreads>>>(x, pm, cols, nc);
   CUDA_CHECK_LAUNCH();
   softmax_sum_kernel<T><<<grid, kThreads>>>(x, pm, pl, cols, nc);
@@ -156,6 +157,7 @@ template <class T>
 void softmax_online(const T* x, T* y, float* pm, float* pl, long long rows, long long cols) {
   const int nc = static_cast<int>((cols + kChunk - 1) / kChunk);
   dim3 grid(nc, static_cast<unsigned>(rows));
+  record_occupancy(reinterpret_cast<const void*>(softmax_online_kernel<T>), kThreads, 0);
   softmax_online_kernel<T><<<grid, kThreads>>>(x, pm, pl, cols, nc);
   CUDA_CHECK_LAUNCH();
   softmax_norm_online_kernel<T><<<grid, kThreads>>>(x, pm, pl, y, cols, nc);
@@ -297,6 +299,7 @@ void softmax_online_fast(const float* x, float* y, int rows, long long cols, flo
   if (chunks > 0x7fffffffLL) throw std::invalid_argument("softmax_online_fast: rows too long");
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(rows));
   auto* part = reinterpret_cast<float2*>(partials);
+  record_occupancy(reinterpret_cast<const void*>(fast::softmax_fast_stats_kernel), fast::kFastThreads, 0);
   fast::softmax_fast_stats_kernel<<<grid, fast::kFastThreads, 0, stream>>>(x, part, cols);
   CUDA_CHECK_LAUNCH();
   fast::softmax_fast_norm_kernel<<<grid, fast::kFastThreads, 0, stream>>>(x, part, y, cols);

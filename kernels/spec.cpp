@@ -1,5 +1,7 @@
 #include "kernels/spec.h"
 
+#include "kernels/launch_order.h"
+
 #include <algorithm>
 #include <cmath>
 #include <sstream>
@@ -457,8 +459,13 @@ bool have_counted() {
 #endif
 }
 
-std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, std::string* error) {
 #ifdef FLASHSIM_HAVE_SIM
+namespace {
+
+// The tile machine's count of the kernel's schedule, with the kernel's tiles, dtypes and block
+// order; through `gpu`'s L2 when given. Fills `arrays` with requested or HBM bytes accordingly.
+std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::GpuModel* gpu,
+                                           std::vector<CountedArray>* arrays, std::string* error) {
   namespace t = flashsim::traffic;
   try {
     t::Traffic tr;
@@ -470,7 +477,7 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
         p.in_bytes = dtype_bytes(s.dtype);
         p.out_bytes = 4;
         tr = t::count_matmul(p, s.schedule == Schedule::MatmulInner ? t::MatmulSchedule::Inner
-                                                                    : t::MatmulSchedule::Outer);
+                                                                    : t::MatmulSchedule::Outer, gpu);
         break;
       }
       case Op::Softmax: {
@@ -478,7 +485,7 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
         p.rows = s.rows; p.cols = s.cols; p.chunk = s.chunk;
         p.elem_bytes = dtype_bytes(s.dtype);
         tr = t::count_softmax(p, s.schedule == Schedule::SoftmaxThree ? t::SoftmaxSchedule::ThreePass
-                                                                      : t::SoftmaxSchedule::Online);
+                                                                      : t::SoftmaxSchedule::Online, gpu);
         break;
       }
       case Op::AttnFwd:
@@ -489,28 +496,60 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
         p.elem_bytes = dtype_bytes(s.dtype);
         p.score_bytes = 4; p.stat_bytes = 4; p.accum_bytes = 4;
         p.causal = s.causal;
+        // The fast kernels' block order: heaviest causal tiles first, bwd-mma's head groups.
+        p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma;
+        if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive
                                              : s.schedule == Schedule::AttnFA1 ? t::AttentionForward::FA1
-                                                                               : t::AttentionForward::FA2);
+                                                                               : t::AttentionForward::FA2, gpu);
         else
           tr = t::count_attention_backward(p, s.schedule == Schedule::BwdTwoPass ? t::AttentionBackward::TwoPass
-                                                                                 : t::AttentionBackward::AtomicDQ);
+                                                                                 : t::AttentionBackward::AtomicDQ, gpu);
         break;
       }
     }
     if (arrays) {
       arrays->clear();
-      for (const auto& x : tr.arrays) arrays->push_back({x.name, x.bytes_read, x.bytes_written});
+      for (const auto& x : tr.arrays)
+        arrays->push_back(gpu ? CountedArray{x.name, x.hbm_bytes_read, x.hbm_bytes_written}
+                              : CountedArray{x.name, x.bytes_read, x.bytes_written});
     }
-    return Bytes{tr.bytes_read(), tr.bytes_written()};
+    return gpu ? Bytes{tr.hbm_bytes_read(), tr.hbm_bytes_written()} : Bytes{tr.bytes_read(), tr.bytes_written()};
   } catch (const std::exception& ex) {
     if (error) *error = ex.what();
     return std::nullopt;
   }
+}
+
+}  // namespace
+#endif
+
+std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, std::string* error) {
+#ifdef FLASHSIM_HAVE_SIM
+  return count_on_tile_machine(s, nullptr, arrays, error);
 #else
   (void)s;
   (void)arrays;
+  if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
+  return std::nullopt;
+#endif
+}
+
+std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
+                               std::vector<CountedArray>* arrays, std::string* error) {
+#ifdef FLASHSIM_HAVE_SIM
+  flashsim::sim::GpuModel g;
+  g.l2.capacity_bytes = l2_bytes;
+  g.sms = sms;
+  g.blocks_per_sm = blocks_per_sm;
+  if (l2_bytes == 0 || sms < 1 || blocks_per_sm < 1) {
+    if (error) *error = "the GPU model needs an L2 size, SMs and an occupancy";
+    return std::nullopt;
+  }
+  return count_on_tile_machine(s, &g, arrays, error);
+#else
+  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays;
   if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
   return std::nullopt;
 #endif

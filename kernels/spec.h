@@ -128,6 +128,10 @@ struct CountedArray {
 };
 std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = nullptr,
                              std::string* error = nullptr);
+// The same count through the L2 model (sim/launch.h) of a GPU with this L2 and SM count, the
+// kernel's occupancy and its block order: the HBM bytes the tile machine predicts.
+std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
+                               std::vector<CountedArray>* arrays = nullptr, std::string* error = nullptr);
 bool have_counted();
 
 // Number of input copies to rotate through while timing: enough that 3x the L2 lies between two

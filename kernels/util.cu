@@ -199,3 +199,4 @@ DeviceInfo device_info() {
 }
 
 }  // namespace flashsim::gpu
+

@@ -109,4 +109,20 @@ struct DeviceInfo {
 };
 DeviceInfo device_info();
 
+// Resident blocks per SM of the kernels a schedule launches (cudaOccupancyMaxActiveBlocksPerMultiprocessor),
+// the smallest over its main kernels since the last reset: the L2 model's occupancy.
+// Inline, so the standalone drivers that compile one kernel file alone have it too.
+inline int& occupancy_slot() {
+  static int blocks = 0;  // one host thread drives the runs
+  return blocks;
+}
+inline void record_occupancy(const void* kernel, int threads, std::size_t dynamic_smem) {
+  int blocks = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, dynamic_smem));
+  int& slot = occupancy_slot();
+  if (blocks > 0 && (slot == 0 || blocks < slot)) slot = blocks;
+}
+inline void reset_occupancy() { occupancy_slot() = 0; }
+inline int recorded_occupancy() { return occupancy_slot(); }  // 0 when nothing was recorded
+
 }  // namespace flashsim::gpu

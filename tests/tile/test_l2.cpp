@@ -1,0 +1,322 @@
+// The L2 model (sim/l2.h) and the launch model (sim/launch.h) on cases small enough to count by
+// hand: every expected number below is derived in the comment next to it, not taken from the code.
+#include <catch2/catch.hpp>
+
+#include <stdexcept>
+
+#include "sim/l2.h"
+#include "sim/launch.h"
+#include "sim/traffic.h"
+
+using namespace flashsim;
+using sim::L2Cache;
+using sim::L2Config;
+
+namespace {
+
+constexpr std::uint64_t KiB = 1024, MiB = 1024 * 1024;
+
+L2Config l2_of(std::uint64_t capacity) {
+  L2Config c;
+  c.capacity_bytes = capacity;  // 128-byte lines, 32-byte sectors (the defaults)
+  return c;
+}
+
+sim::GpuModel gpu_of(std::uint64_t capacity, std::int64_t sms, std::int64_t blocks_per_sm = 1) {
+  sim::GpuModel g;
+  g.l2 = l2_of(capacity);
+  g.sms = sms;
+  g.blocks_per_sm = blocks_per_sm;
+  return g;
+}
+
+// One contiguous run of `bytes` at `addr`, as a single-row tile access.
+sim::BlockAccess run_of(std::uint64_t addr, std::uint32_t bytes, bool write = false) {
+  return sim::BlockAccess{addr, bytes, 1, bytes, 0, write};
+}
+
+// Every array's requested and HBM bytes of two counts are equal.
+void require_same(const traffic::Traffic& a, const traffic::Traffic& b) {
+  REQUIRE(a.arrays.size() == b.arrays.size());
+  for (std::size_t k = 0; k < a.arrays.size(); ++k) {
+    INFO("array " << a.arrays[k].name);
+    REQUIRE(a.arrays[k].name == b.arrays[k].name);
+    REQUIRE(a.arrays[k].bytes_read == b.arrays[k].bytes_read);
+    REQUIRE(a.arrays[k].bytes_written == b.arrays[k].bytes_written);
+    REQUIRE(a.arrays[k].hbm_bytes_read == b.arrays[k].hbm_bytes_read);
+    REQUIRE(a.arrays[k].hbm_bytes_written == b.arrays[k].hbm_bytes_written);
+  }
+}
+
+// No L2 (or an empty one): HBM sees exactly what was requested.
+void require_hbm_is_requested(const traffic::Traffic& t) {
+  REQUIRE(!t.l2);
+  REQUIRE(t.l2_hits() == 0);
+  for (const auto& a : t.arrays) {
+    INFO("array " << a.name);
+    REQUIRE(a.hbm_bytes_read == a.bytes_read);
+    REQUIRE(a.hbm_bytes_written == a.bytes_written);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("l2: a stream larger than the cache misses every line", "[l2]") {
+  // 4 MiB cycled twice through 1 MiB of LRU: each line is evicted 8192 lines before its reuse.
+  // 2 passes * 4 MiB / 32 B = 262144 sector misses, no hit, 8 MiB from HBM.
+  L2Cache c(l2_of(1 * MiB), 1);
+  for (int pass = 0; pass < 2; ++pass)
+    for (std::uint64_t a = 0; a < 4 * MiB; a += 4 * KiB) c.read(a, 4 * KiB, 0);
+  REQUIRE(c.counts()[0].hbm_read == 8 * MiB);
+  REQUIRE(c.counts()[0].hits == 0);
+  REQUIRE(c.counts()[0].misses == 262144);
+  REQUIRE(c.counts()[0].hbm_written == 0);
+}
+
+TEST_CASE("l2: a re-read within capacity hits", "[l2]") {
+  // 256 KiB = 8192 sectors: the first pass misses all of them, the second hits all of them.
+  L2Cache c(l2_of(1 * MiB), 1);
+  c.read(0, 256 * KiB, 0);
+  REQUIRE(c.counts()[0].misses == 8192);
+  REQUIRE(c.counts()[0].hits == 0);
+  c.read(0, 256 * KiB, 0);
+  REQUIRE(c.counts()[0].misses == 8192);
+  REQUIRE(c.counts()[0].hits == 8192);
+  REQUIRE(c.counts()[0].hbm_read == 256 * KiB);
+  REQUIRE(c.resident_bytes() == 256 * KiB);
+}
+
+TEST_CASE("l2: LRU evicts the least recently used line", "[l2]") {
+  // 4 lines. A B C D fill it (16 sector misses); re-reading A hits (4 hits) and makes B the
+  // oldest; E evicts B (4 misses). Then A hits again (8 hits) and B misses (24 misses) again.
+  L2Cache c(l2_of(4 * 128), 1);
+  const std::uint64_t A = 0, B = 128, C = 256, D = 384, E = 512;
+  for (auto line : {A, B, C, D, A, E}) c.read(line, 128, 0);
+  REQUIRE(c.counts()[0].misses == 20);
+  REQUIRE(c.counts()[0].hits == 4);
+  c.read(A, 128, 0);
+  REQUIRE(c.counts()[0].hits == 8);
+  REQUIRE(c.counts()[0].misses == 20);
+  c.read(B, 128, 0);
+  REQUIRE(c.counts()[0].hits == 8);
+  REQUIRE(c.counts()[0].misses == 24);
+  REQUIRE(c.counts()[0].hbm_read == 6 * 128);  // A B C D E B
+  REQUIRE(c.resident_bytes() == 4 * 128);
+}
+
+TEST_CASE("l2: a dirty line is written back exactly once", "[l2]") {
+  SECTION("by flush; a second flush writes nothing") {
+    // Write-allocate without fetch: no HBM read; 4 dirty sectors = 128 bytes at the first flush.
+    L2Cache c(l2_of(1 * MiB), 1);
+    c.write(0, 128, 0);
+    REQUIRE(c.counts()[0].hbm_read == 0);
+    REQUIRE(c.counts()[0].hbm_written == 0);
+    REQUIRE(c.dirty_sectors() == 4);
+    c.flush();
+    REQUIRE(c.counts()[0].hbm_written == 128);
+    REQUIRE(c.dirty_sectors() == 0);
+    c.flush();
+    REQUIRE(c.counts()[0].hbm_written == 128);
+    c.read(0, 128, 0);  // the flushed line stays, clean and valid
+    REQUIRE(c.counts()[0].hits == 4);
+    REQUIRE(c.counts()[0].hbm_read == 0);
+  }
+  SECTION("by eviction, charged to the writer; not again at flush") {
+    // One line of capacity: stream 1 reading line 1 evicts stream 0's dirty line 0.
+    L2Cache c(l2_of(128), 2);
+    c.write(0, 128, 0);
+    c.read(128, 128, 1);
+    REQUIRE(c.counts()[0].hbm_written == 128);
+    REQUIRE(c.counts()[1].hbm_written == 0);
+    REQUIRE(c.counts()[1].hbm_read == 128);
+    c.flush();
+    REQUIRE(c.counts()[0].hbm_written == 128);
+    REQUIRE(c.counts()[1].hbm_written == 0);
+  }
+  SECTION("partial writes write back whole sectors only") {
+    // 4 bytes at 40 lie in sector 1 (32..63): 32 bytes. 8 bytes at 60 span sectors 1 and 2, and
+    // sector 1 is already dirty: one more sector, 64 bytes in all.
+    L2Cache c(l2_of(1 * MiB), 1);
+    c.write(40, 4, 0);
+    REQUIRE(c.dirty_sectors() == 1);
+    c.write(60, 8, 0);
+    REQUIRE(c.dirty_sectors() == 2);
+    c.flush();
+    REQUIRE(c.counts()[0].hbm_written == 64);
+  }
+  SECTION("a 4-byte write alone costs one sector") {
+    L2Cache c(l2_of(1 * MiB), 1);
+    c.write(4, 4, 0);
+    c.flush();
+    REQUIRE(c.counts()[0].hbm_written == 32);
+  }
+}
+
+TEST_CASE("l2: capacity 0 gives the counts without a model", "[l2]") {
+  const sim::GpuModel empty = gpu_of(0, 132);
+  SECTION("attention forward FA2") {
+    traffic::AttentionParams p;
+    p.batch_heads = 2;
+    p.n = 256;
+    p.d = 64;
+    const auto none = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, nullptr);
+    const auto zero = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, &empty);
+    require_hbm_is_requested(none);
+    require_hbm_is_requested(zero);
+    require_same(none, zero);
+    // Q 256*64*2 = 32 KiB per head, read once: 64 KiB for two heads (a sanity anchor).
+    REQUIRE(none.find("Q")->bytes_read == 64 * KiB);
+  }
+  SECTION("matmul") {
+    traffic::MatmulParams p;
+    p.m = p.n = p.k = 128;
+    const auto none = traffic::count_matmul(p, traffic::MatmulSchedule::Inner, nullptr);
+    const auto zero = traffic::count_matmul(p, traffic::MatmulSchedule::Inner, &empty);
+    require_hbm_is_requested(none);
+    require_hbm_is_requested(zero);
+    require_same(none, zero);
+  }
+  SECTION("softmax") {
+    traffic::SoftmaxParams p;
+    p.rows = 64;
+    p.cols = 4096;
+    const auto none = traffic::count_softmax(p, traffic::SoftmaxSchedule::ThreePass, nullptr);
+    const auto zero = traffic::count_softmax(p, traffic::SoftmaxSchedule::ThreePass, &empty);
+    require_hbm_is_requested(none);
+    require_hbm_is_requested(zero);
+    require_same(none, zero);
+  }
+}
+
+TEST_CASE("l2: resident blocks share what they read", "[l2]") {
+  SECTION("two blocks reading the same 16 KiB tile at once read it from HBM once") {
+    // 16 KiB = 512 sectors: block 0 misses them, block 1 (resident beside it) hits them.
+    sim::LaunchRecorder r;
+    for (std::uint64_t b = 0; b < 2; ++b) {
+      r.begin_block(0, b);
+      r.add(run_of(0, 16 * KiB));
+    }
+    const auto c = r.simulate(gpu_of(1 * MiB, 2), 1);
+    REQUIRE(c[0].hbm_read == 16 * KiB);
+    REQUIRE(c[0].misses == 512);
+    REQUIRE(c[0].hits == 512);
+  }
+  SECTION("with a cache too small to keep a block's lines, only concurrency shares them") {
+    // L2 of 2 lines; each block reads lines X, Y, Z (4 sectors each).
+    // Sequential (1 SM): X Y Z | X Y Z, each line gone before its reuse: 6 misses, 768 bytes.
+    // Together (2 SMs): rounds (X,X) (Y,Y) (Z,Z), the second read of each hits: 384 bytes.
+    sim::LaunchRecorder r;
+    for (std::uint64_t b = 0; b < 2; ++b) {
+      r.begin_block(0, b);
+      for (std::uint64_t line : {0, 1, 2}) r.add(run_of(line * 128, 128));
+    }
+    const auto seq = r.simulate(gpu_of(2 * 128, 1), 1);
+    REQUIRE(seq[0].hbm_read == 6 * 128);
+    REQUIRE(seq[0].hits == 0);
+    const auto together = r.simulate(gpu_of(2 * 128, 2), 1);
+    REQUIRE(together[0].hbm_read == 3 * 128);
+    REQUIRE(together[0].hits == 12);
+    // The same with 1 SM holding 2 blocks.
+    const auto occupancy = r.simulate(gpu_of(2 * 128, 1, 2), 1);
+    REQUIRE(occupancy[0].hbm_read == 3 * 128);
+  }
+  SECTION("capacity 0: the recorder replays the requested bytes") {
+    sim::LaunchRecorder r;
+    r.add(run_of(0, 100));
+    r.add(run_of(0, 100, true));
+    const auto c = r.simulate(gpu_of(0, 1), 1);
+    REQUIRE(c[0].hbm_read == 100);
+    REQUIRE(c[0].hbm_written == 100);
+  }
+}
+
+TEST_CASE("l2: launches keep the L2 between them", "[l2]") {
+  SECTION("a second launch re-reading the first's data hits") {
+    sim::LaunchRecorder r;
+    r.begin_block(1, 0);  // recorded first, runs second: launches run in ascending order
+    r.add(run_of(0, 16 * KiB));
+    r.begin_block(0, 0);
+    r.add(run_of(0, 16 * KiB));
+    const auto c = r.simulate(gpu_of(1 * MiB, 132), 1);
+    REQUIRE(c[0].hbm_read == 16 * KiB);
+    REQUIRE(c[0].hits == 512);
+  }
+  SECTION("a write in launch 0 read in launch 1: no read, one write-back at the end") {
+    sim::LaunchRecorder r;
+    r.begin_block(0, 0);
+    r.add(run_of(0, 16 * KiB, true));
+    r.begin_block(1, 0);
+    r.add(run_of(0, 16 * KiB));
+    const auto c = r.simulate(gpu_of(1 * MiB, 132), 1);
+    REQUIRE(c[0].hbm_read == 0);
+    REQUIRE(c[0].hbm_written == 16 * KiB);
+    REQUIRE(c[0].hits == 512);
+  }
+}
+
+TEST_CASE("l2: FA2 forward through a GPU model", "[l2]") {
+  traffic::AttentionParams p;  // br = bc = 64, 2-byte elements, 4-byte logsumexp
+  p.n = 1024;
+  p.d = 64;
+  SECTION("everything fits: compulsory traffic only") {
+    // Per head Q, K, V, O are 1024*64*2 = 128 KiB and L is 1024*4 = 4 KiB; 4 heads = 2 MiB in
+    // a 50 MiB L2: read Q+K+V = 3*4*128 KiB = 1.5 MiB, written O+L = 512 KiB + 16 KiB.
+    p.batch_heads = 4;
+    const auto g = gpu_of(50 * MiB, 132);
+    const auto t = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, &g);
+    REQUIRE(t.l2);
+    REQUIRE(t.hbm_bytes_read() == 1536 * KiB);
+    REQUIRE(t.hbm_bytes_written() == 528 * KiB);
+    for (const char* name : {"Q", "K", "V"}) REQUIRE(t.find(name)->hbm_bytes_read == 512 * KiB);
+    REQUIRE(t.find("O")->hbm_bytes_written == 512 * KiB);
+    REQUIRE(t.find("L")->hbm_bytes_written == 16 * KiB);
+    // K and V are requested by all 16 Q tiles: 15 of 16 of their reads hit.
+    REQUIRE(t.find("K")->bytes_read == 16 * 512 * KiB);
+  }
+  SECTION("a tiny L2: every re-read misses") {
+    // One head, 1 SM, 64 KiB of L2. Each block reads its Q tile (8 KiB) then K_j, V_j for j = 0..15:
+    // a 256 KiB cycle through 64 KiB of LRU, so nothing survives to its reuse. Requested and HBM
+    // read: Q 128 KiB + 16 * (K + V) 16 * 256 KiB = 4224 KiB, all sector-aligned (128-byte rows).
+    // Written: O 128 KiB + L 4 KiB, each once (write-allocate, written back on eviction or flush).
+    p.batch_heads = 1;
+    const auto g = gpu_of(64 * KiB, 1);
+    const auto t = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, &g);
+    REQUIRE(t.bytes_read() == 4224 * KiB);
+    REQUIRE(t.hbm_bytes_read() == 4224 * KiB);
+    REQUIRE(t.hbm_bytes_written() == 132 * KiB);
+    REQUIRE(t.bytes_written() == 132 * KiB);
+    REQUIRE(t.find("K")->l2_hits == 0);
+    REQUIRE(t.find("V")->l2_hits == 0);
+  }
+}
+
+TEST_CASE("l2: parse_size", "[l2]") {
+  REQUIRE(sim::parse_size("50MiB") == 52428800);
+  REQUIRE(sim::parse_size("60MB") == 60000000);
+  REQUIRE(sim::parse_size("4096") == 4096);
+  REQUIRE(sim::parse_size("1KiB") == 1024);
+  REQUIRE(sim::parse_size("2GiB") == 2147483648ull);
+  REQUIRE(sim::parse_size("7B") == 7);
+  for (const char* bad : {"-1", "0x", "abc", "", "12QB", "99999999999999999999GiB", "17179869184GiB", "1 MiB"}) {
+    INFO("text '" << bad << "'");
+    REQUIRE_THROWS_AS(sim::parse_size(bad), std::invalid_argument);
+  }
+}
+
+TEST_CASE("l2: validate rejects GPU models that cannot run", "[l2]") {
+  REQUIRE_NOTHROW(sim::validate(gpu_of(50 * MiB, 132)));
+  REQUIRE_NOTHROW(sim::validate(gpu_of(0, 1)));  // no L2 is a valid model
+  sim::GpuModel g = gpu_of(50 * MiB, 0);
+  REQUIRE_THROWS_AS(sim::validate(g), std::invalid_argument);
+  g = gpu_of(50 * MiB, 132, 0);
+  REQUIRE_THROWS_AS(sim::validate(g), std::invalid_argument);
+  g = gpu_of(50 * MiB, 132);
+  g.l2.line_bytes = 100;  // not a power of two
+  REQUIRE_THROWS_AS(sim::validate(g), std::invalid_argument);
+  g = gpu_of(64, 132);  // less than one 128-byte line
+  REQUIRE_THROWS_AS(sim::validate(g), std::invalid_argument);
+  // The traffic counts validate the model too, before anything runs.
+  traffic::MatmulParams p;
+  p.m = p.n = p.k = 64;
+  REQUIRE_THROWS_AS(traffic::count_matmul(p, traffic::MatmulSchedule::Inner, &g), std::invalid_argument);
+}
