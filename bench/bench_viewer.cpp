@@ -3,7 +3,7 @@
 // where a frame's time goes: building the UI (the viewer's own work), rendering it in OpenGL,
 // presenting it, and the same for a frame with no windows at all (the display's floor).
 //
-//   xvfb-run -a -s '-screen 0 1280x800x24' build/viewer/viewer/bench_viewer [FILE] [--n N] [--frames F]
+//   xvfb-run -a -s '-screen 0 1280x800x24' build/default/bin/bench_viewer [FILE] [--n N] [--frames F]
 //
 // Times are wall clock and CPU time: on a shared machine the wall clock also counts the time
 // spent waiting for a core, CPU time only the work done. UI build CPU time is this thread's;

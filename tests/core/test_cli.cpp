@@ -80,6 +80,9 @@ TEST_CASE("bad input exits 2 and machine faults exit 1, with one clear message",
   auto missing = sh("run /nonexistent/file.fsa");
   CHECK(missing.status == 2);
   CHECK(has(missing.out, "cannot open file"));
+  auto dir = sh("run " + flashsim::test::source_path("lessons"));
+  CHECK(dir.status == 2);
+  CHECK(has(dir.out, "lessons: error: is a directory, not a trace file"));
   auto empty = sh("run " + write_temp("empty.fsa", ""));
   CHECK(empty.status == 2);
   auto binary = sh("run /bin/true");
@@ -88,4 +91,9 @@ TEST_CASE("bad input exits 2 and machine faults exit 1, with one clear message",
   CHECK(sh("run --input x=1,zz " + write_temp("in.fsa", "LOAD x[0], R0\n")).status == 2);
   CHECK(sh("run --cost NOPE=3 " + write_temp("in2.fsa", "LOAD x[0], R0\n")).status == 2);
   CHECK(sh("frobnicate").status == 2);
+}
+
+TEST_CASE("the executables are built into build/<preset>/bin", "[cli]") {
+  const std::string exe = FLASHSIM_EXE;
+  CHECK(has(exe, "/bin/flashsim"));
 }
