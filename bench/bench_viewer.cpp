@@ -21,6 +21,7 @@
 #include "isa/assembler.h"
 #include "viewer/app.h"
 #include "viewer/model.h"
+#include "sim/main_guard.h"
 
 namespace fv = flashsim::viewer;
 using Clock = std::chrono::steady_clock;
@@ -115,7 +116,7 @@ void print(const char* what, const FrameStats& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   std::string file = FLASHSIM_BENCH_LESSONS_DIR "/06-online-softmax/solution.fsa";
   std::int64_t n = 71'429;  // online softmax runs 14n + 5 instructions: ~1,000,011
   int count = 120;
@@ -227,3 +228,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_viewer", [&] { return run_main(argc, argv); }); }
