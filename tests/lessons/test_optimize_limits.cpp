@@ -39,17 +39,17 @@ std::uint64_t number_after(const std::string& text, const std::string& label) {
 }  // namespace
 
 TEST_CASE("a search stops at its time limit with the bound it proved", "[optimize][limits]") {
-  auto p = big_matmul(0.5);
+  auto p = big_matmul(1.5);  // long enough for two reports even when a sanitizer slows each expansion
   std::vector<sim::SearchProgress> reports;
   p.limits.report_every_seconds = 0.1;
   p.limits.report = [&](const sim::SearchProgress& r) { reports.push_back(r); };
   auto t0 = std::chrono::steady_clock::now();
   try {
     sim::optimize_matmul(p);
-    FAIL("3x3x3 on 4 registers should not finish in 0.5 s");
+    FAIL("3x3x3 on 4 registers should not finish in 1.5 s");
   } catch (const sim::SearchStopped& t) {
-    CHECK(seconds_since(t0) < 5);
-    CHECK(t.at.seconds >= 0.5);
+    CHECK(seconds_since(t0) < 10);
+    CHECK(t.at.seconds >= 1.5);
     CHECK(t.at.stored > 0);
     CHECK(std::string(t.at.bound_unit) == "cycles");
     // Every operand once (18 LOADs), 27 MACs, 9 STOREs: the start bound; the search only raises it.
