@@ -5,8 +5,9 @@
 
 #include "sim/optimize.h"
 #include "sim/optimize_softmax.h"
+#include "sim/main_guard.h"
 
-int main() {
+static int run_main() {
   std::printf("%-10s %5s %7s %6s %10s %10s %9s\n", "instance", "regs", "cycles", "LOADs", "states", "expanded", "seconds");
   struct Case {
     int m, k, n, regs;
@@ -61,3 +62,5 @@ int main() {
   std::printf("slowest softmax search: %.3f s (target: under 60 s each)\n", slowest);
   return 0;
 }
+
+int main() { return flashsim::guard_main("bench_optimize", [&] { return run_main(); }); }

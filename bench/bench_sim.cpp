@@ -14,6 +14,7 @@
 
 #include "isa/assembler.h"
 #include "sim/machine.h"
+#include "sim/main_guard.h"
 
 using namespace flashsim;
 
@@ -48,7 +49,7 @@ struct Elapsed {
 };
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   long n = 10'000'000 / 14;  // ~10 M instructions
   int repeat = 5;
   for (int i = 1; i + 1 < argc; i += 2) {
@@ -108,3 +109,5 @@ int main(int argc, char** argv) {
               forward.cpu / steps * 1e9, forward.wall / steps * 1e9);
   return 0;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_sim", [&] { return run_main(argc, argv); }); }

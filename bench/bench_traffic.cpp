@@ -7,10 +7,11 @@
 #include <iostream>
 
 #include "sim/traffic.h"
+#include "sim/main_guard.h"
 
 using namespace flashsim::traffic;
 
-int main() {
+static int run_main() {
   struct Case {
     const char* name;
     AttentionParams p;
@@ -53,3 +54,5 @@ int main() {
   }
   return 0;
 }
+
+int main() { return flashsim::guard_main("bench_traffic", [&] { return run_main(); }); }

@@ -3,7 +3,7 @@
 // where a frame's time goes: building the UI (the viewer's own work), rendering it in OpenGL,
 // presenting it, and the same for a frame with no windows at all (the display's floor).
 //
-//   xvfb-run -a -s '-screen 0 1280x800x24' build/viewer/viewer/bench_viewer [FILE] [--n N] [--frames F]
+//   xvfb-run -a -s '-screen 0 1280x800x24' build/default/bin/bench_viewer [FILE] [--n N] [--frames F]
 //
 // Times are wall clock and CPU time: on a shared machine the wall clock also counts the time
 // spent waiting for a core, CPU time only the work done. UI build CPU time is this thread's;
@@ -21,6 +21,7 @@
 #include "isa/assembler.h"
 #include "viewer/app.h"
 #include "viewer/model.h"
+#include "sim/main_guard.h"
 
 namespace fv = flashsim::viewer;
 using Clock = std::chrono::steady_clock;
@@ -115,7 +116,7 @@ void print(const char* what, const FrameStats& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   std::string file = FLASHSIM_BENCH_LESSONS_DIR "/06-online-softmax/solution.fsa";
   std::int64_t n = 71'429;  // online softmax runs 14n + 5 instructions: ~1,000,011
   int count = 120;
@@ -227,3 +228,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_viewer", [&] { return run_main(argc, argv); }); }

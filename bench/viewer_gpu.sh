@@ -17,7 +17,7 @@ C=.devcarry/viewer/carry
 prepare() {
   set -e
   local B=build/viewergpu W=.devcarry/viewer
-  [ -x $B/bench/bench_viewer ] || [ -x $B/viewer/bench_viewer ] || { echo "build $B first"; exit 1; }
+  [ -x $B/bin/bench_viewer ] || { echo "build $B first"; exit 1; }
   local o='-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 -oDir::State::Lists=/tmp/amd64'
   mkdir -p .gl /tmp/amd64/partial $W/debs $C
   apt-get $o update >/dev/null
@@ -61,7 +61,7 @@ EOF
   chmod +x $S/bin/Xvfb-fx
   tar -C $S -cf - . | xz -T2 -6 > $C/xvfb-mesa.tar.xz
   for t in bench_viewer flashsim-viewer; do
-    cp "$(ls $B/viewer/$t $B/bench/$t 2>/dev/null | head -1)" $C/$t
+    cp $B/bin/$t $C/$t
   done
   du -sh $C .gl
 }

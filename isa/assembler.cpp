@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <memory>
@@ -853,6 +854,10 @@ Program assemble(std::string_view text, const std::string& file_name, const Asse
 }
 
 Program assemble_file(const std::string& path, const AssembleOptions& opts) {
+  // An ifstream opens a directory and reads nothing, which would read as an empty program.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw AsmError(path, 0, 0, "is a directory, not a trace file");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw AsmError(path, 0, 0, "cannot open file");
   std::ostringstream ss;

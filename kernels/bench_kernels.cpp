@@ -34,6 +34,7 @@
 #include "kernels/fast.h"
 #include "kernels/reference.h"
 #include "kernels/workload.h"
+#include "sim/main_guard.h"
 
 namespace fg = flashsim::gpu;
 using fg::DevBuf;
@@ -316,7 +317,7 @@ void print(const std::vector<Row>& rows, std::FILE* out) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"bench_kernels: the fast kernels against PyTorch SDPA, a device copy and cuBLAS on this GPU"};
   std::string ops = "attn-fwd,attn-bwd,softmax,matmul", ref_path, csv_path;
   bool quick = false;
@@ -402,3 +403,5 @@ int main(int argc, char** argv) {
     return 1;
   }
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_kernels", [&] { return run_main(argc, argv); }); }

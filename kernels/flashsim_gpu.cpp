@@ -16,6 +16,7 @@
 #include "kernels/ring.h"
 #include "kernels/runner.h"
 #include "kernels/spec.h"
+#include "sim/main_guard.h"
 
 using namespace flashsim::gpu;
 
@@ -52,7 +53,7 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"flashsim-gpu: run the flashsim schedules on a CUDA GPU and compare measured HBM traffic with "
                "the tile machine's count"};
   app.require_subcommand(1);
@@ -231,3 +232,5 @@ int main(int argc, char** argv) {
   if (!json.empty() && !write_to(json, [&](std::ostream& o) { write_json(o, rows, device, prof_status); })) ok = false;
   return ok ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("flashsim-gpu", [&] { return run_main(argc, argv); }); }

@@ -286,6 +286,82 @@ std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_
   return "your trace executes " + g + " " + mn + " instructions; the budget is " + l;
 }
 
+// A directive line of a trace: its name (lower case), its first word (the array of .input and
+// .fill) and where it starts. Directives cannot sit inside loops, so the text has each once.
+struct DirectiveLine {
+  std::string name, subject;
+  std::uint32_t line = 0, col = 0;
+};
+
+std::vector<DirectiveLine> directive_lines(const isa::Program& prog) {
+  auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  std::vector<DirectiveLine> out;
+  for (std::size_t i = 0; i < prog.source_lines.size(); ++i) {
+    const std::string& s = prog.source_lines[i];
+    std::size_t at = s.find_first_not_of(" \t");
+    if (at == std::string::npos || s[at] != '.') continue;
+    DirectiveLine d;
+    d.line = static_cast<std::uint32_t>(i + 1);
+    d.col = static_cast<std::uint32_t>(at + 1);
+    std::size_t k = at + 1;
+    while (k < s.size() && ident(s[k])) d.name += static_cast<char>(std::tolower(static_cast<unsigned char>(s[k++])));
+    while (k < s.size() && (s[k] == ' ' || s[k] == '\t')) ++k;
+    while (k < s.size() && ident(s[k])) d.subject += s[k++];
+    out.push_back(std::move(d));
+  }
+  return out;
+}
+
+// The lesson defines the machine a trace is graded on: its cycle costs, register file, value
+// type, element size, SRAM and input values. A directive that would change one of them is
+// refused like a text error, naming its line; a trace may still declare what the lesson has
+// (or fewer registers, which only binds itself).
+std::optional<std::string> machine_redefinition(const Part& part, const isa::Program& prog) {
+  const std::vector<DirectiveLine> lines = directive_lines(prog);
+  auto last = [&](const std::string& name) -> const DirectiveLine* {
+    const DirectiveLine* found = nullptr;
+    for (const auto& d : lines)
+      if (d.name == name) found = &d;
+    return found;
+  };
+  auto at = [&](const DirectiveLine& d, const std::string& msg) {
+    return prog.name + ":" + std::to_string(d.line) + ":" + std::to_string(d.col) + ": error: " + msg;
+  };
+  for (const auto& d : lines) {
+    if (d.name == "cost")
+      return at(d, ".cost changes the cycle costs, which the lesson's machine defines (its budgets count them); remove the line");
+    if (d.name != "input" && d.name != "fill") continue;
+    auto shape = std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& a) { return a.name == d.subject; });
+    if (shape == part.arrays.end() || is_output(part, d.subject)) continue;  // unknown arrays are refused later
+    auto constant = part.constants.find(d.subject);
+    if (constant == part.constants.end())
+      return at(d, "." + d.name + " sets the values of '" + d.subject +
+                       "', which the lesson gives (fresh random values on every trial); remove the line");
+    auto id = prog.find_array(d.subject);
+    const auto& decl = prog.arrays[*id];
+    const double want = constant->second;
+    const bool same = d.name == "fill" ? decl.fill && (*decl.fill == want || (std::isnan(*decl.fill) && std::isnan(want)))
+                                       : std::all_of(decl.input.begin(), decl.input.end(), [&](double v) { return v == want; });
+    if (!same)
+      return at(d, "." + d.name + " changes the values of '" + d.subject + "', which the lesson fills with " + number(want) +
+                       "; remove the line or give that value");
+  }
+  if (const auto* d = last("regs"); d && prog.config.regs && *prog.config.regs > part.regs)
+    return at(*d, "your trace declares .regs " + std::to_string(*prog.config.regs) + ", but the machine has " +
+                      std::to_string(part.regs) + " registers (a trace may declare fewer, never more)");
+  if (const auto* d = last("dtype"); d && prog.config.f64 != part.f64)
+    return at(*d, std::string("your trace declares .dtype ") + (prog.config.f64 ? "f64" : "f32") +
+                      ", but the lesson's machine holds " + (part.f64 ? "f64" : "f32") + " registers; remove the line");
+  const int elem = part.reg_elem_bytes ? part.reg_elem_bytes : isa::MachineConfig{}.elem_bytes;
+  if (const auto* d = last("elem"); d && prog.config.elem_bytes != elem)
+    return at(*d, "your trace declares .elem " + std::to_string(prog.config.elem_bytes) + ", but " +
+                      (part.reg_elem_bytes ? "a register element of this machine takes " : "an element of this machine takes ") +
+                      std::to_string(elem) + " bytes (leave .elem out)");
+  if (const auto* d = last("sram"); d && part.sram_bytes && prog.config.sram_bytes != part.sram_bytes)
+    return at(*d, "your trace declares .sram " + std::to_string(prog.config.sram_bytes.value_or(0)) +
+                      ", but the lesson's machine has " + std::to_string(*part.sram_bytes) + " bytes of SRAM; remove the line");
+  return std::nullopt;
+}
 
 fs::path absolute_lessons_root() {
   std::error_code ec;
@@ -544,14 +620,9 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
                        std::to_string(part.regs - 1) + ")");
     return v;
   }
-  if (prog.config.regs && *prog.config.regs > part.regs) {
-    problems.push_back("your trace declares .regs " + std::to_string(*prog.config.regs) + ", but the machine has " +
-                       std::to_string(part.regs) + " registers");
-    return v;
-  }
-  if (part.reg_elem_bytes && prog.config.elem_bytes != part.reg_elem_bytes) {
-    problems.push_back("your trace declares .elem " + std::to_string(prog.config.elem_bytes) + ", but a register element of this machine takes " +
-                       std::to_string(part.reg_elem_bytes) + " bytes of SRAM (leave .elem out)");
+  if (auto refused = machine_redefinition(part, prog)) {
+    problems.push_back(*refused);
+    v.refused = true;
     return v;
   }
 

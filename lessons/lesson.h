@@ -115,6 +115,9 @@ struct Verdict {
   std::vector<std::string> problems;
   Counts counts;         // measured on the first trial (when the trace ran at all)
   std::string trace;     // the file checked
+  // The trace redefines the lesson's machine (.cost, ...): problems holds one FILE:LINE:COL
+  // error, and the CLI treats it as bad input (exit 2), not as a failed grade.
+  bool refused = false;
   // "PASS lesson 02 (main): 25 cycles (budget 25), 13 LOADs (budget 13) ..." or FAIL and problems.
   std::string report(const Lesson& lesson, const Part& part) const;
 };

@@ -58,6 +58,10 @@ int check_lesson(const std::string& name, const std::string& file) {
   std::string trace = file.empty() ? (std::filesystem::path(lesson.dir) / part->solution).string() : file;
   if (file.empty()) std::cout << "(no FILE given: checking the reference solution)\n";
   Verdict v = check_file(lesson, *part, trace);
+  if (v.refused) {
+    for (const auto& p : v.problems) std::cerr << p << "\n";
+    return cli::kExitBadInput;
+  }
   std::cout << v.report(lesson, *part);
   return v.passed ? cli::kExitOk : cli::kExitFault;
 }

@@ -8,12 +8,13 @@
 #include "sim/cli.h"
 #include "sim/cli_ring.h"
 #include "sim/cli_tile.h"
+#include "sim/main_guard.h"
 
 #ifndef FLASHSIM_VERSION
 #define FLASHSIM_VERSION "dev"
 #endif
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App app{"flashsim: a cycle-counting toy machine for IO-aware GPU algorithms"};
   app.set_version_flag("--version", FLASHSIM_VERSION);
   app.require_subcommand(1);
@@ -34,3 +35,5 @@ int main(int argc, char** argv) {
   }
   return exit_code;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("flashsim", [&] { return run_main(argc, argv); }); }

@@ -1,11 +1,13 @@
 #include "sim/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
 
 #include "isa/assembler.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "sim/trace_export.h"
 
 namespace flashsim::cli {
 
@@ -37,6 +39,7 @@ struct RunArgs {
   std::uint64_t seed = 0;
   bool seed_given = false;
   std::uint64_t max_rows = 200;
+  std::string trace_csv, perfetto;
 };
 
 std::vector<double> parse_values(const std::string& name, const std::string& list) {
@@ -101,6 +104,18 @@ int do_run(const RunArgs& a) {
     }
   }
   sim::Machine m(std::move(prog), mo);
+  if (!a.trace_csv.empty() || !a.perfetto.empty()) {
+    std::ofstream csv, json;
+    sim::TraceExport out;
+    auto open = [](std::ofstream& f, const std::string& path, const char* flag) {
+      f.open(path, std::ios::binary);
+      if (!f) throw std::invalid_argument(std::string(flag) + ": cannot write '" + path + "'");
+      return &f;
+    };
+    if (!a.trace_csv.empty()) out.csv = open(csv, a.trace_csv, "--trace-csv");
+    if (!a.perfetto.empty()) out.perfetto = open(json, a.perfetto, "--perfetto");
+    sim::export_trace(m, out);  // a fault ends the files where the run stopped, then reports
+  }
   if (a.json) {
     m.run();
     sim::print_json(m, std::cout);
@@ -136,6 +151,12 @@ void register_run_command(CLI::App& app, int& exit_code) {
   run->add_option("--param", args->params, "Override a .param, NAME=VALUE");
   run->add_flag("--f64", args->f64, "Registers hold float64 instead of float32");
   run->add_option("--max-rows", args->max_rows, "Rows of the step table to print");
+  run->add_option("--trace-csv", args->trace_csv,
+                  "Write one CSV row per step: step, line, instruction, cycle, DRAM bytes read and written so far, "
+                  "registers written");
+  run->add_option("--perfetto", args->perfetto,
+                  "Write a Chrome trace-event JSON for ui.perfetto.dev: a track per unit, instructions as slices, "
+                  "DRAM bytes as a counter (1 cycle = 1 us)");
   run->callback([args, &exit_code] { exit_code = guarded([&] { return do_run(*args); }); });
 }
 

@@ -467,6 +467,32 @@ class MatmulEngine {
 
 }  // namespace
 
+SearchWatch::SearchWatch(const SearchLimits& limits, const char* bound_unit)
+    : limits_(limits), unit_(bound_unit), start_(std::chrono::steady_clock::now()), last_report_(start_) {}
+
+void SearchWatch::check(std::uint64_t expanded, std::uint64_t stored, std::uint64_t bound) {
+  auto now = std::chrono::steady_clock::now();
+  SearchProgress p{expanded, stored, std::chrono::duration<double>(now - start_).count(), bound, unit_};
+  if (limits_.time_limit_seconds > 0 && p.seconds >= limits_.time_limit_seconds) {
+    std::ostringstream what;
+    what << "the time limit of " << limits_.time_limit_seconds << " s passed before the search proved an optimum";
+    throw SearchStopped(what.str(), p, true);
+  }
+  if (limits_.report && std::chrono::duration<double>(now - last_report_).count() >= limits_.report_every_seconds) {
+    last_report_ = now;
+    limits_.report(p);
+  }
+}
+
+void SearchWatch::out_of_states(std::uint64_t expanded, std::uint64_t stored, std::uint64_t bound,
+                                std::uint64_t max_states) {
+  SearchProgress p{expanded, stored,
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(), bound, unit_};
+  throw SearchStopped("the search passed " + std::to_string(max_states) +
+                          " states without finishing (raise --max-states or shrink the instance)",
+                      p, false);
+}
+
 OptimalSchedule optimize_matmul(const MatmulSearch& problem) {
   auto t0 = std::chrono::steady_clock::now();
   MatmulEngine e(problem);
@@ -491,6 +517,7 @@ OptimalSchedule optimize_matmul(const MatmulSearch& problem) {
   std::vector<Move> mv;
   std::uint64_t goal_key = 0;
   bool found = false;
+  SearchWatch watch(problem.limits);
   while (!open.empty()) {
     Open cur = open.top();
     open.pop();
@@ -509,8 +536,8 @@ OptimalSchedule optimize_matmul(const MatmulSearch& problem) {
       std::uint64_t g = cur.g + m.cost;
       if (table.relax(key, g, cur.key)) open.push({g + e.bound(m.next), g, key});
     }
-    if (table.size() > problem.max_states)
-      throw SearchError("the search passed " + std::to_string(problem.max_states) + " states without finishing");
+    // Nodes leave the open list in order of cost plus an admissible bound, so cur.f is proven.
+    watch.tick(result.stats.expanded, table.size(), cycles_of(cur.f), problem.max_states);
   }
   result.stats.stored = table.size();
   if (!found) throw SearchError("no program computes the product on this machine");

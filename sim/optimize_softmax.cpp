@@ -680,6 +680,8 @@ SoftmaxSchedule optimize_softmax(const SoftmaxSearch& problem) {
   open.push({h0, 0, start_node});
   std::vector<Move> mv;
   std::uint32_t goal_node = NodeTable::kNil;
+  const bool by_loads = problem.objective == SoftmaxSearch::Objective::Loads;
+  SearchWatch watch(problem.limits, by_loads ? "LOADs" : "cycles");
   while (!open.empty()) {
     Open cur = open.top();
     open.pop();
@@ -697,9 +699,8 @@ SoftmaxSchedule optimize_softmax(const SoftmaxSearch& problem) {
       std::uint32_t idx = table.relax(e.canonical(m.next), g, cur.node);
       if (idx != NodeTable::kNil) open.push({g + e.bound(m.next), g, idx});
     }
-    if (table.size() > problem.max_states)
-      throw SearchError("the search passed " + std::to_string(problem.max_states) +
-                        " states without finishing (raise --max-states or shrink the instance)");
+    // Nodes leave the open list in order of cost plus an admissible bound, so cur.f is proven.
+    watch.tick(result.stats.expanded, table.size(), by_loads ? e.loads_of(cur.f) : e.cycles_of(cur.f), problem.max_states);
   }
   result.stats.stored = table.size();
   result.stats.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -43,6 +43,7 @@ struct SoftmaxSearch {
   bool allow_rescale = true;   // MUL by e^(m_old - m_new): what online softmax needs
   bool use_symmetry = true;    // merge states that differ by a permutation of the indices
   std::uint64_t max_states = 30'000'000;  // memory guard: about 40 bytes a state
+  SearchLimits limits;
 };
 
 struct SoftmaxSchedule {

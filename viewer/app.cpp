@@ -315,6 +315,7 @@ void App::draw_ui() {
   else if (model_.compare()) layout_compare(body);
   else layout_single(body);
   open_dialog();
+  export_dialog();
   if (show_keys_) {
     ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
     ImGui::PushStyleColor(ImGuiCol_WindowBg, kPaneBg);  // floats over the panes: needs its own background
@@ -359,6 +360,16 @@ float App::draw_menu_bar() {
         open_slot_ = model_.trace_count() == 0 ? 0 : 1;
       }
       if (ImGui::MenuItem("Close second trace", nullptr, false, model_.compare())) model_.close(1);
+      ImGui::Separator();
+      // The same files as `flashsim run --trace-csv` and `--perfetto` (sim/trace_export.h).
+      for (auto [label, format] : {std::pair{"Export steps as CSV...", Model::ExportFormat::StepsCsv},
+                                   std::pair{"Export Perfetto trace...", Model::ExportFormat::Perfetto}})
+        if (ImGui::MenuItem(label, nullptr, false, model_.trace_count() > 0)) {
+          export_requested_ = true;
+          export_format_ = format;
+          export_slot_ = 0;
+          export_path_ = Model::default_export_name(*model_.trace(0), format);
+        }
       ImGui::Separator();
       if (ImGui::MenuItem("Quit", "Ctrl+Q")) glfwSetWindowShouldClose(window_, 1);
       ImGui::EndMenu();
@@ -1315,6 +1326,38 @@ void App::open_dialog() {
     ImGui::CloseCurrentPopup();
   }
   if (!can_open) ImGui::EndDisabled();
+  ImGui::SameLine();
+  if (ImGui::Button("Cancel", ImVec2(120, 0))) ImGui::CloseCurrentPopup();
+  ImGui::EndPopup();
+}
+
+void App::export_dialog() {
+  if (export_requested_) {
+    ImGui::OpenPopup("Export trace");
+    export_requested_ = false;
+  }
+  ImVec2 display = ImGui::GetIO().DisplaySize;
+  ImGui::SetNextWindowPos(ImVec2(display.x * 0.5f, display.y * 0.5f), ImGuiCond_Appearing, ImVec2(0.5f, 0.5f));
+  ImGui::SetNextWindowSize(ImVec2(560, 0), ImGuiCond_Appearing);
+  if (!ImGui::BeginPopupModal("Export trace", nullptr, ImGuiWindowFlags_NoSavedSettings)) return;
+  const bool csv = export_format_ == Model::ExportFormat::StepsCsv;
+  ImGui::TextWrapped("%s", csv ? "One row per step: step, line, instruction, cycle, DRAM bytes so far, registers written."
+                               : "Chrome trace-event JSON for ui.perfetto.dev: a track per unit, DRAM bytes as a counter "
+                                 "(1 cycle = 1 us).");
+  if (model_.compare()) {
+    ImGui::RadioButton("trace A", &export_slot_, 0);
+    ImGui::SameLine();
+    ImGui::RadioButton("trace B", &export_slot_, 1);
+  }
+  ImGui::SetNextItemWidth(-1);
+  ImGui::InputText("##export_path", &export_path_);
+  const bool can_write = !export_path_.empty() && model_.trace(export_slot_);
+  if (!can_write) ImGui::BeginDisabled();
+  if (ImGui::Button("Write", ImVec2(120, 0))) {
+    model_.export_trace(export_slot_, export_path_, export_format_);  // a failure shows in the error banner
+    ImGui::CloseCurrentPopup();
+  }
+  if (!can_write) ImGui::EndDisabled();
   ImGui::SameLine();
   if (ImGui::Button("Cancel", ImVec2(120, 0))) ImGui::CloseCurrentPopup();
   ImGui::EndPopup();

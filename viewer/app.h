@@ -112,6 +112,7 @@ class App {
   void bytes_plot(float width, float height);
   void compare_table();
   void open_dialog();
+  void export_dialog();
   bool begin_pane(const char* title, int slot, Rect r, int extra_flags = 0);
   void end_pane();
   void mark(const std::string& name, float x0, float y0, float x1, float y1);
@@ -157,6 +158,12 @@ class App {
   std::map<std::string, std::int64_t> dialog_params_;
   std::string dialog_path_;
   std::string last_reported_error_;
+
+  // Export dialog state (File > Export ...).
+  bool export_requested_ = false;
+  Model::ExportFormat export_format_ = Model::ExportFormat::StepsCsv;
+  int export_slot_ = 0;
+  std::string export_path_;
 };
 
 }  // namespace flashsim::viewer

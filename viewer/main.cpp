@@ -14,6 +14,7 @@
 #ifdef FLASHSIM_VIEWER_LESSONS
 #include "lessons/lesson.h"
 #endif
+#include "sim/main_guard.h"
 
 namespace fv = flashsim::viewer;
 
@@ -69,7 +70,7 @@ bool resolve(const std::string& arg, const std::vector<fv::CatalogEntry>& catalo
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   CLI::App cli{"flashsim-viewer: step through flashsim traces; give two to compare them in lockstep"};
   std::vector<std::string> files;
   std::vector<std::string> param_args;
@@ -221,3 +222,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("flashsim-viewer", [&] { return run_main(argc, argv); }); }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -245,6 +246,19 @@ void Trace::reset() {
   fault_.clear();
 }
 
+void Trace::export_steps(const sim::TraceExport& out) {
+  const std::uint64_t here = step();
+  struct ComeBack {  // also when the run faults
+    Trace& t;
+    std::uint64_t k;
+    ~ComeBack() {
+      t.reset();
+      t.seek(k);
+    }
+  } come_back{*this, here};
+  sim::export_trace(*machine_, out);
+}
+
 void Trace::seek(std::uint64_t k) {
   k = std::min(k, size());
   if (k == 0) return reset();
@@ -340,6 +354,40 @@ std::uint64_t Trace::dram_bytes() const {
 }
 
 // ---- Model ---------------------------------------------------------------------------------
+
+bool Model::export_trace(int slot, const std::string& path, ExportFormat format) {
+  Trace* t = trace(slot);
+  if (!t) {
+    set_error("export: no trace is open");
+    return false;
+  }
+  std::ofstream f(path, std::ios::binary);
+  if (!f) {
+    set_error("export: cannot write '" + path + "'");
+    return false;
+  }
+  sim::TraceExport out;
+  (format == ExportFormat::StepsCsv ? out.csv : out.perfetto) = &f;
+  try {
+    t->export_steps(out);
+  } catch (const sim::MachineFault& e) {
+    set_error(std::string("export to '") + path + "' stopped at the fault: " + e.what());
+    return false;
+  }
+  f.close();
+  if (!f) {
+    set_error("export: writing '" + path + "' failed");
+    return false;
+  }
+  clear_error();
+  return true;
+}
+
+std::string Model::default_export_name(const Trace& t, ExportFormat format) {
+  std::string stem = std::filesystem::path(t.path()).stem().string();
+  if (stem.empty()) stem = "trace";
+  return stem + (format == ExportFormat::StepsCsv ? ".steps.csv" : ".perfetto.json");
+}
 
 bool Model::open(int slot, const LoadRequest& request) {
   try {

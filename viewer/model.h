@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "sim/machine.h"
+#include "sim/trace_export.h"
 
 namespace flashsim::viewer {
 
@@ -104,6 +105,10 @@ class Trace {
   void seek(std::uint64_t k);
   // The runtime fault that stopped the last forward step, as "step N (line L): error: ...".
   const std::string& fault() const { return fault_; }
+  // Writes the whole run step by step (sim/trace_export.h, as `flashsim run --trace-csv` and
+  // `--perfetto` do), then returns to the current step. Throws sim::MachineFault after writing
+  // the steps up to a fault.
+  void export_steps(const sim::TraceExport& out);
 
   // Breakpoints are source lines; only lines that hold an instruction can take one.
   bool line_has_code(std::uint32_t line) const;
@@ -185,6 +190,12 @@ class Model {
     error_context_.clear();
   }
   void clear_error() { set_error(""); }
+
+  // Writes trace `slot`'s run to `path` as a step CSV or Perfetto JSON. On failure (the file,
+  // or a fault of the run) the message is kept in error() and false is returned.
+  enum class ExportFormat { StepsCsv, Perfetto };
+  bool export_trace(int slot, const std::string& path, ExportFormat format);
+  static std::string default_export_name(const Trace& t, ExportFormat format);
 
   // Lockstep commands.
   bool step();

@@ -42,6 +42,7 @@
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
 #include "kernels/tools/standalone.cuh"
+#include "sim/main_guard.h"
 
 namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the standalone build
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
@@ -381,7 +382,7 @@ bool small_checks(std::uint64_t seed, bool tiny) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 5) vs earlier kernels
     namespace bf = fg::bwd_fast;
     struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
@@ -453,3 +454,5 @@ int main(int argc, char** argv) {
   std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_attention_backward_fast", [&] { return run_main(argc, argv); }); }

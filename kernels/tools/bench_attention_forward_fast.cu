@@ -31,6 +31,7 @@
 #include "kernels/fast.h"
 #include "kernels/reference.h"
 #include "kernels/tools/standalone.cuh"
+#include "sim/main_guard.h"
 
 namespace fg = flashsim::gpu;
 namespace fv = flashsim::gpu::fwd_variants;
@@ -133,7 +134,7 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
   cudaDeviceProp prop{};
@@ -172,3 +173,5 @@ int main(int argc, char** argv) {
   std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_attention_forward_fast", [&] { return run_main(argc, argv); }); }

@@ -4,7 +4,7 @@
 # ratios. Without PyTorch the SDPA columns stay empty; cuBLAS and the device copy are always there.
 #
 #   kernels/tools/bench_kernels.sh BIN_DIR OUT_DIR [--quick]
-#   e.g. kernels/tools/bench_kernels.sh build/default/kernels /tmp/bench
+#   e.g. kernels/tools/bench_kernels.sh build/default/bin /tmp/bench
 set -euo pipefail
 bin=${1:?usage: bench_kernels.sh BIN_DIR OUT_DIR [--quick]}
 out=${2:?usage: bench_kernels.sh BIN_DIR OUT_DIR [--quick]}

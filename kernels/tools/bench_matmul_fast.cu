@@ -27,6 +27,8 @@
 #include <cstring>
 #include <vector>
 
+#include "sim/main_guard.h"
+
 namespace flashsim::gpu {
 // util.cu's definition comes with every workload; this driver links none of them
 [[noreturn]] void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
@@ -178,7 +180,7 @@ void time_row(cublasHandle_t h, int m, int n, int k) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
@@ -230,3 +232,5 @@ int main(int argc, char** argv) {
   std::printf("%s\n", ok ? "ALL CHECKS PASS" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_matmul_fast", [&] { return run_main(argc, argv); }); }

@@ -6,7 +6,7 @@
 #   bench_matmul_fast --check on edge shapes (no cuBLAS in the checked run).
 # Usage: kernels/tools/sanitize_fast.sh BIN_DIR OUT_DIR
 #   BIN_DIR holds flashsim-gpu, bench_attention_forward_fast, bench_attention_backward_fast and
-#   bench_matmul_fast (e.g. build/default/kernels). Prints one line per run; exit status 1 if any
+#   bench_matmul_fast (e.g. build/default/bin). Prints one line per run; exit status 1 if any
 #   run reported an error or hazard or failed its checks.
 set -u
 bin=${1:?usage: sanitize_fast.sh BIN_DIR OUT_DIR}

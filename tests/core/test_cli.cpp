@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "main_helpers.h"
+#include "tests/scratch_dir.h"
 
 namespace {
 struct Result {
@@ -24,8 +25,8 @@ Result sh(const std::string& args) {
   return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
-std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = "/tmp/flashsim-test-" + name;
+std::string write_temp(const flashsim::test::ScratchDir& dir, const std::string& name, const std::string& text) {
+  std::string path = dir.path(name);
   std::ofstream(path, std::ios::binary) << text;
   return path;
 }
@@ -71,21 +72,30 @@ TEST_CASE("flashsim options: --regs, --cost, --param, --seed, --version", "[cli]
 }
 
 TEST_CASE("bad input exits 2 and machine faults exit 1, with one clear message", "[cli]") {
-  auto bad = sh("run " + write_temp("bad.fsa", "LOAD x[0], R0\nFROB R0\n"));
+  flashsim::test::ScratchDir tmp;
+  auto bad = sh("run " + write_temp(tmp, "bad.fsa", "LOAD x[0], R0\nFROB R0\n"));
   CHECK(bad.status == 2);
-  CHECK(has(bad.out, "/tmp/flashsim-test-bad.fsa:2:1: error: unknown instruction 'FROB'"));
-  auto fault = sh("run --input x=0 " + write_temp("div.fsa", "LOAD x[0], R0\nDIV R0, R0, R1\n"));
+  CHECK(has(bad.out, tmp.path("bad.fsa") + ":2:1: error: unknown instruction 'FROB'"));
+  auto fault = sh("run --input x=0 " + write_temp(tmp, "div.fsa", "LOAD x[0], R0\nDIV R0, R0, R1\n"));
   CHECK(fault.status == 1);
   CHECK(has(fault.out, "step 2 (line 2): error: division by zero"));
   auto missing = sh("run /nonexistent/file.fsa");
   CHECK(missing.status == 2);
   CHECK(has(missing.out, "cannot open file"));
-  auto empty = sh("run " + write_temp("empty.fsa", ""));
+  auto dir = sh("run " + flashsim::test::source_path("lessons"));
+  CHECK(dir.status == 2);
+  CHECK(has(dir.out, "lessons: error: is a directory, not a trace file"));
+  auto empty = sh("run " + write_temp(tmp, "empty.fsa", ""));
   CHECK(empty.status == 2);
   auto binary = sh("run /bin/true");
   CHECK(binary.status == 2);
   CHECK(has(binary.out, "binary file"));
-  CHECK(sh("run --input x=1,zz " + write_temp("in.fsa", "LOAD x[0], R0\n")).status == 2);
-  CHECK(sh("run --cost NOPE=3 " + write_temp("in2.fsa", "LOAD x[0], R0\n")).status == 2);
+  CHECK(sh("run --input x=1,zz " + write_temp(tmp, "in.fsa", "LOAD x[0], R0\n")).status == 2);
+  CHECK(sh("run --cost NOPE=3 " + write_temp(tmp, "in2.fsa", "LOAD x[0], R0\n")).status == 2);
   CHECK(sh("frobnicate").status == 2);
+}
+
+TEST_CASE("the executables are built into build/<preset>/bin", "[cli]") {
+  const std::string exe = FLASHSIM_EXE;
+  CHECK(has(exe, "/bin/flashsim"));
 }

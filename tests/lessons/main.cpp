@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "lessons/lesson.h"
+#include "sim/main_guard.h"
 
 namespace {
 
@@ -48,7 +49,7 @@ class BrokenSpecTest : public Catch::ITestInvoker {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   static std::deque<std::string> strings;  // Catch keeps StringRefs to names and tags
   for (const auto& dir : lesson_folders()) {
     std::string folder = std::filesystem::path(dir).filename().string();
@@ -70,3 +71,5 @@ int main(int argc, char** argv) {
   }
   return Catch::Session().run(argc, argv);
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("test_lessons", [&] { return run_main(argc, argv); }); }

@@ -66,12 +66,13 @@ TEST_CASE("every `$ flashsim` example on the pages prints the lines the page sho
   for (const auto& p : lesson_pages) add(p);
   REQUIRE(all.size() >= 15);  // the pages had 17 when this test was written
 
-  // The pages call the tool `flashsim` or `build/default/lessons/flashsim`; run the one just built.
-  const std::regex tool(R"(^\S*flashsim(?=\s))");
+  // The pages call the tool `flashsim` or `build/<preset>/bin/flashsim`; run the one just built.
+  const std::regex tool(R"(^(build/[\w.-]+/bin/)?flashsim(?=\s))");
   // A page may annotate a line: two or more spaces, then `# ...`.
   const std::regex note(R"(\s{2,}#.*$)");
   for (const auto& e : all) {
     INFO(e.where << ": $ " << e.command);
+    REQUIRE(std::regex_search(e.command, tool));
     auto [status, out] = run_command("cd '" + std::string(FLASHSIM_SOURCE_DIR) + "' && " +
                                      std::regex_replace(e.command, tool, std::string(FLASHSIM_EXE)));
     INFO("printed:\n" << out);
@@ -94,6 +95,34 @@ TEST_CASE("every `$ flashsim` example on the pages prints the lines the page sho
         if (got.size() >= want.size() && std::equal(want.begin(), want.end(), got.begin())) found = true;
       INFO("the page shows: " << s);
       CHECK(found);
+    }
+  }
+}
+
+// Every executable lives in build/<preset>/bin; a page or script naming another build folder's
+// binary (build/default/lessons/flashsim) sends the reader to a file that is not there.
+TEST_CASE("the pages and scripts name executables under build/<preset>/bin", "[docs]") {
+  const std::filesystem::path root(FLASHSIM_SOURCE_DIR);
+  std::vector<std::filesystem::path> files = {root / "README.md", root / "lessons/README.md",
+                                              root / "kernels/README.md", root / "viewer/README.md",
+                                              root / "docs/RESULTS.md", root / ".ci/run"};
+  for (const char* dir : {"lessons", "kernels/tools", "bench"})
+    for (const auto& entry : std::filesystem::directory_iterator(root / dir)) {
+      const auto& p = entry.path();
+      if (entry.is_directory() && std::filesystem::exists(p / "README.md")) files.push_back(p / "README.md");
+      if (p.extension() == ".sh") files.push_back(p);
+    }
+  REQUIRE(files.size() >= 20);
+  const std::regex build_path(R"(build/[\w.-]+/([\w.-]+)/[\w.-]+)");
+  for (const auto& f : files) {
+    std::ifstream in(f);
+    int n = 0;
+    for (std::string line; std::getline(in, line);) {
+      ++n;
+      for (std::sregex_iterator it(line.begin(), line.end(), build_path), end; it != end; ++it) {
+        INFO(std::filesystem::relative(f, root).string() << ":" << n << ": " << line);
+        CHECK((*it)[1] == "bin");
+      }
     }
   }
 }

@@ -10,6 +10,7 @@
 #include "sim/machine.h"
 #include "sim/optimize.h"
 #include "sim/schedules/matmul.h"
+#include "tests/scratch_dir.h"
 
 using namespace flashsim;
 using namespace flashsim::lessons;
@@ -157,7 +158,8 @@ TEST_CASE("lesson budgets are the optimal search's answers", "[lesson-02][lesson
 }
 
 TEST_CASE("check specs report errors at FILE:LINE:COL", "[lessons]") {
-  auto dir = std::filesystem::temp_directory_path() / "flashsim_spec_test" / "99-broken";
+  flashsim::test::ScratchDir tmp;
+  auto dir = tmp.dir() / "99-broken";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "check.spec") << "title = x\nsolution = s.fsa\nreference = matmul\nbogus = 3\n";
   try {
@@ -168,7 +170,6 @@ TEST_CASE("check specs report errors at FILE:LINE:COL", "[lessons]") {
   }
   std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = matmul\narrays = a[2][2] c[2][2]\noutputs = c\nregs = x\n";
   CHECK_THROWS_WITH(load_lesson(dir.string()), Catch::Contains("check.spec:5:8: error: 'x' is not an integer"));
-  std::filesystem::remove_all(dir.parent_path());
 }
 
 TEST_CASE("FLASHSIM_LESSON_FILE picks the lesson it belongs to", "[lessons]") {

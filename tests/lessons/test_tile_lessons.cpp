@@ -16,6 +16,7 @@
 #include "sim/machine.h"
 #include "sim/tile/schedules.h"
 #include "sim/traffic.h"
+#include "tests/scratch_dir.h"
 
 using namespace flashsim;
 using namespace flashsim::lessons;
@@ -294,7 +295,8 @@ TEST_CASE("lesson 13: no MASK, or a MASK on every tile, fails clearly", "[lesson
 }
 
 TEST_CASE("tile lesson specs: new keys are checked at FILE:LINE:COL", "[lessons]") {
-  auto dir = std::filesystem::temp_directory_path() / "flashsim_tile_spec_test" / "98-tiles";
+  flashsim::test::ScratchDir tmp;
+  auto dir = tmp.dir() / "98-tiles";
   std::filesystem::create_directories(dir);
   std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = tile-attention\narray = Q[4][4] tile[4]\n";
   CHECK_THROWS_WITH(load_lesson(dir.string()), Catch::Contains("check.spec:3:9: error: the tile of 'Q' needs as many dimensions"));
@@ -304,7 +306,6 @@ TEST_CASE("tile lesson specs: new keys are checked at FILE:LINE:COL", "[lessons]
   std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = tile-attention\nregs = 2\narray = Q[4][4] tile[2][2] elem 2\n"
                                        "outputs = Q\nmax_written = Q 64 once\nmax_sram = 100\nelem = 3\n";
   CHECK_THROWS_WITH(load_lesson(dir.string()), Catch::Contains("check.spec:8:8: error: element size must be 1, 2, 4 or 8"));
-  std::filesystem::remove_all(dir.parent_path());
 }
 
 namespace {

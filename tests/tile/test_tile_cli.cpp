@@ -7,14 +7,14 @@
 #include <sstream>
 #include <string>
 
+#include "tests/scratch_dir.h"
+
 namespace {
-// Scratch files go to the temp directory so a run from the source tree leaves nothing behind.
-std::string scratch(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("flashsim-test-" + name)).string();
-}
+using flashsim::test::ScratchDir;
 
 std::string run_cmd(const std::string& cmd, int& rc) {
-  std::string out_file = scratch("tile_cli_out.txt");
+  ScratchDir tmp;
+  std::string out_file = tmp.path("out.txt");
   rc = std::system((cmd + " > " + out_file + " 2>&1").c_str());
   std::ifstream f(out_file);
   std::stringstream ss;
@@ -25,7 +25,8 @@ std::string run_cmd(const std::string& cmd, int& rc) {
 
 TEST_CASE("flashsim gen attention writes a trace that flashsim run executes and counts", "[tile][cli]") {
   const std::string bin = FLASHSIM_BINARY;
-  const std::string trace = scratch("tile_cli_fa2.fsa"), svg_path = scratch("tile_cli.svg");
+  ScratchDir tmp;
+  const std::string trace = tmp.path("fa2.fsa"), svg_path = tmp.path("sweep.svg");
   int rc = 0;
   run_cmd(bin + " gen attention --schedule fa2 --n 1024 --d 64 --br 64 --bc 64 -o " + trace, rc);
   REQUIRE(rc == 0);

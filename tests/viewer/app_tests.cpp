@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "tests/scratch_dir.h"
 #include "viewer/theme.h"
 
 namespace fs = std::filesystem;
@@ -38,14 +39,11 @@ std::string slurp(const fs::path& p) {
   return ss.str();
 }
 
-fs::path scratch(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("flashsim_viewer_tests_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir / name;
-}
+using flashsim::test::ScratchDir;
 
 Run run(const std::string& command) {
-  fs::path err = scratch("stderr.txt");
+  ScratchDir tmp;
+  fs::path err = tmp.path("stderr.txt");
   int status = std::system((command + " 2>" + err.string()).c_str());
   Run r;
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -123,8 +121,8 @@ struct Shot {
 };
 
 Shot screenshot(const std::string& name, const std::string& args) {
-  fs::path png = scratch(name + ".png");
-  fs::remove(png);
+  ScratchDir tmp;
+  fs::path png = tmp.path(name + ".png");
   Shot s;
   s.run = run(kXvfb + " -a -s '-screen 0 1280x800x24' " + kViewer + " --screenshot " + png.string() + " " + args);
   INFO(s.run.err);
@@ -264,9 +262,10 @@ TEST_CASE("bad command lines exit 2", "[viewer]") {
   Run named = run(kViewer + " --param q=4 online-softmax:n=16");
   CHECK(named.rc == 2);
   CHECK(has(named.err, "--param q: no trace opened here takes it"));
-  Run list = run(kViewer + " --list > " + scratch("list.txt").string());
+  ScratchDir tmp;
+  Run list = run(kViewer + " --list > " + tmp.path("list.txt"));
   CHECK(list.rc == 0);
-  CHECK(has(slurp(scratch("list.txt")), "06-online-softmax n=8"));
+  CHECK(has(slurp(tmp.path("list.txt")), "06-online-softmax n=8"));
 }
 
 TEST_CASE("big arrays: the binned heat-map texture marks the cell a LOAD read", "[viewer][xvfb]") {

@@ -2,9 +2,14 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "isa/assembler.h"
+#include "sim/trace_export.h"
+#include "tests/json_check.h"
+#include "tests/scratch_dir.h"
 #include "viewer/catalog.h"
 #include "viewer/heatmap.h"
 #include "viewer/model.h"
@@ -466,4 +471,41 @@ TEST_CASE("heat cells keep the largest count; stepping repaints exactly what a f
   CHECK(full[0] != viewer::kHeatEmptyRgba);  // x[0] has been read
   CHECK(full[static_cast<std::size_t>(l.cell_px - 1)] == 0u);
   CHECK(full.back() == 0u);
+}
+
+TEST_CASE("File > Export writes the step CSV and Perfetto JSON of flashsim run and keeps the step", "[viewer][export]") {
+  Model m;
+  REQUIRE(m.open(0, lesson("06-online-softmax")));
+  for (int i = 0; i < 5; ++i) REQUIRE(m.step());
+  Trace& t = *m.trace(0);
+  const std::uint32_t loop_line = t.program().code[4].loc.line;
+  const std::uint64_t hits = t.line_hits(loop_line);
+  const auto registers = t.register_row(1).numeric;
+  flashsim::test::ScratchDir tmp;
+  REQUIRE(m.export_trace(0, tmp.path("steps.csv"), Model::ExportFormat::StepsCsv));
+  REQUIRE(m.export_trace(0, tmp.path("run.json"), Model::ExportFormat::Perfetto));
+  CHECK(m.error().empty());
+  CHECK(t.step() == 5);
+  CHECK(t.line_hits(loop_line) == hits);
+  CHECK(t.register_row(1).numeric == registers);
+
+  // The same exporter as the CLI: a fresh machine on the same program writes the same bytes.
+  sim::Machine fresh(t.program());
+  std::ostringstream csv, json;
+  sim::export_trace(fresh, {&csv, &json});
+  auto slurp = [](const std::string& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  };
+  CHECK(slurp(tmp.path("steps.csv")) == csv.str());
+  CHECK(slurp(tmp.path("run.json")) == json.str());
+  CHECK(flashsim::test::parse_csv(csv.str()).size() == t.size() + 1);
+  auto doc = flashsim::test::parse_json(json.str());
+  CHECK(doc.at("traceEvents").array.size() > t.size());
+
+  CHECK(Model::default_export_name(t, Model::ExportFormat::StepsCsv) == "solution.steps.csv");
+  CHECK(Model::default_export_name(t, Model::ExportFormat::Perfetto) == "solution.perfetto.json");
+  CHECK_FALSE(m.export_trace(0, tmp.path("no/such/dir/steps.csv"), Model::ExportFormat::StepsCsv));
+  CHECK(m.error() == "export: cannot write '" + tmp.path("no/such/dir/steps.csv") + "'");
+  CHECK_FALSE(m.export_trace(1, tmp.path("b.csv"), Model::ExportFormat::StepsCsv));
 }
