@@ -79,9 +79,11 @@ bool open_request(int slot, const fv::LoadRequest& req, const std::string& origi
 
 // A path in the page's file system, or a catalog name with parameters ("online-softmax:n=16").
 bool open_spec(int slot, const std::string& spec) {
+  if (slot == 1 && !page->model.trace(0)) slot = 0;  // the panes expect A whenever B is open
   std::error_code ec;
   fv::LoadRequest req;
   if (std::filesystem::is_regular_file(spec, ec)) {
+    page->origin[slot] = spec;  // even when it does not assemble: the editor fixes it, the lesson grades it
     req.path = spec;
     return open_request(slot, req, spec);
   }
@@ -194,7 +196,7 @@ EMSCRIPTEN_KEEPALIVE const char* fs_assemble(int slot, const char* text) {
 // The text the editor shows for a slot: the file, or a generated schedule's disassembly.
 EMSCRIPTEN_KEEPALIVE const char* fs_source(int slot) {
   const fv::Trace* t = page->model.trace(slot);
-  if (!t) return reply("");
+  if (!t) return reply(page->origin[slot].empty() ? "" : read_file(page->origin[slot]));  // did not assemble
   if (!t->path().empty()) return reply(read_file(t->path()));
   if (t->size() > 200'000) return reply("# a generated schedule of " + std::to_string(t->size()) + " instructions: too long to edit here\n");
   return reply(flashsim::isa::disassemble(t->program()));
@@ -231,6 +233,9 @@ EMSCRIPTEN_KEEPALIVE int fs_toggle_breakpoint(int slot, int line) {
   return t && t->toggle_breakpoint(static_cast<std::uint32_t>(line)) ? 1 : 0;
 }
 EMSCRIPTEN_KEEPALIVE double fs_step_index() { return static_cast<double>(page->model.step_index()); }
+
+// The WebGL renderer behind the canvas, for the benchmark's report.
+EMSCRIPTEN_KEEPALIVE const char* fs_renderer() { return reply(page->app ? page->app->renderer() : ""); }
 
 // What every pane shows, in the form the desktop --screenshot mode writes.
 EMSCRIPTEN_KEEPALIVE const char* fs_dump() { return reply(page->model.dump()); }
