@@ -12,6 +12,7 @@ import argparse
 import functools
 import http.server
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -42,22 +43,24 @@ def serve(folder, reports):
 
 def run(chromium, url, reports, timeout):
     before = len(reports)
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
+        # Its own process group: Chromium's helper processes end with it.
         proc = subprocess.Popen([chromium, "--headless=new", "--no-sandbox", "--use-angle=swiftshader",
                                  "--enable-unsafe-swiftshader", f"--user-data-dir={profile}", "--window-size=1720,800",
                                  "--remote-debugging-port=0", url],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         try:
             for _ in range(timeout * 10):
                 if len(reports) > before or proc.poll() is not None:
                     break
                 threading.Event().wait(0.1)
         finally:
-            proc.terminate()
+            os.killpg(proc.pid, signal.SIGTERM)
             try:
                 proc.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
     return reports[before] if len(reports) > before else "no report within %d s" % timeout
 
 

@@ -84,7 +84,7 @@ class Server:
 
 
 def chromium(args, url, *extra, budget_ms=15000):
-    with tempfile.TemporaryDirectory() as profile:
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         cmd = [args.chromium, "--headless=new", "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
                f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
                f"--window-size={WIDTH + PANEL},{HEIGHT}", *extra, url]
