@@ -83,7 +83,7 @@ class Server:
             self.proc.kill()
 
 
-def chromium(args, url, *extra, budget_ms=15000):
+def chromium(args, url, *extra, budget_ms=40000):  # virtual time; ample on a loaded machine
     with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         cmd = [args.chromium, "--headless=new", "--no-sandbox", "--use-angle=swiftshader", "--enable-unsafe-swiftshader",
                f"--user-data-dir={profile}", f"--virtual-time-budget={budget_ms}",
