@@ -191,7 +191,18 @@ def main():
         else:
             check(False, "chromium wrote a screenshot")
 
-        # 2. Grading an edited trace: as it is plus a comment (PASS), with one LOAD too many (FAIL).
+        # 2. Step back, and run to a breakpoint in lockstep: line 18 is A's 13th instruction (STORE
+        # c[0][1]) and B's 14th, so the run stops after 12 steps, before A's.
+        r = page(args, server, {"a": A, "b": B, "step": 9, "back": 2})
+        check("step_index: 7\n" in r.get("state", "") and r["state"].count("step: 7/") == 2,
+              "two steps back from 9 leave both traces at step 7", r.get("state", ""))
+        r = page(args, server, {"a": A, "b": B, "break": 18, "run": "break"})
+        no_console_errors(r, "run to a breakpoint")
+        state = r.get("state", "")
+        check(state.count("breakpoints: 18\n") == 2 and "next: line 18: STORE R2, c[0][1]" in state and
+              "step_index: 12\n" in state, "run to the breakpoint on line 18 stops before A's STORE (step 12)", state)
+
+        # 3. Grading an edited trace: as it is plus a comment (PASS), with one LOAD too many (FAIL).
         solution = open(os.path.join(args.source_dir, A)).read()
         passing = solution + "# edited in the page\n"
         first_load = "LOAD a[0][0], R0\n"
@@ -205,7 +216,7 @@ def main():
         grade = r.get("grade-result", "")
         check(grade.startswith("FAIL") and "14 LOADs" in grade, "one LOAD too many grades FAIL (14 LOADs, budget 13)", grade)
 
-        # 3. A broken edit: the assembler's FILE:LINE:COL error, with the line and a caret.
+        # 4. A broken edit: the assembler's FILE:LINE:COL error, with the line and a caret.
         r = page(args, server, {"a": A, "edit": "LOAD a[0][0], R0\nMAC_Z R0, R1\n"})
         no_console_errors(r, "assemble a broken edit")
         err = r.get("assemble-result", "")
