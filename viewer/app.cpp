@@ -20,6 +20,7 @@
 
 #include "sim/report.h"
 #include "viewer/heatmap.h"
+#include "viewer/platform.h"
 #include "viewer/theme.h"
 
 namespace flashsim::viewer {
@@ -89,7 +90,7 @@ App::App(Model& model, AppOptions options) : model_(model), opts_(std::move(opti
   io.IniFilename = nullptr;  // fixed layout; nothing to remember between runs
   setup_style();
   ImGui_ImplGlfw_InitForOpenGL(window_, true);
-  ImGui_ImplOpenGL3_Init("#version 130");
+  ImGui_ImplOpenGL3_Init(platform::kGlslVersion);
   catalog_ = full_catalog(opts_.lessons_dir);
   last_reported_error_ = model_.error();  // the caller has already printed it
   last_time_ = glfwGetTime();
