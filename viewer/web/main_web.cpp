@@ -17,6 +17,7 @@
 
 #include "isa/program.h"
 #include "lessons/lesson.h"
+#include "sim/main_guard.h"
 #include "viewer/app.h"
 #include "viewer/catalog.h"
 #include "viewer/model.h"
@@ -302,7 +303,7 @@ EMSCRIPTEN_KEEPALIVE const char* fs_bench(int n, int frames) {
 }  // extern "C"
 
 // argv: WIDTH HEIGHT (the canvas size the page chose).
-int main(int argc, char** argv) {
+static int run_main(int argc, char** argv) {
   setenv("FLASHSIM_LESSONS_DIR", kLessonsDir, 1);
   page = new Page;  // lives as long as the page
   page->catalog = fv::full_catalog(kLessonsDir);
@@ -323,3 +324,5 @@ int main(int argc, char** argv) {
   }
   return 0;
 }
+
+int main(int argc, char** argv) { return flashsim::guard_main("flashsim_web", [&] { return run_main(argc, argv); }); }
