@@ -436,6 +436,7 @@ class Assembler {
   std::vector<std::int64_t> stack_;                        // evaluate()'s operand stack
   std::vector<std::uint8_t> closes_loop_;                  // per entry of lines_: a checked .end
   std::vector<std::uint32_t> for_lines_;
+  std::uint32_t l2_line_ = 0;  // line of the .l2 directive, 0 before one
 };
 
 void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int depth) {
@@ -525,6 +526,31 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
     std::int64_t n = c.expr();
     if (n <= 0) c.fail_at(at, "SRAM size must be positive");
     prog_.config.sram_bytes = static_cast<std::uint64_t>(n);
+  } else if (word == "l2") {
+    // .l2 BYTES [line=L] [sector=S]: the machine's traffic goes through an L2 of BYTES.
+    std::size_t at = (c.skip_space(), c.col());
+    if (l2_line_) c.fail_at(col, ".l2 is already set on line " + std::to_string(l2_line_) + "; a machine has one L2");
+    std::int64_t n = c.expr();
+    if (n <= 0) c.fail_at(at, "L2 size must be positive");
+    isa::L2Geometry g;
+    g.capacity_bytes = static_cast<std::uint64_t>(n);
+    bool sector_given = false;
+    while (!c.done()) {
+      std::size_t kat = (c.skip_space(), c.col());
+      std::string key = c.ident("line= or sector=");
+      if (key != "line" && key != "sector") c.fail_at(kat, "unknown .l2 option '" + key + "' (line=BYTES, sector=BYTES)");
+      c.expect('=', "'=' after the option name");
+      std::size_t vat = (c.skip_space(), c.col());
+      std::int64_t v = c.expr();
+      if (v <= 0 || v > (std::int64_t{1} << 20)) c.fail_at(vat, "L2 " + key + " size must be between 1 and 1048576 bytes");
+      (key == "line" ? g.line_bytes : g.sector_bytes) = static_cast<std::uint32_t>(v);
+      sector_given |= key == "sector";
+    }
+    // A line smaller than the default sector is a single sector.
+    if (!sector_given && g.sector_bytes > g.line_bytes) g.sector_bytes = g.line_bytes;
+    if (std::string why = l2_geometry_error(g); !why.empty()) c.fail_at(at, why);
+    prog_.config.l2 = g;
+    l2_line_ = c.line();
   } else if (word == "causal") {
     // .causal [D]: MASK hides keys right of the diagonal col = row + D (D = 0 when omitted).
     c.skip_space();
@@ -575,7 +601,7 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
     }
   } else {
     c.fail_at(col, "unknown directive ." + word +
-                       " (known: .regs .elem .dtype .sram .causal .seed .cost .param .array .input .fill .for .end)");
+                       " (known: .regs .elem .dtype .sram .l2 .causal .seed .cost .param .array .input .fill .for .end)");
   }
   c.expect_end();
 }

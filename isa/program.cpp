@@ -54,6 +54,18 @@ static std::string format_number(double v) {
   return os.str();
 }
 
+std::string l2_geometry_error(const L2Geometry& g) {
+  auto pow2 = [](std::uint64_t v) { return v != 0 && (v & (v - 1)) == 0; };
+  if (!pow2(g.line_bytes)) return "the L2 line size must be a power of two, got " + std::to_string(g.line_bytes);
+  if (!pow2(g.sector_bytes) || g.sector_bytes > g.line_bytes || g.line_bytes / g.sector_bytes > 32)
+    return "the L2 sector size must be a power of two that splits a line into 1 to 32 sectors, got " +
+           std::to_string(g.sector_bytes);
+  if (g.capacity_bytes != 0 && g.capacity_bytes < g.line_bytes)
+    return "an L2 of " + std::to_string(g.capacity_bytes) + " bytes holds no " + std::to_string(g.line_bytes) + "-byte line";
+  if (g.capacity_bytes / g.line_bytes >= (std::uint64_t{1} << 31)) return "the L2 is too large to model (at most 2^31 lines)";
+  return "";
+}
+
 std::string disassemble(const Program& p) {
   std::ostringstream os;
   const MachineConfig& c = p.config;
@@ -62,6 +74,7 @@ std::string disassemble(const Program& p) {
   if (c.f64) os << ".dtype f64\n";
   if (c.sram_bytes) os << ".sram " << *c.sram_bytes << "\n";
   if (c.causal_diag) os << ".causal " << *c.causal_diag << "\n";
+  if (c.l2) os << ".l2 " << c.l2->capacity_bytes << " line=" << c.l2->line_bytes << " sector=" << c.l2->sector_bytes << "\n";
   for (std::size_t i = 0; i < kOpcodeCount; ++i)
     if (c.cycles[i] != kInstructionTable[i].default_cycles)
       os << ".cost " << kInstructionTable[i].mnemonic << "=" << c.cycles[i] << "\n";

@@ -55,12 +55,25 @@ struct ArrayDecl {
   bool operator==(const ArrayDecl&) const = default;
 };
 
+// A last-level cache between the machine and DRAM (a GPU's L2): `.l2 BYTES [line=L] [sector=S]`.
+// Hopper's geometry is the default: 128-byte lines of 32-byte sectors.
+struct L2Geometry {
+  std::uint64_t capacity_bytes = 0;  // 0: no cache
+  std::uint32_t line_bytes = 128;
+  std::uint32_t sector_bytes = 32;
+  bool operator==(const L2Geometry&) const = default;
+};
+// Why the geometry cannot be modelled ("" when it can): line and sector powers of two, at most
+// 32 sectors a line, a non-zero capacity of at least one line and below 2^31 lines.
+std::string l2_geometry_error(const L2Geometry& g);
+
 struct MachineConfig {
   std::optional<int> regs;                  // from a directive; else inferred
   int elem_bytes = 4;
   bool f64 = false;                         // registers hold float64 instead of float32
   std::optional<std::uint64_t> sram_bytes;  // register-file capacity (tile machine)
   std::optional<std::int64_t> causal_diag;  // .causal D: MASK also hides global col > global row + D
+  std::optional<L2Geometry> l2;             // .l2: an L2 the run's traffic goes through (sim/l2_trace.h)
   std::array<std::uint32_t, kOpcodeCount> cycles = default_cycles();
   std::uint64_t seed = 1;
 

@@ -9,6 +9,7 @@
 
 #include "isa/assembler.h"
 #include "lessons/lesson.h"
+#include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/report.h"
 
@@ -160,6 +161,22 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
     p.derived = w;
   } else if (key == "sram") {
     p.sram_bytes = static_cast<std::uint64_t>(r.integer(value, vcol, 1));
+  } else if (key == "l2") {
+    // l2 = BYTES [line=L] [sector=S], as the .l2 directive
+    isa::L2Geometry g;
+    g.capacity_bytes = static_cast<std::uint64_t>(r.integer(w[0], vcol, 1));
+    bool sector_given = false;
+    for (std::size_t k = 1; k < w.size(); ++k) {
+      auto eq = w[k].find('=');
+      std::string name = w[k].substr(0, eq);
+      if (eq == std::string::npos || (name != "line" && name != "sector")) r.fail(vcol, "l2 is 'BYTES [line=L] [sector=S]'");
+      auto v = static_cast<std::uint32_t>(r.integer(w[k].substr(eq + 1), vcol, 1));
+      (name == "line" ? g.line_bytes : g.sector_bytes) = v;
+      sector_given |= name == "sector";
+    }
+    if (!sector_given && g.sector_bytes > g.line_bytes) g.sector_bytes = g.line_bytes;
+    if (std::string why = isa::l2_geometry_error(g); !why.empty()) r.fail(vcol, why);
+    p.l2 = g;
   } else if (key == "elem") {
     auto b = r.integer(value, vcol, 1);
     if (b != 1 && b != 2 && b != 4 && b != 8) r.fail(vcol, "element size must be 1, 2, 4 or 8 bytes");
@@ -201,10 +218,12 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
   } else if (key.rfind("max_", 0) == 0 && key.size() > 4) {
     std::string counter = key.substr(4);
     static const std::vector<std::string> known = {"cycles",       "loads",      "stores",        "dram_reads", "dram_writes",
-                                                   "instructions", "bytes_read", "bytes_written", "sram"};
+                                                   "instructions", "bytes_read", "bytes_written", "sram",
+                                                   "hbm_bytes_read", "hbm_bytes_written"};
     if (std::find(known.begin(), known.end(), counter) == known.end() && !isa::find_mnemonic(counter))
       r.fail(1, "unknown budget '" + key + "' (max_cycles, max_loads, max_stores, max_dram_reads, max_dram_writes, "
-                "max_instructions, max_bytes_read, max_bytes_written, max_sram, max_read, max_written or max_<OPCODE>)");
+                "max_instructions, max_bytes_read, max_bytes_written, max_sram, max_hbm_bytes_read, max_hbm_bytes_written, "
+                "max_read, max_written or max_<OPCODE>)");
     set_budget(p, counter, static_cast<std::uint64_t>(r.integer(value, vcol)));
   } else {
     r.fail(1, "unknown key '" + key + "'");
@@ -258,6 +277,8 @@ std::uint64_t counter_value(const Counts& c, const sim::Machine& m, const std::s
   if (name == "bytes_read") return c.bytes_read;
   if (name == "bytes_written") return c.bytes_written;
   if (name == "sram") return c.sram_peak;
+  if (name == "hbm_bytes_read") return c.hbm_bytes_read;
+  if (name == "hbm_bytes_written") return c.hbm_bytes_written;
   if (name == "cycles") return c.cycles;
   if (name == "loads") return c.loads;
   if (name == "stores") return c.stores;
@@ -274,6 +295,10 @@ std::string over_budget(const std::string& name, std::uint64_t got, std::uint64_
            ab->second + "; the budget is " + bytes_text(limit);
   if (name == "bytes_read") return "your trace reads " + bytes_text(got) + " of DRAM; the budget is " + bytes_text(limit);
   if (name == "bytes_written") return "your trace writes " + bytes_text(got) + " of DRAM; the budget is " + bytes_text(limit);
+  if (name == "hbm_bytes_read")
+    return "through the L2, your trace reads " + bytes_text(got) + " from DRAM; the budget is " + bytes_text(limit);
+  if (name == "hbm_bytes_written")
+    return "through the L2, your trace writes " + bytes_text(got) + " back to DRAM; the budget is " + bytes_text(limit);
   if (name == "sram")
     return "your trace holds up to " + bytes_text(got) + " in its registers at once; the SRAM budget is " + bytes_text(limit);
   if (name == "cycles") return "your trace takes " + g + " cycles; the budget is " + l;
@@ -360,6 +385,11 @@ std::optional<std::string> machine_redefinition(const Part& part, const isa::Pro
   if (const auto* d = last("sram"); d && part.sram_bytes && prog.config.sram_bytes != part.sram_bytes)
     return at(*d, "your trace declares .sram " + std::to_string(prog.config.sram_bytes.value_or(0)) +
                       ", but the lesson's machine has " + std::to_string(*part.sram_bytes) + " bytes of SRAM; remove the line");
+  if (const auto* d = last("l2"); d && prog.config.l2 != part.l2)
+    return at(*d, part.l2 ? "your trace declares an L2 other than the lesson's (.l2 " + std::to_string(part.l2->capacity_bytes) +
+                                " line=" + std::to_string(part.l2->line_bytes) + " sector=" + std::to_string(part.l2->sector_bytes) +
+                                "); remove the line or give that one"
+                          : std::string("your trace declares .l2, but this lesson's machine has no L2; remove the line"));
   return std::nullopt;
 }
 
@@ -387,6 +417,8 @@ std::string budget_label(const std::string& name) {
   if (name == "bytes_read") return "bytes read";
   if (name == "bytes_written") return "bytes written";
   if (name == "sram") return "SRAM bytes";
+  if (name == "hbm_bytes_read") return "DRAM bytes read through the L2";
+  if (name == "hbm_bytes_written") return "DRAM bytes written back by the L2";
   if (name == "cycles") return "cycles";
   if (name == "loads") return "LOADs";
   if (name == "stores") return "STOREs";
@@ -672,6 +704,7 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
     mo.history = false;
     mo.symbolic = trial == 0;
     mo.sram_bytes = part.sram_bytes;
+    mo.l2 = part.l2.value_or(isa::L2Geometry{});  // capacity 0: no L2
     const auto derived = [&](const std::string& n) { return std::find(part.derived.begin(), part.derived.end(), n) != part.derived.end(); };
     for (const auto& s : part.arrays) {
       Matrix m{s.rows, s.cols, std::vector<double>(static_cast<std::size_t>(s.rows * s.cols), 0.0)};
@@ -718,6 +751,15 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       v.counts.bytes_written = c.bytes_written;
       v.counts.sram_peak = m.sram_peak();
       v.counts.regs_used = prog.highest_reg + 1;
+      v.counts.hbm_bytes_read = c.bytes_read;
+      v.counts.hbm_bytes_written = c.bytes_written;
+      if (m.config().l2) {
+        const sim::L2Counts t = sim::TraceL2(m, *m.config().l2).total();
+        v.counts.hbm_bytes_read = t.hbm_read;
+        v.counts.hbm_bytes_written = t.hbm_written;
+        v.counts.l2_hits = t.hits;
+        v.counts.l2_misses = t.misses;
+      }
     }
 
     int wrong = 0;
@@ -791,6 +833,9 @@ std::string Verdict::report(const Lesson& lesson, const Part& part) const {
     if (part.tiled())
       os << "; " << counts.bytes_read << " bytes read, " << counts.bytes_written << " written, " << counts.sram_peak
          << " bytes of SRAM at most";
+    if (part.l2)
+      os << "; through the L2 (" << counts.l2_hits << " sector hits, " << counts.l2_misses << " misses) "
+         << counts.hbm_bytes_read << " bytes read from DRAM, " << counts.hbm_bytes_written << " written back";
     if (!part.budgets.empty()) {
       os << "; budget:";
       const char* sep = part.tiled() ? ", " : " ";  // the tile lessons' lists are long

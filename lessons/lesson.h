@@ -54,7 +54,7 @@ struct ArrayShape {
 struct Budget {
   // cycles, loads, stores, dram_reads, dram_writes, instructions, an opcode mnemonic; on the tile
   // machine also bytes_read, bytes_written, sram (peak bytes held in registers) and the bytes of
-  // one array: read:NAME, written:NAME.
+  // one array: read:NAME, written:NAME. With an L2: hbm_bytes_read, hbm_bytes_written.
   std::string counter;
   std::uint64_t limit = 0;
   std::string why;  // optional closed form the limit comes from ("N*d*2"), quoted on failure
@@ -82,6 +82,7 @@ struct Part {
   // lesson): not random, not compared, handed to the machine after the reference ran.
   std::vector<std::string> derived;
   std::optional<std::uint64_t> sram_bytes;  // the machine's SRAM capacity (it faults beyond it)
+  std::optional<isa::L2Geometry> l2;        // an L2 between the machine and DRAM (budgets hbm_*)
   int reg_elem_bytes = 0;  // bytes a register element counts in the SRAM; the trace's .elem must agree
   bool tiled() const;      // some array has tiles larger than 1x1
 };
@@ -106,6 +107,8 @@ struct Counts {
   std::uint64_t cycles = 0, instructions = 0, loads = 0, stores = 0, macs = 0;
   std::uint64_t dram_reads = 0, dram_writes = 0;
   std::uint64_t bytes_read = 0, bytes_written = 0, sram_peak = 0;
+  // With the lesson's L2: bytes that reached DRAM, and the L2's sector hits and misses.
+  std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0, l2_hits = 0, l2_misses = 0;
   int regs_used = 0;  // highest register used + 1
 };
 

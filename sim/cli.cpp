@@ -3,8 +3,11 @@
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
+#include <memory>
 
 #include "isa/assembler.h"
+#include "sim/l2.h"
+#include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/report.h"
 #include "sim/trace_export.h"
@@ -40,6 +43,8 @@ struct RunArgs {
   bool seed_given = false;
   std::uint64_t max_rows = 200;
   std::string trace_csv, perfetto;
+  std::string l2;                        // size text; "" keeps the trace's .l2
+  std::uint32_t l2_line = 0, l2_sector = 0;  // 0 keeps the trace's (or Hopper's) geometry
 };
 
 std::vector<double> parse_values(const std::string& name, const std::string& list) {
@@ -103,7 +108,20 @@ int do_run(const RunArgs& a) {
       throw std::invalid_argument("--cost " + k + ": '" + v + "' is not a cycle count");
     }
   }
+  if (!a.l2.empty() || a.l2_line || a.l2_sector) {
+    if (a.l2.empty() && !prog.config.l2) throw std::invalid_argument("--l2-line and --l2-sector need an L2: give --l2 SIZE");
+    isa::L2Geometry g = prog.config.l2.value_or(isa::L2Geometry{});
+    if (!a.l2.empty()) g.capacity_bytes = sim::parse_size(a.l2);
+    if (a.l2_line) g.line_bytes = a.l2_line;
+    if (a.l2_sector) g.sector_bytes = a.l2_sector;
+    else if (g.sector_bytes > g.line_bytes) g.sector_bytes = g.line_bytes;
+    if (g.capacity_bytes)
+      if (std::string why = isa::l2_geometry_error(g); !why.empty()) throw std::invalid_argument("--l2: " + why);
+    mo.l2 = g;
+  }
   sim::Machine m(std::move(prog), mo);
+  std::unique_ptr<sim::TraceL2> l2;
+  if (m.config().l2) l2 = std::make_unique<sim::TraceL2>(m, *m.config().l2);
   if (!a.trace_csv.empty() || !a.perfetto.empty()) {
     std::ofstream csv, json;
     sim::TraceExport out;
@@ -118,19 +136,22 @@ int do_run(const RunArgs& a) {
   }
   if (a.json) {
     m.run();
-    sim::print_json(m, std::cout);
+    if (l2) l2->sync(m);
+    sim::print_json(m, std::cout, l2.get());
     return kExitOk;
   }
   if (!a.no_table) {
     sim::TableOptions t;
     t.symbolic = a.symbolic;
     t.max_rows = a.max_rows;
+    t.l2 = l2.get();
     sim::print_step_table(m, std::cout, t);
     std::cout << "\n";
   } else {
     m.run();
   }
-  sim::print_cost_summary(m, std::cout);
+  if (l2) l2->sync(m);
+  sim::print_cost_summary(m, std::cout, l2.get());
   sim::print_outputs(m, std::cout);
   return kExitOk;
 }
@@ -157,6 +178,11 @@ void register_run_command(CLI::App& app, int& exit_code) {
   run->add_option("--perfetto", args->perfetto,
                   "Write a Chrome trace-event JSON for ui.perfetto.dev: a track per unit, instructions as slices, "
                   "DRAM bytes as a counter (1 cycle = 1 us)");
+  run->add_option("--l2", args->l2,
+                  "Send the traffic through an L2 of this size (e.g. 512, 4KiB, 50MiB; 0: none), overriding .l2; adds an "
+                  "L2 column and the bytes that reach DRAM");
+  run->add_option("--l2-line", args->l2_line, "L2 line size in bytes (default: the trace's .l2, else 128)");
+  run->add_option("--l2-sector", args->l2_sector, "L2 sector size in bytes (default: the trace's .l2, else 32)");
   run->callback([args, &exit_code] { exit_code = guarded([&] { return do_run(*args); }); });
 }
 

@@ -8,17 +8,7 @@
 namespace flashsim::sim {
 
 void validate(const L2Config& c) {
-  if (c.line_bytes == 0 || !std::has_single_bit(c.line_bytes))
-    throw std::invalid_argument("the L2 line size must be a power of two, got " + std::to_string(c.line_bytes));
-  if (c.sector_bytes == 0 || !std::has_single_bit(c.sector_bytes) || c.sector_bytes > c.line_bytes ||
-      c.line_bytes / c.sector_bytes > 32)
-    throw std::invalid_argument("the L2 sector size must be a power of two that splits a line into 1 to 32 sectors, got " +
-                                std::to_string(c.sector_bytes));
-  if (c.capacity_bytes != 0 && c.capacity_bytes < c.line_bytes)
-    throw std::invalid_argument("an L2 of " + std::to_string(c.capacity_bytes) + " bytes holds no " +
-                                std::to_string(c.line_bytes) + "-byte line");
-  if (c.capacity_bytes / c.line_bytes >= (std::uint64_t{1} << 31))
-    throw std::invalid_argument("the L2 is too large to model (at most 2^31 lines)");
+  if (std::string why = isa::l2_geometry_error(c); !why.empty()) throw std::invalid_argument(why);
 }
 
 L2Cache::L2Cache(const L2Config& config, std::size_t streams) : cfg_(config), counts_(streams) {
@@ -169,6 +159,17 @@ void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_
     return;
   }
   for (std::uint64_t r = 0; r < rows; ++r) access(addr + r * stride, row_bytes, stream, write);
+}
+
+std::uint64_t L2Cache::resident_sectors(std::uint64_t addr, std::uint64_t bytes) const {
+  if (bytes == 0 || slots_ == 0) return 0;
+  std::uint64_t held = 0;
+  const std::uint64_t first = addr >> sector_shift_, last = (addr + bytes - 1) >> sector_shift_;
+  for (std::uint64_t sector = first; sector <= last; ++sector) {
+    const std::uint32_t s = find(sector >> (line_shift_ - sector_shift_));
+    if (s != kNone && (valid_[s] >> (sector & (sectors_per_line_ - 1)) & 1u)) ++held;
+  }
+  return held;
 }
 
 void L2Cache::flush() {

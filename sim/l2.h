@@ -16,13 +16,12 @@
 #include <string>
 #include <vector>
 
+#include "isa/program.h"
+
 namespace flashsim::sim {
 
-struct L2Config {
-  std::uint64_t capacity_bytes = 0;  // 0: no cache, every access goes to DRAM as requested
-  std::uint32_t line_bytes = 128;
-  std::uint32_t sector_bytes = 32;
-};
+// capacity_bytes 0: no cache, every access goes to DRAM as requested.
+using L2Config = isa::L2Geometry;
 
 // Throws std::invalid_argument unless line_bytes is a power of two, sector_bytes divides it into
 // at most 32 sectors, and a non-zero capacity holds at least one line.
@@ -45,6 +44,8 @@ class L2Cache {
   void access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
                    std::uint32_t stream, bool write);
   void flush();  // writes back every dirty sector; the lines stay, clean
+  // How many of the sectors that [addr, addr + bytes) touches the cache holds now.
+  std::uint64_t resident_sectors(std::uint64_t addr, std::uint64_t bytes) const;
 
   const L2Config& config() const { return cfg_; }
   const std::vector<L2Counts>& counts() const { return counts_; }

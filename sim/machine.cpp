@@ -68,6 +68,7 @@ Machine::Machine(isa::Program program, MachineOptions options)
   if (opts_.f64) config_.f64 = *opts_.f64;
   if (opts_.seed) config_.seed = *opts_.seed;
   if (opts_.sram_bytes) config_.sram_bytes = *opts_.sram_bytes;
+  if (opts_.l2) config_.l2 = opts_.l2->capacity_bytes ? opts_.l2 : std::nullopt;  // --l2 0: no L2
   for (auto [op, c] : opts_.costs) config_.cycles[static_cast<std::size_t>(op)] = c;
   if (opts_.regs) {
     regs_ = *opts_.regs;

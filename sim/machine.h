@@ -74,6 +74,7 @@ struct MachineOptions {
   std::optional<std::uint64_t> seed;
   std::map<isa::Opcode, std::uint32_t> costs;          // --cost OP=C
   std::optional<std::uint64_t> sram_bytes;
+  std::optional<isa::L2Geometry> l2;                   // --l2: overrides the .l2 directive (sim/l2_trace.h)
   // DRAM capacity in elements (tiles in count-only mode), so a huge declaration is an error
   // rather than an allocation failure.
   std::uint64_t max_dram_elements = std::uint64_t{1} << 28;

@@ -6,6 +6,8 @@
 #include <ostream>
 #include <sstream>
 
+#include "sim/l2_trace.h"
+
 namespace flashsim::sim {
 
 std::string format_value(double v) {
@@ -24,19 +26,42 @@ std::string register_cell(const Machine& m, int r, bool symbolic) {
   return std::to_string(t.rows) + "x" + std::to_string(t.cols) + " tile";
 }
 
+namespace {
+// What the last LOAD or STORE did in the L2: "hit", "miss", "3/4 hit" (sectors), "dirty" (a store
+// allocates its line without reading DRAM).
+std::string l2_cell(const TraceL2& l2) {
+  const auto& o = l2.last();
+  if (!o.memory) return "";
+  if (o.write) return "dirty";
+  if (o.misses == 0) return "hit";
+  if (o.hits == 0) return "miss";
+  return std::to_string(o.hits) + "/" + std::to_string(o.hits + o.misses) + " hit";
+}
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+  if (whole == 0) return "0%";
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%.1f%%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+  return buf;
+}
+}  // namespace
+
 void print_step_table(Machine& m, std::ostream& os, const TableOptions& opt) {
   m.reset();
   const int regs = m.register_count();
   std::vector<std::vector<std::string>> rows;
   std::vector<std::string> header{"Step", "Instruction"};
+  if (opt.l2) header.push_back("L2");
   for (int r = 0; r < regs; ++r) header.push_back("R" + std::to_string(r));
   const auto& p = m.program();
   std::uint64_t shown = std::min<std::uint64_t>(opt.max_rows, m.size());
   while (!m.done()) {
     std::uint64_t k = m.pc();
     m.step();
+    if (opt.l2) opt.l2->sync(m);
     if (k >= shown) continue;
     std::vector<std::string> row{std::to_string(k + 1), isa::format_instruction(p, p.code[k])};
+    if (opt.l2) row.push_back(l2_cell(*opt.l2));
     for (int r = 0; r < regs; ++r) row.push_back(register_cell(m, r, opt.symbolic));
     rows.push_back(std::move(row));
   }
@@ -62,7 +87,7 @@ void print_step_table(Machine& m, std::ostream& os, const TableOptions& opt) {
   if (m.size() > shown) os << "... " << (m.size() - shown) << " more steps not shown\n";
 }
 
-void print_cost_summary(const Machine& m, std::ostream& os) {
+void print_cost_summary(const Machine& m, std::ostream& os, const TraceL2* l2) {
   const Counters& c = m.counters();
   using isa::OpClass;
   os << "cycles        " << c.cycles << "\n";
@@ -79,6 +104,17 @@ void print_cost_summary(const Machine& m, std::ostream& os) {
      << c.of_class(OpClass::Mac) << ", other ops " << c.of_class(OpClass::Alu) << "\n";
   os << "DRAM reads    " << c.elem_reads << " elements (" << c.bytes_read << " bytes)\n";
   os << "DRAM writes   " << c.elem_writes << " elements (" << c.bytes_written << " bytes)\n";
+  if (l2) {
+    const L2Counts t = l2->total();
+    const auto& g = l2->config();
+    os << "L2            " << g.capacity_bytes << " bytes, " << g.line_bytes << "-byte lines of " << g.sector_bytes
+       << "-byte sectors: " << t.hits << " sector hits, " << t.misses << " misses (" << percent(t.hits, t.hits + t.misses)
+       << " hit)\n";
+    os << "HBM reads     " << t.hbm_read << " bytes (" << percent(t.hbm_read, c.bytes_read) << " of the bytes read)\n";
+    os << "HBM writes    " << t.hbm_written << " bytes (dirty lines written back"
+       << (l2->flushed() ? ", the last at the end" : std::string(", ") + std::to_string(l2->dirty_bytes()) + " bytes still dirty")
+       << ")\n";
+  }
   os << "registers     " << m.register_count() << " (" << m.register_count_source() << ")\n";
   if (m.config().sram_bytes || m.sram_peak() > 0)
     os << "SRAM peak     " << m.sram_peak() << " bytes"
@@ -97,7 +133,6 @@ void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values) {
   }
 }
 
-namespace {
 std::string json_string(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
@@ -110,6 +145,8 @@ std::string json_string(const std::string& s) {
   }
   return o + "\"";
 }
+
+namespace {
 std::string json_number(double v) {
   if (std::isnan(v) || std::isinf(v)) return "null";  // JSON has no NaN or infinity
   char buf[40];
@@ -118,7 +155,7 @@ std::string json_number(double v) {
 }
 }  // namespace
 
-void print_json(const Machine& m, std::ostream& os) {
+void print_json(const Machine& m, std::ostream& os, const TraceL2* l2) {
   const Counters& c = m.counters();
   const auto& p = m.program();
   os << "{\"program\":" << json_string(p.name) << ",\"cycles\":" << c.cycles << ",\"instructions\":" << c.instructions
@@ -131,7 +168,14 @@ void print_json(const Machine& m, std::ostream& os) {
   os << "},\"dram\":{\"reads\":" << c.elem_reads << ",\"writes\":" << c.elem_writes << ",\"bytes_read\":" << c.bytes_read
      << ",\"bytes_written\":" << c.bytes_written << "},\"registers\":" << m.register_count()
      << ",\"register_source\":" << json_string(m.register_count_source()) << ",\"sram_peak_bytes\":" << m.sram_peak()
-     << ",\"arrays\":{";
+     << ",";
+  if (l2) {
+    const L2Counts t = l2->total();
+    os << "\"l2\":{\"capacity_bytes\":" << l2->config().capacity_bytes << ",\"line_bytes\":" << l2->config().line_bytes
+       << ",\"sector_bytes\":" << l2->config().sector_bytes << ",\"hits\":" << t.hits << ",\"misses\":" << t.misses
+       << ",\"hbm_bytes_read\":" << t.hbm_read << ",\"hbm_bytes_written\":" << t.hbm_written << "},";
+  }
+  os << "\"arrays\":{";
   for (std::uint32_t a = 0; a < p.arrays.size(); ++a) {
     const auto& d = p.arrays[a];
     const auto& s = m.array(a);
@@ -140,7 +184,13 @@ void print_json(const Machine& m, std::ostream& os) {
     os << "],\"tile\":[" << d.tile_rows;
     if (d.rank == 2) os << "," << d.tile_cols;
     os << "],\"input\":" << (m.is_input(a) ? "true" : "false") << ",\"output\":" << (m.is_output(a) ? "true" : "false")
-       << ",\"bytes_read\":" << s.bytes_read << ",\"bytes_written\":" << s.bytes_written << ",\"values\":[";
+       << ",\"bytes_read\":" << s.bytes_read << ",\"bytes_written\":" << s.bytes_written;
+    if (l2) {
+      const L2Counts& t = l2->array(a);
+      os << ",\"hbm_bytes_read\":" << t.hbm_read << ",\"hbm_bytes_written\":" << t.hbm_written << ",\"l2_hits\":" << t.hits
+         << ",\"l2_misses\":" << t.misses;
+    }
+    os << ",\"values\":[";
     for (std::size_t i = 0; i < s.values.size(); ++i) os << (i ? "," : "") << json_number(s.values[i]);
     os << "]}";
   }

@@ -8,18 +8,27 @@
 #include "sim/machine.h"
 
 namespace flashsim::sim {
+class TraceL2;
+}
+
+namespace flashsim::sim {
 
 struct TableOptions {
   bool symbolic = false;
   std::uint64_t max_rows = 200;  // the rest is summarised in one line
+  TraceL2* l2 = nullptr;         // adds an L2 column: what each LOAD and STORE did in the cache
 };
 
 // Resets the machine, then steps it to the end while printing one row per step.
 void print_step_table(Machine& m, std::ostream& os, const TableOptions& opt = {});
-void print_cost_summary(const Machine& m, std::ostream& os);
+// With an L2 (synced to the machine), also its hits, misses and the bytes that reached DRAM.
+void print_cost_summary(const Machine& m, std::ostream& os, const TraceL2* l2 = nullptr);
 void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values = 16);
 // One JSON object; the machine is expected to have run.
-void print_json(const Machine& m, std::ostream& os);
+// With an L2: an "l2" object and, per array, hbm_bytes_read, hbm_bytes_written, l2_hits, l2_misses.
+void print_json(const Machine& m, std::ostream& os, const TraceL2* l2 = nullptr);
+// A JSON string literal (quoted, escaped).
+std::string json_string(const std::string& s);
 
 std::string format_value(double v);
 std::string register_cell(const Machine& m, int r, bool symbolic);
