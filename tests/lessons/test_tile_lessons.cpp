@@ -329,3 +329,53 @@ TEST_CASE("flashsim lesson list names byte budgets the way a check reports them"
   CHECK(out.find("SRAM bytes <= 528") != std::string::npos);
   CHECK(out.find("read:") == std::string::npos);
 }
+
+TEST_CASE("lesson 15: the serpentine sweep passes the L2 budget, the forward sweep misses every re-read", "[lesson-15]") {
+  Verdict v = check("15", read_source("lessons/15-l2-cache/solution.fsa"));
+  INFO(all_problems(v));
+  REQUIRE(v.passed);
+  CHECK(v.counts.bytes_read == 4352);  // lesson 11's requested bytes at N = 32: Q 256, K and V 8 x 256
+  CHECK(v.counts.hbm_bytes_read == 2560);
+  CHECK(v.counts.hbm_bytes_written == 512);
+  // 12 lines of 32 bytes; a forward sweep of 16 K/V lines through LRU: nothing is left to hit
+  Verdict f = check("15", read_source("lessons/15-l2-cache/exercise.fsa"));
+  CHECK_FALSE(f.passed);
+  CHECK_FALSE(mentions(f, "wrong values"));
+  CHECK(f.counts.l2_hits == 0);
+  CHECK(f.counts.bytes_read == 4352);
+  CHECK(mentions(f, "through the L2, your trace reads 4352 bytes (4.25 KiB) from DRAM; the budget is 2560 bytes (2.5 KiB)"));
+}
+
+TEST_CASE("lesson 15: a trace that brings its own L2, or none, is graded on the lesson's", "[lesson-15]") {
+  Verdict bigger = check("15", edited("lessons/15-l2-cache/exercise.fsa", ".l2 384 line=32", ".l2 640 line=32"));
+  CHECK(bigger.refused);
+  CHECK(mentions(bigger, "test.fsa:13:1: error: your trace declares an L2 other than the lesson's"));
+  // without the directive the lesson's L2 still applies
+  Verdict none = check("15", edited("lessons/15-l2-cache/solution.fsa", ".l2 384 line=32\n", ""));
+  INFO(all_problems(none));
+  CHECK(none.passed);
+  CHECK(none.counts.hbm_bytes_read == 2560);
+  // lessons without an L2 refuse the directive
+  Verdict l11 = check("11", edited("lessons/11-fa1-vs-fa2/solution.fsa", ".dtype f64\n", ".dtype f64\n.l2 4096\n"));
+  CHECK(l11.refused);
+  CHECK(mentions(l11, "this lesson's machine has no L2"));
+}
+
+TEST_CASE("lesson specs: l2 and the hbm budgets", "[lessons]") {
+  flashsim::test::ScratchDir tmp;
+  auto dir = tmp.dir() / "97-l2";
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = tile-attention\nregs = 2\narray = Q[4][4] tile[2][2] elem 2\n"
+                                       "outputs = Q\nl2 = 256 line=48\n";
+  CHECK_THROWS_WITH(load_lesson(dir.string()), Catch::Contains("check.spec:6:6: error: the L2 line size must be a power of two"));
+  std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = tile-attention\nregs = 2\narray = Q[4][4] tile[2][2] elem 2\n"
+                                       "outputs = Q\nl2 = 256 lines=32\n";
+  CHECK_THROWS_WITH(load_lesson(dir.string()), Catch::Contains("l2 is 'BYTES [line=L] [sector=S]'"));
+  std::ofstream(dir / "check.spec") << "solution = s.fsa\nreference = tile-attention\nregs = 2\narray = Q[4][4] tile[2][2] elem 2\n"
+                                       "outputs = Q\nl2 = 256 line=32\nmax_hbm_bytes_read = 64\n";
+  Lesson l = load_lesson(dir.string());
+  REQUIRE(l.parts.front().l2);
+  CHECK(l.parts.front().l2->line_bytes == 32);
+  CHECK(l.parts.front().l2->sector_bytes == 32);  // a line smaller than the default sector is one sector
+  CHECK(l.parts.front().budgets.front().counter == "hbm_bytes_read");
+}
