@@ -68,11 +68,12 @@ void TraceL2::replay(const Machine& m, std::uint64_t index) {
   ++(last_.misses ? hbm_reads_ : hit_reads_)[o.array][tile];
 }
 
-void TraceL2::sync(const Machine& m) {
-  const std::uint64_t target = m.pc();
-  if (target < pos_ || (flushed_ && !m.done())) restart(m);
+void TraceL2::replay_to(const Machine& m, std::uint64_t target) {
+  const bool end = target >= m.size();
+  target = std::min(target, m.size());
+  if (target < pos_ || (flushed_ && !end)) restart(m);
   for (; pos_ < target; ++pos_) replay(m, pos_);
-  if (m.done() && !flushed_) {
+  if (end && !flushed_) {
     cache_->flush();
     flushed_ = true;
   }

@@ -26,7 +26,9 @@ class TraceL2 {
 
   // Brings the cache to the machine's position: instructions [0, m.pc()) replayed; once the
   // trace is done, the dirty lines are written back as the GPU does at the end of a kernel.
-  void sync(const Machine& m);
+  void sync(const Machine& m) { replay_to(m, m.pc()); }
+  // The same to any position of m's trace, wherever the machine stands (the whole-trace totals).
+  void replay_to(const Machine& m, std::uint64_t target);
 
   const L2Config& config() const { return config_; }
   std::uint64_t position() const { return pos_; }

@@ -818,10 +818,26 @@ void App::counters_pane(int slot, Rect r) {
     ImGui::Text("DRAM writes");
     ImGui::SameLine(110);
     ImGui::Text("%s elem  %s", with_commas(c.elem_writes).c_str(), human_bytes(c.bytes_written).c_str());
+    if (const sim::TraceL2* l2 = t.l2()) {
+      const sim::L2Counts n = l2->total();
+      ImGui::Text("L2 sectors");
+      ImGui::SameLine(110);
+      ImGui::Text("%s hit  %s missed", with_commas(n.hits).c_str(), with_commas(n.misses).c_str());
+      ImGui::Text("HBM reads");
+      ImGui::SameLine(110);
+      ImGui::Text("%s", human_bytes(n.hbm_read).c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("of %s", human_bytes(t.final_l2().hbm_read).c_str());
+      ImGui::Text("HBM writes");
+      ImGui::SameLine(110);
+      ImGui::Text("%s", human_bytes(n.hbm_written).c_str());
+      ImGui::SameLine();
+      ImGui::TextDisabled("+ %s dirty", human_bytes(l2->dirty_bytes()).c_str());
+    }
     // Lesson budgets: the bar is the count so far against the limit; it turns red when the
     // whole trace would exceed it.
     for (const auto& b : t.budgets()) {
-      auto now = budget_value(c, b.counter).value_or(0), whole = budget_value(total, b.counter).value_or(0);
+      auto now = t.budget_now(b.counter).value_or(0), whole = t.budget_whole(b.counter).value_or(0);
       float frac = b.limit ? static_cast<float>(now) / static_cast<float>(b.limit) : 1.0f;
       bool over = whole > b.limit;
       char overlay[96];
@@ -861,12 +877,13 @@ void App::counters_pane(int slot, Rect r) {
 
 // ---- DRAM heat maps ------------------------------------------------------------------------
 
-void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, float x, float y, bool hovered) {
+void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, float x, float y, bool hovered,
+                       const std::vector<std::uint32_t>& reads, bool l2_view) {
   const Trace& t = *model_.trace(slot);
   const auto& m = t.machine();
   const auto& s = m.array(id);
   HeatTexture& h = heat_textures_[{slot, id}];
-  const bool fresh = !h.gl || h.trace_serial != t.serial() || !(h.layout == layout);
+  const bool fresh = !h.gl || h.trace_serial != t.serial() || !(h.layout == layout) || h.l2_view != l2_view;
   const int w = layout.width_px(), rows = layout.height_px();
   const auto row_len = static_cast<std::size_t>(w);
   auto upload_rows = [&](const std::vector<std::uint32_t>& rgba, int first, int last) {
@@ -881,7 +898,7 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   constexpr std::uint64_t kIncrementalSteps = 4096;
   const std::uint64_t lo = std::min(h.step, t.step()), hi = std::max(h.step, t.step());
   if (fresh) {
-    h.cells = bin_counts(layout, s.tile_reads, s.tile_writes);
+    h.cells = bin_counts(layout, reads, s.tile_writes);
     heat_image(layout, h.cells, t.max_tile_reads(id), t.max_tile_writes(id), h.rgba);
     if (!h.gl) {
       GLuint tex = 0;
@@ -907,7 +924,7 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
       std::int64_t cell = layout.cell_of(touch->tile);
       if (cell == previous) continue;
       previous = cell;
-      rebin_cell(layout, s.tile_reads, s.tile_writes, cell, h.cells);
+      rebin_cell(layout, reads, s.tile_writes, cell, h.cells);
       paint_cell(layout, h.cells, cell, t.max_tile_reads(id), t.max_tile_writes(id), h.rgba);
       int y0 = static_cast<int>(cell / layout.cells_across) * layout.cell_px;
       first = std::min(first, y0);
@@ -916,7 +933,7 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
     upload_rows(h.rgba, first, last);
   } else {
     // A seek or a fast run: rebin everything, upload the rows that differ.
-    h.cells = bin_counts(layout, s.tile_reads, s.tile_writes);
+    h.cells = bin_counts(layout, reads, s.tile_writes);
     heat_image(layout, h.cells, t.max_tile_reads(id), t.max_tile_writes(id), h.next);
     int first = rows, last = -1;
     for (int yy = 0; yy < rows; ++yy) {
@@ -932,6 +949,7 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   h.trace_serial = t.serial();
   h.step = t.step();
   h.layout = layout;
+  h.l2_view = l2_view;
   ImDrawList* dl = ImGui::GetWindowDrawList();
   const float px = static_cast<float>(layout.cell_px);
   ImVec2 a(x, y), b(x + static_cast<float>(layout.width_px()), y + static_cast<float>(layout.height_px()));
@@ -970,7 +988,8 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   else ImGui::Text("%s[%s][%s]", d.name.c_str(), range(span.r0, span.r1).c_str(), range(span.c0, span.c1).c_str());
   auto ci = static_cast<std::size_t>(cell);
   if (covered == 1) {
-    ImGui::Text("read %u times, written %u times", h.cells.reads[ci], h.cells.writes[ci]);
+    if (l2_view) ImGui::Text("read from DRAM %u times (the L2 served the rest), written %u times", h.cells.reads[ci], h.cells.writes[ci]);
+    else ImGui::Text("read %u times, written %u times", h.cells.reads[ci], h.cells.writes[ci]);
     auto tile = static_cast<std::size_t>(layout.linear ? span.r0 : span.r0 * layout.grid_cols + span.c0);
     if (d.tile_rows == 1 && d.tile_cols == 1 && tile < s.values.size())
       ImGui::Text("value %s", sim::format_value(s.values[tile]).c_str());
@@ -1011,6 +1030,29 @@ void App::dram_pane(int slot, Rect r) {
       ImGui::SameLine();
       ImGui::TextDisabled("this step");
     }
+    const sim::TraceL2* l2 = t.l2();
+    const bool l2_view = l2 && dram_l2_view_;
+    if (l2) {
+      // What the fill counts: every LOAD, or only those the L2 could not serve.
+      if (ImGui::RadioButton(("requested##dv" + std::to_string(slot)).c_str(), !dram_l2_view_)) dram_l2_view_ = false;
+      ImGui::SameLine();
+      if (ImGui::RadioButton(("DRAM misses, L2 hits##dv" + std::to_string(slot)).c_str(), dram_l2_view_)) dram_l2_view_ = true;
+      ImVec2 a = ImGui::GetItemRectMin();
+      mark(prefix + "l2_toggle", a.x, a.y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+      const auto cap = l2->config().capacity_bytes;
+      const float held = static_cast<float>(l2->resident_bytes()) / static_cast<float>(cap);
+      char overlay[128];
+      std::snprintf(overlay, sizeof overlay, "L2 %s: %s held, %s dirty", human_bytes(cap).c_str(),
+                    human_bytes(l2->resident_bytes()).c_str(), human_bytes(l2->dirty_bytes()).c_str());
+      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, ImVec4(0.35f, 0.55f, 0.80f, 1));
+      ImGui::ProgressBar(std::min(held, 1.0f), ImVec2(-1, 0), overlay);
+      ImGui::PopStyleColor();
+      ImVec2 b0 = ImGui::GetItemRectMin(), b1 = ImGui::GetItemRectMax();
+      // The dirty part of what is held, as a band along the bar's bottom.
+      const float dirty = static_cast<float>(l2->dirty_bytes()) / static_cast<float>(cap);
+      dl->AddRectFilled(ImVec2(b0.x, b1.y - 4), ImVec2(b0.x + (b1.x - b0.x) * std::min(dirty, 1.0f), b1.y), IM_COL32(240, 130, 60, 255));
+      mark(prefix + "l2_occupancy", b0.x, b0.y, b1.x, b1.y);
+    }
     for (std::uint32_t id = 0; id < p.arrays.size(); ++id) {
       const auto& d = p.arrays[id];
       const auto& s = m.array(id);
@@ -1018,6 +1060,13 @@ void App::dram_pane(int slot, Rect r) {
                                                : "[" + std::to_string(d.rows) + "]");
       head += m.is_input(id) ? (m.is_output(id) ? "  in/out" : "  in") : (m.is_output(id) ? "  out" : "");
       std::string sub = "r " + human_bytes(s.bytes_read) + "  w " + human_bytes(s.bytes_written);
+      if (l2_view) {
+        const sim::L2Counts& c = l2->array(id);
+        sub = "DRAM r " + human_bytes(c.hbm_read) + "  w " + human_bytes(c.hbm_written) + "  (asked r " +
+              human_bytes(s.bytes_read) + ")";
+        if (c.hits + c.misses) sub += "  L2 hits " + std::to_string(100 * c.hits / (c.hits + c.misses)) + "%";
+      }
+      const std::vector<std::uint32_t>& tile_reads = l2_view ? l2->tile_hbm_reads(id) : s.tile_reads;
       const bool tiled = d.tile_rows * d.tile_cols > 1;
       const std::int64_t tiles = d.tile_count();
       const std::int64_t gc = d.tile_grid_cols();
@@ -1067,7 +1116,7 @@ void App::dram_pane(int slot, Rect r) {
       ImGui::InvisibleButton(("##grid" + std::to_string(id)).c_str(), ImVec2(std::max(grid.x, 1.0f), std::max(grid.y, 1.0f)));
       bool hovered = ImGui::IsItemHovered();
       if (as_texture) {
-        heat_texture(slot, id, layout, std::floor(origin.x), std::floor(origin.y), hovered);
+        heat_texture(slot, id, layout, std::floor(origin.x), std::floor(origin.y), hovered, tile_reads, l2_view);
         ImGui::EndGroup();
         ImGui::SameLine(0, 14);
         ImGui::Dummy(ImVec2(0, 0));
@@ -1087,7 +1136,7 @@ void App::dram_pane(int slot, Rect r) {
           auto ti = static_cast<std::size_t>(tile);
           ImVec2 a(origin.x + static_cast<float>(gcol) * cell, origin.y + static_cast<float>(gr) * cell);
           ImVec2 b(a.x + cell - gap, a.y + cell - gap);
-          std::uint32_t reads = s.tile_reads[ti], writes = s.tile_writes[ti];
+          std::uint32_t reads = tile_reads[ti], writes = s.tile_writes[ti];
           dl->AddRectFilled(a, b, reads ? heat(0.15f + 0.85f * static_cast<float>(reads) / scale_r) : kGridEmpty, cell >= 14 ? 3.0f : 0.0f);
           if (writes) {
             float band = std::max(2.0f, (cell - gap) * 0.28f);
@@ -1101,6 +1150,11 @@ void App::dram_pane(int slot, Rect r) {
             if (sz.x < cell - 4)
               dl->AddText(mono, mono->FontSize * 0.85f, ImVec2(a.x + (cell - gap - sz.x) * 0.5f, a.y + 3),
                           reads > scale_r * 0.6f ? IM_COL32(20, 24, 30, 255) : IM_COL32(235, 240, 245, 255), label.c_str());
+          }
+          // A tile the L2 holds now: a blue corner.
+          if (l2_view && cell >= 8 && l2->tile_resident(m, id, tile) > 0) {
+            float k = std::max(3.0f, (cell - gap) * 0.3f);
+            dl->AddTriangleFilled(ImVec2(b.x - k, a.y), ImVec2(b.x, a.y), ImVec2(b.x, a.y + k), IM_COL32(90, 160, 240, 255));
           }
           if (next && next->array == id && next->tile == tile)
             dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(b.x - 1, b.y - 1), rgb(theme::kNextMarker), 0, 0, 1.5f);
@@ -1121,6 +1175,10 @@ void App::dram_pane(int slot, Rect r) {
           if (d.rank == 2) ImGui::Text("%s[%lld][%lld]", d.name.c_str(), static_cast<long long>(tr), static_cast<long long>(tc));
           else ImGui::Text("%s[%lld]", d.name.c_str(), static_cast<long long>(tr));
           ImGui::Text("read %u times, written %u times", s.tile_reads[ti], s.tile_writes[ti]);
+          if (l2) {
+            ImGui::Text("from DRAM %u times, served by the L2 %u times", l2->tile_hbm_reads(id)[ti], l2->tile_l2_hits(id)[ti]);
+            ImGui::Text("in the L2 now: %.0f%% of its sectors", 100.0 * l2->tile_resident(m, id, tile));
+          }
           if (d.tile_rows == 1 && d.tile_cols == 1 && ti < s.values.size())
             ImGui::Text("value %s", sim::format_value(s.values[ti]).c_str());
           if (m.symbolic()) ImGui::Text("holds %s", m.value_symbol(id, tile).c_str());

@@ -107,7 +107,8 @@ class App {
   void registers_pane(int slot, Rect r);
   void counters_pane(int slot, Rect r);
   void dram_pane(int slot, Rect r);
-  void heat_texture(int slot, std::uint32_t array, const HeatLayout& layout, float x, float y, bool hovered);
+  void heat_texture(int slot, std::uint32_t array, const HeatLayout& layout, float x, float y, bool hovered,
+                    const std::vector<std::uint32_t>& reads, bool l2_view);
   void plot_pane(Rect r, bool with_table);
   void bytes_plot(float width, float height);
   void compare_table();
@@ -133,6 +134,7 @@ class App {
     unsigned gl = 0;  // GLuint
     std::uint64_t trace_serial = 0, step = ~0ull;
     HeatLayout layout;
+    bool l2_view = false;  // painted from the L2's DRAM reads rather than the requested ones
     HeatCells cells;
     std::vector<std::uint32_t> rgba, next;
   };
@@ -141,6 +143,7 @@ class App {
   unsigned visible_panes_ = kPaneAll;
   void* mono_font_ = nullptr;  // ImFont*
   bool show_symbolic_ = true;
+  bool dram_l2_view_ = true;  // traces with an L2: the DRAM pane shows DRAM misses and L2 hits
   bool show_keys_ = false;
   struct SourceColumns {
     std::uint64_t serial = 0;  // Trace::serial() they were measured for

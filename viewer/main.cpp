@@ -1,6 +1,7 @@
 // flashsim-viewer: step through one trace, or two side by side in lockstep.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +15,7 @@
 #ifdef FLASHSIM_VIEWER_LESSONS
 #include "lessons/lesson.h"
 #endif
+#include "sim/l2.h"
 #include "sim/main_guard.h"
 
 namespace fv = flashsim::viewer;
@@ -78,6 +80,8 @@ static int run_main(int argc, char** argv) {
   std::uint64_t step = 0;
   std::vector<std::uint32_t> breaks;
   bool numeric = false, list = false;
+  std::string l2_size;
+  std::uint32_t l2_line = 0;
   int width = 1280, height = 800;
   cli.add_option("files", files, "one or two .fsa files, or names of lesson traces / generated schedules "
                                  "with parameters (online-softmax:n=16)")
@@ -92,6 +96,9 @@ static int run_main(int argc, char** argv) {
   cli.add_option("--width", width, "window width")->check(CLI::Range(320, 8192));
   cli.add_option("--height", height, "window height")->check(CLI::Range(240, 8192));
   cli.add_option("--lessons-dir", lessons_dir, "where the lesson traces live");
+  cli.add_option("--l2", l2_size, "send every trace's traffic through an L2 of this size (512, 4KiB, 50MiB; 0: none), "
+                                  "overriding .l2: the DRAM pane then shows L2 hits and DRAM misses");
+  cli.add_option("--l2-line", l2_line, "with --l2: the L2 line size in bytes (default 128, sectors of 32)");
   cli.add_flag("--numeric", numeric, "no symbolic shadow (faster on long traces)");
   cli.add_flag("--list", list, "list the traces that can be opened by name, then exit");
   try {
@@ -110,6 +117,24 @@ static int run_main(int argc, char** argv) {
       std::cerr << "flashsim-viewer: error: --param " << p << ": expected NAME=INTEGER\n";
       return kExitBadInput;
     }
+  }
+  std::optional<flashsim::isa::L2Geometry> l2;
+  if (!l2_size.empty() || l2_line) {
+    flashsim::isa::L2Geometry g;
+    try {
+      if (l2_size.empty()) throw std::invalid_argument("--l2-line needs --l2 SIZE");
+      g.capacity_bytes = flashsim::sim::parse_size(l2_size);
+    } catch (const std::invalid_argument& e) {
+      std::cerr << "flashsim-viewer: error: " << e.what() << "\n";
+      return kExitBadInput;
+    }
+    if (l2_line) g.line_bytes = l2_line;
+    g.sector_bytes = std::min(g.sector_bytes, g.line_bytes);
+    if (std::string why = flashsim::isa::l2_geometry_error(g); g.capacity_bytes && !why.empty()) {
+      std::cerr << "flashsim-viewer: error: --l2: " << why << "\n";
+      return kExitBadInput;
+    }
+    l2 = g;
   }
   auto catalog = fv::full_catalog(lessons_dir);
   if (list) {
@@ -160,6 +185,7 @@ static int run_main(int argc, char** argv) {
       continue;
     }
     if (numeric) req.symbolic = false;
+    req.l2 = l2;
     int slot = model.trace_count();
     if (!model.open(slot, req)) {
       report(model.error());

@@ -144,6 +144,7 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   sim::MachineOptions opts;
   opts.regs = request.regs;
   opts.symbolic = request.symbolic.value_or(prog.code.size() <= kSymbolicLimit);
+  opts.l2 = request.l2;
   std::size_t lines = prog.source_lines.size() + 1;
   for (const auto& in : prog.code) lines = std::max<std::size_t>(lines, in.loc.line + 1);
   line_hits_.assign(lines, 0);
@@ -154,6 +155,12 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   machine_ = std::make_unique<sim::Machine>(std::move(prog), std::move(opts));
   machine_timer.stop(load_times_.machine_ms, load_times_.machine_cpu_ms);
   PhaseTimer prepass_timer;
+  if (machine_->config().l2) {
+    l2_ = std::make_unique<sim::TraceL2>(*machine_, *machine_->config().l2);
+    sim::TraceL2 whole(*machine_, *machine_->config().l2);
+    whole.replay_to(*machine_, size());
+    final_l2_ = whole.total();
+  }
   prepass();
   prepass_timer.stop(load_times_.prepass_ms, load_times_.prepass_cpu_ms);
 }
@@ -175,6 +182,8 @@ void Trace::prepass() {
   series_.samples.reserve(kMaxSeriesSamples + 1);
   series_.samples.push_back(0);
   final_counters_ = {};
+  final_array_read_.assign(p.arrays.size(), 0);
+  final_array_written_.assign(p.arrays.size(), 0);
   std::uint64_t bytes = 0;
   for (std::uint64_t i = 0; i < n; ++i) {
     const isa::Instruction& in = p.code[i];
@@ -192,10 +201,12 @@ void Trace::prepass() {
       auto tile = static_cast<std::size_t>(t->tile);
       if (t->write) {
         ++writes[t->array][tile];
+        final_array_written_[t->array] += b;
         final_counters_.elem_writes += elems;
         final_counters_.bytes_written += b;
       } else {
         ++reads[t->array][tile];
+        final_array_read_[t->array] += b;
         final_counters_.elem_reads += elems;
         final_counters_.bytes_read += b;
       }
@@ -208,6 +219,46 @@ void Trace::prepass() {
     for (auto c : reads[a]) final_max_reads_[a] = std::max(final_max_reads_[a], c);
     for (auto c : writes[a]) final_max_writes_[a] = std::max(final_max_writes_[a], c);
   }
+}
+
+const sim::TraceL2* Trace::l2() const {
+  if (!l2_) return nullptr;
+  l2_->sync(*machine_);  // lazily: a seek back replays the cache once, not once per step
+  return l2_.get();
+}
+
+namespace {
+std::optional<std::uint64_t> budget_of(const sim::Counters& c, const std::vector<std::uint64_t>& array_read,
+                                       const std::vector<std::uint64_t>& array_written, const sim::L2Counts* l2,
+                                       const isa::Program& p, const std::string& counter) {
+  if (counter == "bytes_read") return c.bytes_read;
+  if (counter == "bytes_written") return c.bytes_written;
+  if (counter == "hbm_bytes_read") return l2 ? l2->hbm_read : c.bytes_read;
+  if (counter == "hbm_bytes_written") return l2 ? l2->hbm_written : c.bytes_written;
+  if (auto colon = counter.find(':'); colon != std::string::npos) {
+    auto id = p.find_array(counter.substr(colon + 1));
+    if (!id) return 0;
+    return counter.compare(0, colon, "read") == 0 ? array_read[*id] : array_written[*id];
+  }
+  return budget_value(c, counter);
+}
+}  // namespace
+
+std::optional<std::uint64_t> Trace::budget_now(const std::string& counter) const {
+  const auto& p = program();
+  std::vector<std::uint64_t> read(p.arrays.size()), written(p.arrays.size());
+  for (std::uint32_t a = 0; a < p.arrays.size(); ++a) {
+    read[a] = machine_->array(a).bytes_read;
+    written[a] = machine_->array(a).bytes_written;
+  }
+  if (counter == "sram") return machine_->sram_peak();
+  const sim::TraceL2* cache = l2();
+  const sim::L2Counts now = cache ? cache->total() : sim::L2Counts{};
+  return budget_of(machine_->counters(), read, written, cache ? &now : nullptr, p, counter);
+}
+
+std::optional<std::uint64_t> Trace::budget_whole(const std::string& counter) const {
+  return budget_of(final_counters_, final_array_read_, final_array_written_, l2_ ? &final_l2_ : nullptr, program(), counter);
 }
 
 void Trace::count_line(std::uint64_t index, int sign) {
@@ -584,8 +635,19 @@ std::string dump_trace(const Trace& t) {
     os << "\n";
   }
   if (!t.lesson().empty()) os << "lesson: " << t.lesson() << "\n";
+  if (const sim::TraceL2* l2 = t.l2()) {
+    const sim::L2Counts n = l2->total();
+    os << "l2: capacity=" << l2->config().capacity_bytes << " line=" << l2->config().line_bytes
+       << " sector=" << l2->config().sector_bytes << " hits=" << n.hits << " misses=" << n.misses
+       << " hbm_read=" << n.hbm_read << " hbm_written=" << n.hbm_written << " resident=" << l2->resident_bytes()
+       << " dirty=" << l2->dirty_bytes() << "\n";
+    const auto& last = l2->last();
+    os << "l2_last: "
+       << (!last.memory ? "none" : last.write ? "dirty" : last.misses == 0 ? "hit" : last.hits == 0 ? "miss" : "partial")
+       << "\n";
+  }
   for (const auto& b : t.budgets()) {
-    auto now = budget_value(c, b.counter), total = budget_value(t.final_counters(), b.counter);
+    auto now = t.budget_now(b.counter), total = t.budget_whole(b.counter);
     os << "budget: " << b.counter << " " << (now ? *now : 0) << "/" << b.limit << " (whole trace "
        << (total ? *total : 0) << ")\n";
   }

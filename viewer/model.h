@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/trace_export.h"
 
@@ -30,6 +31,7 @@ struct LoadRequest {
   std::string title;                            // shown above the panes; default: the file name
   std::optional<bool> symbolic;                 // default: on up to kSymbolicLimit steps
   std::optional<int> regs;                      // like `flashsim run --regs`
+  std::optional<isa::L2Geometry> l2;            // like `flashsim run --l2` (capacity 0: none)
 };
 
 // Total DRAM bytes (read + written) after k steps, sampled every `stride` steps.
@@ -138,6 +140,14 @@ class Trace {
   std::uint64_t dram_bytes() const;
   // Whole-trace totals from the counting pass at load time.
   const sim::Counters& final_counters() const { return final_counters_; }
+  // The run's L2 (.l2 or LoadRequest::l2) brought to the current step, or null without one.
+  const sim::TraceL2* l2() const;
+  // Its totals over the whole trace, dirty lines written back at the end (zeros without one).
+  const sim::L2Counts& final_l2() const { return final_l2_; }
+  // A lesson budget's counter now and over the whole trace: the machine's counters, bytes per
+  // array (read:K), and through the L2 (hbm_bytes_read); nullopt for a name it does not know.
+  std::optional<std::uint64_t> budget_now(const std::string& counter) const;
+  std::optional<std::uint64_t> budget_whole(const std::string& counter) const;
   bool tile_machine() const { return tile_machine_; }  // cached: is_scalar() walks the trace
   const LoadTimes& load_times() const { return load_times_; }
   // Unique per loaded trace (never reused), so caches drawn from it know when it was replaced.
@@ -159,6 +169,9 @@ class Trace {
   std::vector<std::uint64_t> line_hits_, line_total_;
   std::vector<std::uint32_t> final_max_reads_, final_max_writes_;
   sim::Counters final_counters_;
+  std::vector<std::uint64_t> final_array_read_, final_array_written_;  // bytes per array
+  std::unique_ptr<sim::TraceL2> l2_;
+  sim::L2Counts final_l2_;
   BytesSeries series_;
   LoadTimes load_times_;
   std::uint64_t serial_ = 0;

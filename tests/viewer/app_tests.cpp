@@ -289,3 +289,27 @@ TEST_CASE("big arrays: the binned heat-map texture marks the cell a LOAD read", 
   // Cells read so far (x[0..101]) are heat-coloured, not the never-read colour.
   CHECK_FALSE(near(s.img.at(x.x0 + 1, x.y0 + 1), Rgb{36, 40, 48}));
 }
+
+TEST_CASE("screenshot of lesson 15: the L2 toggle, its occupancy bar and the hbm budget", "[viewer][xvfb]") {
+  Shot s = screenshot("l2", "--lesson 15 --step 113 " + kLessons + "/15-l2-cache/solution.fsa");
+  CHECK(s.run.rc == 0);
+  check_not_blank(s.img);
+  INFO(s.state);
+  // step 113 is the second sweep's LOAD of K[6] (sweeping back): the L2 still held it
+  CHECK(has(s.state, "touched: K[6][0] read"));
+  CHECK(has(s.state, "l2_last: hit"));
+  CHECK(has(s.state, "l2: capacity=384 line=32 sector=32 hits=3 misses=20 hbm_read=576 hbm_written=0 resident=384 dirty=64"));
+  CHECK(has(s.state, "budget: hbm_bytes_read 576/2560 (whole trace 2560)"));
+  CHECK(has(s.state, "budget: hbm_bytes_written 0/512 (whole trace 512)"));
+  REQUIRE(s.rect.count("t0.l2_toggle"));
+  REQUIRE(s.rect.count("t0.l2_occupancy"));
+  // the L2 is full at this step: the bar is filled with its colour across most of its width
+  CHECK(share(s.img, s.rect["t0.l2_occupancy"], {89, 140, 204}) > 0.3);
+  // --l2 0 turns it off: no L2 in the dump, no toggle
+  Shot off = screenshot("l2off", "--l2 0 --step 113 " + kLessons + "/15-l2-cache/solution.fsa");
+  CHECK_FALSE(has(off.state, "l2:"));
+  CHECK_FALSE(off.rect.count("t0.l2_toggle"));
+  Run bad = run(kViewer + " --l2 12abc " + kLessons + "/15-l2-cache/solution.fsa");
+  CHECK(bad.rc == 2);
+  CHECK(has(bad.err, "invalid size '12abc'"));
+}
