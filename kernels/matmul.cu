@@ -27,7 +27,8 @@ row-major [k][n] layout as an MN-major operand (wgmma's transpose-B flag), keepi
 group in flight while the next stage arrives. The epilogue rounds the fp32 accumulators (128 a
 thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
 C) while the consumers already start the next tile; storing straight from registers instead cost
-25% at k = 1024. m, n, k: multiples of 8 (TMA's 16-byte strides). Tensor maps come from
+25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A, B
+and C go through zero-padded copies in a workspace (launcher comment). Tensor maps come from
 cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda).
 Checked and timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header):
 H100 SXM, 2026-11-22, 8192^3 in 1.59 ms = 693 TFLOP/s, 1.03x cuBLAS's speed.
@@ -403,32 +404,129 @@ int prepare_device_for_v3() {
 
 }  // namespace
 
-void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
-                      cudaStream_t stream) {
-  // TMA wants 16-byte row strides and bases
-  if (m < 0 || n < 0 || k < 0 || m % 8 || n % 8 || k % 8) {
+namespace {
+
+// Where a shape breaks TMA's rules (row strides and bases in multiples of 16 bytes), the operand
+// goes through a padded copy: A' [m, kp] and B' [k, np] with zero columns past k and n, and C'
+// [m, np] copied back. Rows need no padding: TMA zero-fills loads past the last row and clips
+// stores there. The aligned case uses none of this.
+struct FastLayout {
+  int kp, np;
+  bool pad_a, pad_b, pad_c;
+  std::size_t off_b, off_c, bytes;  // byte offsets of B' and C' in the workspace; total
+};
+
+constexpr std::size_t round256(std::size_t x) { return (x + 255) / 256 * 256; }
+
+FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned, bool c_misaligned) {
+  FastLayout l{};
+  l.kp = (k + 7) / 8 * 8;
+  l.np = (n + 7) / 8 * 8;
+  l.pad_a = k % 8 != 0 || a_misaligned;
+  l.pad_b = n % 8 != 0 || b_misaligned;
+  l.pad_c = n % 8 != 0 || c_misaligned;
+  const std::size_t a_bytes = l.pad_a ? round256(std::size_t(m) * l.kp * 2) : 0;
+  const std::size_t b_bytes = l.pad_b ? round256(std::size_t(k) * l.np * 2) : 0;
+  const std::size_t c_bytes = l.pad_c ? round256(std::size_t(m) * l.np * 2) : 0;
+  l.off_b = a_bytes;
+  l.off_c = a_bytes + b_bytes;
+  l.bytes = a_bytes + b_bytes + c_bytes;
+  return l;
+}
+
+bool misaligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; }
+
+void check_shape(int m, int n, int k) {
+  if (m < 0 || n < 0 || k < 0) {
     std::ostringstream o;
-    o << "matmul_bf16_fast: m, n, k must be non-negative multiples of 8 (got " << m << "x" << n << "x" << k << ")";
+    o << "matmul_bf16_fast: m, n, k must be non-negative (got " << m << "x" << n << "x" << k << ")";
     throw std::invalid_argument(o.str());
   }
-  const auto misaligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
-  if (misaligned(a) || misaligned(b) || misaligned(c))
-    throw std::invalid_argument("matmul_bf16_fast: a, b and c must be 16-byte aligned");
+}
+
+// Copies rows x cols bf16 from a row-major matrix with `cols` columns into one with `cols_to`
+// columns, zeroing the columns past `cols` (values there would turn 0 * garbage into NaN).
+void pad_copy(__nv_bfloat16* dst, int cols_to, const __nv_bfloat16* src, int rows, int cols, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(cols_to) * 2, src, std::size_t(cols) * 2, std::size_t(cols) * 2, rows,
+                               cudaMemcpyDeviceToDevice, stream));
+  if (cols_to > cols)
+    CUDA_CHECK(cudaMemset2DAsync(dst + cols, std::size_t(cols_to) * 2, 0, std::size_t(cols_to - cols) * 2, rows, stream));
+}
+
+}  // namespace
+
+std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k) {
+  check_shape(m, n, k);
+  // the worst case over pointer alignments, so that one size fits any buffers
+  return fast_layout(m, n, k, true, true, true).bytes;
+}
+
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  check_shape(m, n, k);
   if (m == 0 || n == 0) return;
+  if (c == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
   if (k == 0) {  // empty sum
     CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(m) * n * sizeof(__nv_bfloat16), stream));
     return;
   }
-  if (a == nullptr || b == nullptr || c == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
+  if (a == nullptr || b == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
+  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+  if (l.bytes > 0 && (workspace == nullptr || workspace_bytes < l.bytes || misaligned16(workspace))) {
+    std::ostringstream o;
+    o << "matmul_bf16_fast: " << m << "x" << n << "x" << k << " needs a 16-byte aligned workspace of " << l.bytes
+      << " bytes (matmul_bf16_fast_workspace_bytes), got " << workspace_bytes;
+    throw std::invalid_argument(o.str());
+  }
+  auto* ws = static_cast<unsigned char*>(workspace);
+  const __nv_bfloat16* a_use = a;
+  const __nv_bfloat16* b_use = b;
+  __nv_bfloat16* c_use = c;
+  if (l.pad_a) {
+    auto* ap = reinterpret_cast<__nv_bfloat16*>(ws);
+    pad_copy(ap, l.kp, a, m, k, stream);
+    a_use = ap;
+  }
+  if (l.pad_b) {
+    auto* bp = reinterpret_cast<__nv_bfloat16*>(ws + l.off_b);
+    pad_copy(bp, l.np, b, k, n, stream);
+    b_use = bp;
+  }
+  if (l.pad_c) c_use = reinterpret_cast<__nv_bfloat16*>(ws + l.off_c);
+  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b || l.pad_c ? l.np : n;
 
-  const CUtensorMap map_a = bf16_tensor_map(a, m, k, v3::kBM);  // boxes of 128 rows x 64 k
-  const CUtensorMap map_b = bf16_tensor_map(b, k, n, v3::kBK);  // boxes of 64 k-rows x 64 columns
-  const CUtensorMap map_c = bf16_tensor_map(c, m, n, 64);        // output chunks of 64 x 64
+  // B keeps k rows: TMA zero-fills rows k..kp, which meet A's zero columns
+  const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM);  // boxes of 128 rows x 64 k
+  const CUtensorMap map_b = bf16_tensor_map(b_use, k, l.pad_b ? l.np : n, v3::kBK);  // 64 k-rows x 64 columns
+  const CUtensorMap map_c = bf16_tensor_map(c_use, m, l.pad_c ? l.np : n, 64);        // output chunks of 64 x 64
   const int sms = prepare_device_for_v3();
-  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((n + v3::kBN - 1) / v3::kBN);
+  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((nb + v3::kBN - 1) / v3::kBN);
   const int grid = static_cast<int>(std::min<long long>(tiles, sms));
-  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, map_c, m, n, k);
+  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, map_c, m, nb, ka);
   CUDA_CHECK_LAUNCH();
+  if (l.pad_c)
+    CUDA_CHECK(cudaMemcpy2DAsync(c, std::size_t(n) * 2, c_use, std::size_t(l.np) * 2, std::size_t(n) * 2, m,
+                                 cudaMemcpyDeviceToDevice, stream));
+}
+
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      cudaStream_t stream) {
+  check_shape(m, n, k);
+  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+  if (l.bytes == 0 || m == 0 || n == 0 || k == 0) {
+    matmul_bf16_fast(a, b, c, m, n, k, nullptr, 0, stream);
+    return;
+  }
+  // stream-ordered, so that the buffer lives exactly as long as this call's work
+  void* ws = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&ws, l.bytes, stream));
+  try {
+    matmul_bf16_fast(a, b, c, m, n, k, ws, l.bytes, stream);
+  } catch (...) {
+    cudaFreeAsync(ws, stream);
+    throw;
+  }
+  CUDA_CHECK(cudaFreeAsync(ws, stream));
 }
 
 // The per-file driver's workload. kernels/tools/bench_matmul_fast.cu compiles this file on its own
