@@ -27,8 +27,11 @@ row-major [k][n] layout as an MN-major operand (wgmma's transpose-B flag), keepi
 group in flight while the next stage arrives. The epilogue rounds the fp32 accumulators (128 a
 thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
 C) while the consumers already start the next tile; storing straight from registers instead cost
-25% at k = 1024. m, n, k: multiples of 8 (TMA's 16-byte strides). Tensor maps come from
+25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A, B
+and C go through zero-padded copies in a workspace (launcher comment). Tensor maps come from
 cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda).
+Grids that would leave much of a last wave of 128x256 tiles empty run 128x128 tiles instead
+(m64n128k16, 6 stages; rule in matmul_fast_narrow_tiles).
 Checked and timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header):
 H100 SXM, 2026-11-22, 8192^3 in 1.59 ms = 693 TFLOP/s, 1.03x cuBLAS's speed.
 
@@ -148,18 +151,25 @@ __global__ void __launch_bounds__(256) matmul_outer_step_kernel(const T* __restr
 
 namespace v3 {
 
-constexpr int kBM = 128, kBN = 256, kBK = 64;  // block tile; kBK * 2 bytes = one 128-byte swizzle row
-constexpr int kStages = 4;                     // 4 x 48 KB of the 227 KB of shared memory
-constexpr int kConsumers = 2;                  // warpgroups doing wgmma, 64 rows of the tile each
+constexpr int kBM = 128, kBK = 64;  // block tile rows; kBK * 2 bytes = one 128-byte swizzle row
+constexpr int kConsumers = 2;       // warpgroups doing wgmma, 64 rows of the tile each
 constexpr int kThreads = 128 * (1 + kConsumers);
 constexpr int kABytes = kBM * kBK * 2;        // 16 KB
 constexpr int kBBoxBytes = kBK * 64 * 2;      // one TMA box of B: 64 k-rows x 64 columns, 8 KB
-constexpr int kBBytes = kBK * kBN * 2;        // 32 KB
-constexpr int kStageBytes = kABytes + kBBytes;
 constexpr int kCChunkBytes = 64 * 64 * 2;     // one 64 x 64 bf16 chunk of C on its way out
-// ring + two chunk buffers per consumer + slack to align everything to 1024 bytes: 225 KB of 227
-constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
 constexpr int kGroupM = 16;                                // tile rows per raster group (L2 reuse)
+
+// Tile width BN = 256 (the default) or 128 (grids that would leave most of a last wave empty).
+template <int BN>
+struct Cfg {
+  static constexpr int kBN = BN;
+  static constexpr int kBBytes = kBK * BN * 2;  // 32 or 16 KB
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kStages = BN == 256 ? 4 : 6;  // 4 x 48 KB or 6 x 32 KB
+  // ring + two chunk buffers per consumer + slack to align everything to 1024 bytes: <= 225 KB of 227
+  static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+};
 
 using mma::smem_addr;
 
@@ -213,6 +223,31 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], std::uint64_t 
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
+// The same with n = 128 (64 registers a thread).
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                 int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %66, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, %64, %65, p, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
 // Tile t of a persistent block's sequence -> (tile row, tile column), in groups of kGroupM tile rows
 // walked column by column, so that the tiles in flight at once share panels of A and B in L2.
 __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
@@ -225,12 +260,15 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 }
 
 // Persistent, warp-specialized: warpgroup 0 (one thread) streams A and B k-panels with TMA into a
-// kStages ring; warpgroups 1 and 2 each multiply a 64 x 256 half of the 128 x 256 tile with wgmma.
+// kStages ring; warpgroups 1 and 2 each multiply a 64 x BN half of the 128 x BN tile with wgmma.
 // full[s]: the stage's bytes landed (TMA transaction count); empty[s]: all 8 consumer warps are done
 // reading it. Every block walks tiles blockIdx.x, +gridDim.x, ... in the same order in both roles.
+template <int BN>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_bf16_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
                              const __grid_constant__ CUtensorMap map_c, int m, int n, int k) {
+  using C = Cfg<BN>;
+  constexpr int kBN = C::kBN, kStages = C::kStages, kStageBytes = C::kStageBytes;
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) std::uint64_t full[kStages], empty[kStages];
   // 128-byte swizzle repeats every 1024 bytes; wgmma and TMA agree on it only from 1024-aligned bases
@@ -275,9 +313,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int half = wg - 1;                     // which 64 rows of the tile
   const int w = (threadIdx.x % 128) / 32;      // warp within the warpgroup: 16 rows each
-  float acc[128];
+  constexpr int kAcc = kBN / 2;  // fp32 accumulators a thread: 64 rows x BN over 128 threads
+  float acc[kAcc];
 #pragma unroll
-  for (int i = 0; i < 128; ++i) acc[i] = 0.f;
+  for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
   int it = 0;
   for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
     int tm, tn;
@@ -290,8 +329,12 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::fence();
 #pragma unroll
       for (int kk = 0; kk < kBK / 16; ++kk)
-        wgmma_m64n256k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
-                         kb > 0 || kk > 0);
+        if constexpr (BN == 256)
+          wgmma_m64n256k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
+                           kb > 0 || kk > 0);
+        else
+          wgmma_m64n128k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
+                           kb > 0 || kk > 0);
       wgmma::commit();
       // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
       wgmma::wait<1>();
@@ -300,7 +343,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     wgmma::wait<0>();
     if (lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
 #pragma unroll
-    for (int i = 0; i < 128; ++i) reg_fence(acc[i]);
+    for (int i = 0; i < kAcc; ++i) reg_fence(acc[i]);
 
     // Epilogue: fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns
     // 8j + 2(l%4) + {0,1}) of the warp's 16 rows, 4j + {2,3} the same columns 8 rows lower. Each
@@ -394,8 +437,10 @@ int prepare_device_for_v3() {
   if (sms_by_device[dev] == 0) {
     int sms = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    v3::kSmemBytes));
+    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    v3::Cfg<256>::kSmemBytes));
+    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    v3::Cfg<128>::kSmemBytes));
     sms_by_device[dev] = sms;
   }
   return sms_by_device[dev];
@@ -403,32 +448,144 @@ int prepare_device_for_v3() {
 
 }  // namespace
 
-void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
-                      cudaStream_t stream) {
-  // TMA wants 16-byte row strides and bases
-  if (m < 0 || n < 0 || k < 0 || m % 8 || n % 8 || k % 8) {
+namespace {
+
+// Where a shape breaks TMA's rules (row strides and bases in multiples of 16 bytes), the operand
+// goes through a padded copy: A' [m, kp] and B' [k, np] with zero columns past k and n, and C'
+// [m, np] copied back. Rows need no padding: TMA zero-fills loads past the last row and clips
+// stores there. The aligned case uses none of this.
+struct FastLayout {
+  int kp, np;
+  bool pad_a, pad_b, pad_c;
+  std::size_t off_b, off_c, bytes;  // byte offsets of B' and C' in the workspace; total
+};
+
+constexpr std::size_t round256(std::size_t x) { return (x + 255) / 256 * 256; }
+
+FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned, bool c_misaligned) {
+  FastLayout l{};
+  l.kp = (k + 7) / 8 * 8;
+  l.np = (n + 7) / 8 * 8;
+  l.pad_a = k % 8 != 0 || a_misaligned;
+  l.pad_b = n % 8 != 0 || b_misaligned;
+  l.pad_c = n % 8 != 0 || c_misaligned;
+  const std::size_t a_bytes = l.pad_a ? round256(std::size_t(m) * l.kp * 2) : 0;
+  const std::size_t b_bytes = l.pad_b ? round256(std::size_t(k) * l.np * 2) : 0;
+  const std::size_t c_bytes = l.pad_c ? round256(std::size_t(m) * l.np * 2) : 0;
+  l.off_b = a_bytes;
+  l.off_c = a_bytes + b_bytes;
+  l.bytes = a_bytes + b_bytes + c_bytes;
+  return l;
+}
+
+bool misaligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; }
+
+// 128-wide tiles when the persistent grid's waves of them take less time than those of 256-wide
+// ones. A wave of 128-wide tiles took 0.72x as long as one of 256-wide tiles on the H100
+// (5120x1000x3000: 3 waves 0.120 ms, 2 waves 0.111 ms), hence 3/4: 1000x1000x8192 (1 wave either
+// way) goes narrow, 5120x1000x3000 (3 vs 2 waves) stays wide.
+bool matmul_fast_narrow_tiles(int m, int n, int sms) {
+  const long long tm = (m + v3::kBM - 1) / v3::kBM;
+  const long long waves256 = (tm * ((n + 255) / 256) + sms - 1) / sms;
+  const long long waves128 = (tm * ((n + 127) / 128) + sms - 1) / sms;
+  return 3 * waves128 < 4 * waves256;
+}
+
+void check_shape(int m, int n, int k) {
+  if (m < 0 || n < 0 || k < 0) {
     std::ostringstream o;
-    o << "matmul_bf16_fast: m, n, k must be non-negative multiples of 8 (got " << m << "x" << n << "x" << k << ")";
+    o << "matmul_bf16_fast: m, n, k must be non-negative (got " << m << "x" << n << "x" << k << ")";
     throw std::invalid_argument(o.str());
   }
-  const auto misaligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; };
-  if (misaligned(a) || misaligned(b) || misaligned(c))
-    throw std::invalid_argument("matmul_bf16_fast: a, b and c must be 16-byte aligned");
+}
+
+// Copies rows x cols bf16 from a row-major matrix with `cols` columns into one with `cols_to`
+// columns, zeroing the columns past `cols` (values there would turn 0 * garbage into NaN).
+void pad_copy(__nv_bfloat16* dst, int cols_to, const __nv_bfloat16* src, int rows, int cols, cudaStream_t stream) {
+  CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(cols_to) * 2, src, std::size_t(cols) * 2, std::size_t(cols) * 2, rows,
+                               cudaMemcpyDeviceToDevice, stream));
+  if (cols_to > cols)
+    CUDA_CHECK(cudaMemset2DAsync(dst + cols, std::size_t(cols_to) * 2, 0, std::size_t(cols_to - cols) * 2, rows, stream));
+}
+
+}  // namespace
+
+std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k) {
+  check_shape(m, n, k);
+  // the worst case over pointer alignments, so that one size fits any buffers
+  return fast_layout(m, n, k, true, true, true).bytes;
+}
+
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      void* workspace, std::size_t workspace_bytes, cudaStream_t stream) {
+  check_shape(m, n, k);
   if (m == 0 || n == 0) return;
+  if (c == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
   if (k == 0) {  // empty sum
     CUDA_CHECK(cudaMemsetAsync(c, 0, static_cast<std::size_t>(m) * n * sizeof(__nv_bfloat16), stream));
     return;
   }
-  if (a == nullptr || b == nullptr || c == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
+  if (a == nullptr || b == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
+  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+  if (l.bytes > 0 && (workspace == nullptr || workspace_bytes < l.bytes || misaligned16(workspace))) {
+    std::ostringstream o;
+    o << "matmul_bf16_fast: " << m << "x" << n << "x" << k << " needs a 16-byte aligned workspace of " << l.bytes
+      << " bytes (matmul_bf16_fast_workspace_bytes), got " << workspace_bytes;
+    throw std::invalid_argument(o.str());
+  }
+  auto* ws = static_cast<unsigned char*>(workspace);
+  const __nv_bfloat16* a_use = a;
+  const __nv_bfloat16* b_use = b;
+  __nv_bfloat16* c_use = c;
+  if (l.pad_a) {
+    auto* ap = reinterpret_cast<__nv_bfloat16*>(ws);
+    pad_copy(ap, l.kp, a, m, k, stream);
+    a_use = ap;
+  }
+  if (l.pad_b) {
+    auto* bp = reinterpret_cast<__nv_bfloat16*>(ws + l.off_b);
+    pad_copy(bp, l.np, b, k, n, stream);
+    b_use = bp;
+  }
+  if (l.pad_c) c_use = reinterpret_cast<__nv_bfloat16*>(ws + l.off_c);
+  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b || l.pad_c ? l.np : n;
 
-  const CUtensorMap map_a = bf16_tensor_map(a, m, k, v3::kBM);  // boxes of 128 rows x 64 k
-  const CUtensorMap map_b = bf16_tensor_map(b, k, n, v3::kBK);  // boxes of 64 k-rows x 64 columns
-  const CUtensorMap map_c = bf16_tensor_map(c, m, n, 64);        // output chunks of 64 x 64
+  // B keeps k rows: TMA zero-fills rows k..kp, which meet A's zero columns
+  const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM);  // boxes of 128 rows x 64 k
+  const CUtensorMap map_b = bf16_tensor_map(b_use, k, l.pad_b ? l.np : n, v3::kBK);  // 64 k-rows x 64 columns
+  const CUtensorMap map_c = bf16_tensor_map(c_use, m, l.pad_c ? l.np : n, 64);        // output chunks of 64 x 64
   const int sms = prepare_device_for_v3();
-  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((n + v3::kBN - 1) / v3::kBN);
+  const bool narrow = matmul_fast_narrow_tiles(m, nb, sms);
+  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((nb + (narrow ? 127 : 255)) / (narrow ? 128 : 256));
   const int grid = static_cast<int>(std::min<long long>(tiles, sms));
-  v3::matmul_bf16_wgmma_kernel<<<grid, v3::kThreads, v3::kSmemBytes, stream>>>(map_a, map_b, map_c, m, n, k);
+  if (narrow)
+    v3::matmul_bf16_wgmma_kernel<128><<<grid, v3::kThreads, v3::Cfg<128>::kSmemBytes, stream>>>(map_a, map_b, map_c, m, nb, ka);
+  else
+    v3::matmul_bf16_wgmma_kernel<256><<<grid, v3::kThreads, v3::Cfg<256>::kSmemBytes, stream>>>(map_a, map_b, map_c, m, nb, ka);
   CUDA_CHECK_LAUNCH();
+  if (l.pad_c)
+    CUDA_CHECK(cudaMemcpy2DAsync(c, std::size_t(n) * 2, c_use, std::size_t(l.np) * 2, std::size_t(n) * 2, m,
+                                 cudaMemcpyDeviceToDevice, stream));
+}
+
+void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
+                      cudaStream_t stream) {
+  check_shape(m, n, k);
+  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+  if (l.bytes == 0 || m == 0 || n == 0 || k == 0) {
+    matmul_bf16_fast(a, b, c, m, n, k, nullptr, 0, stream);
+    return;
+  }
+  // stream-ordered, so that the buffer lives exactly as long as this call's work
+  void* ws = nullptr;
+  CUDA_CHECK(cudaMallocAsync(&ws, l.bytes, stream));
+  try {
+    matmul_bf16_fast(a, b, c, m, n, k, ws, l.bytes, stream);
+  } catch (...) {
+    cudaFreeAsync(ws, stream);
+    throw;
+  }
+  CUDA_CHECK(cudaFreeAsync(ws, stream));
 }
 
 // The per-file driver's workload. kernels/tools/bench_matmul_fast.cu compiles this file on its own

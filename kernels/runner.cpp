@@ -150,7 +150,7 @@ int dev_main(Op op, int argc, char** argv) {
     for (const auto& spec : expand(scheds, parse_sizes(sizes), {}, {false, true})) {
       Row r = runner.run(spec, seed + 7919ull * idx++);
       const auto& in = info(spec.schedule);
-      std::printf("version %d (%s) %s %-20s | time %9.4f ms | %7.1f GB/s | %6.2f TFLOP/s | rel err %.1e (tol %.0e) %s\n",
+      std::printf("version %d (%s) %s %-20s | time %9.4f ms | %7.1f GB/s | %6.2f TFLOP/s | rel err %.1e (tol %.1e) %s\n",
                   in.version, in.id, dtype_name(spec.dtype), spec.size_label().c_str(), r.time_ms, r.gbps(),
                   r.tflops(), r.rel_err, r.tol, r.ok() ? "ok" : "FAIL");
       all_ok = all_ok && r.ok();

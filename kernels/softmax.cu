@@ -166,17 +166,25 @@ void softmax_online(const T* x, T* y, float* pm, float* pl, long long rows, long
 
 // ---- version 3: online softmax at the memory bandwidth ---------------------------------------
 //
-// Same two passes as version 2, built for bandwidth: 16-byte loads, four of them in flight per
-// thread before the first use, chunks of kFastChunk columns per block (so a long row is spread
-// over many blocks and the grid covers the GPU many times over), exp2 with log2 e folded in,
-// and streaming (evict-first) stores for Y so it does not push X's lines out of L2 early.
-// Pass 1 writes one (max, sum) pair per chunk; pass 2 merges its row's pairs, then normalizes.
+// Same two passes as version 2, built for bandwidth: 16-byte loads, several in flight per thread
+// before the first use, exp2 with log2 e folded in, and streaming (evict-first) stores for Y so it
+// does not push X's lines out of L2 early. Pass 1 writes one (max, sum) pair per chunk; pass 2
+// merges its row's pairs, then normalizes. Two layouts of the same schedule:
+//  - long rows (cols > kFastChunk): a (chunks, rows) grid of 512-thread blocks, one 16384-column
+//    chunk each, so that a few very long rows still spread over the whole GPU;
+//  - short rows (one chunk): G = 1, 2 or 4 warps per row and 8 / G rows per 256-thread block, no
+//    block-wide barrier in pass 2 and only warp shuffles in pass 1 when G = 1 (a 512-thread block
+//    on a 4096-column row held 2 loads a thread and spent its time in barriers: 0.78x the copy).
+// Rows need not be 16-byte aligned: each span is split into a scalar head, float4 body and
+// scalar tail by global address, so odd column counts (7 x 1000003) still stream float4s.
 
 namespace fast {
 
 constexpr int kFastThreads = 512;
 constexpr int kUnroll = 4;                                  // float4 loads in flight per thread
 constexpr int kFastChunk = kFastThreads * 4 * kUnroll * 2;  // 16384 columns per block
+constexpr int kRowThreads = 256;                            // short-row blocks
+constexpr int kRowUnroll = 8;                               // more in flight: fewer threads per row
 constexpr float kLog2e = 1.4426950408889634f;
 
 __device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
@@ -186,19 +194,7 @@ __device__ __forceinline__ void merge(float& m, float& l, float m2, float l2) {
   m = mx;
 }
 
-// (max, sum) in log2 units of one block's chunk; every thread gets the block's pair.
-__device__ __forceinline__ void block_merge(float& m, float& l, float2* sh) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
-    merge(m, l, m2, l2);
-  }
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  if (lane == 0) sh[warp] = make_float2(m, l);
-  __syncthreads();
-  m = -INFINITY;
-  l = 0.f;
-  if (lane < kFastThreads / 32) { m = sh[lane].x; l = sh[lane].y; }
+__device__ __forceinline__ void warp_merge(float& m, float& l) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     const float m2 = __shfl_xor_sync(0xffffffffu, m, o), l2 = __shfl_xor_sync(0xffffffffu, l, o);
@@ -206,39 +202,95 @@ __device__ __forceinline__ void block_merge(float& m, float& l, float2* sh) {
   }
 }
 
+// (max, sum) in log2 units of one block's chunk; every thread gets the block's pair.
+__device__ __forceinline__ void block_merge(float& m, float& l, float2* sh) {
+  warp_merge(m, l);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) sh[warp] = make_float2(m, l);
+  __syncthreads();
+  m = -INFINITY;
+  l = 0.f;
+  if (lane < kFastThreads / 32) { m = sh[lane].x; l = sh[lane].y; }
+  warp_merge(m, l);
+}
+
+// Elements [g0, g1) of x by global index: [head0, head1) and [tail0, tail1) scalar, float4s
+// [b0, b1) (indices of float4). x itself is 16-byte aligned (cudaMalloc).
+struct Span {
+  long long head0, head1, b0, b1, tail0, tail1;
+};
+__device__ __forceinline__ Span split16(long long g0, long long g1) {
+  const long long a = (g0 + 3) & ~3LL, b = g1 & ~3LL;
+  if (a >= b) return {g0, g1, 0, 0, g1, g1};
+  return {g0, a, a / 4, b / 4, b, g1};
+}
+
+// Thread t of T running (max, sum) over a span, in log2 units.
+template <int T, int U>
+__device__ __forceinline__ void span_stats(const float* __restrict__ x, const Span& s, int t, float& m, float& l) {
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  for (long long base = s.b0 + t; base < s.b1; base += U * T) {
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long i = base + static_cast<long long>(u) * T;
+      v[u] = i < s.b1 ? __ldg(x4 + i) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+    }
+    float mx = m;
+#pragma unroll
+    for (int u = 0; u < U; ++u) mx = fmaxf(mx, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)) * kLog2e);
+    if (mx == -INFINITY) continue;  // nothing visible yet
+    float sum = l * exp2f(m - mx);  // m = -inf, l = 0 at the start: exp2(-inf) = 0
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      sum += exp2f(fmaf(v[u].x, kLog2e, -mx)) + exp2f(fmaf(v[u].y, kLog2e, -mx)) +
+             exp2f(fmaf(v[u].z, kLog2e, -mx)) + exp2f(fmaf(v[u].w, kLog2e, -mx));
+    m = mx;
+    l = sum;
+  }
+  for (long long g = s.head0 + t; g < s.head1; g += T) merge(m, l, x[g] * kLog2e, 1.f);
+  for (long long g = s.tail0 + t; g < s.tail1; g += T) merge(m, l, x[g] * kLog2e, 1.f);
+}
+
+// Thread t of T writing y = 2^(x log2 e - m) * inv over a span.
+template <int T, int U>
+__device__ __forceinline__ void span_norm(const float* __restrict__ x, float* __restrict__ y, const Span& s, int t,
+                                          float m, float inv) {
+  const float4* x4 = reinterpret_cast<const float4*>(x);
+  float4* y4 = reinterpret_cast<float4*>(y);
+  for (long long base = s.b0 + t; base < s.b1; base += U * T) {
+    float4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long i = base + static_cast<long long>(u) * T;
+      if (i < s.b1) v[u] = __ldg(x4 + i);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const long long i = base + static_cast<long long>(u) * T;
+      if (i >= s.b1) break;
+      float4 r;
+      r.x = exp2f(fmaf(v[u].x, kLog2e, -m)) * inv;
+      r.y = exp2f(fmaf(v[u].y, kLog2e, -m)) * inv;
+      r.z = exp2f(fmaf(v[u].z, kLog2e, -m)) * inv;
+      r.w = exp2f(fmaf(v[u].w, kLog2e, -m)) * inv;
+      __stcs(y4 + i, r);
+    }
+  }
+  for (long long g = s.head0 + t; g < s.head1; g += T) y[g] = exp2f(fmaf(x[g], kLog2e, -m)) * inv;
+  for (long long g = s.tail0 + t; g < s.tail1; g += T) y[g] = exp2f(fmaf(x[g], kLog2e, -m)) * inv;
+}
+
+// ---- long rows: one block per (chunk, row)
+
 __global__ void __launch_bounds__(kFastThreads) softmax_fast_stats_kernel(const float* __restrict__ x,
                                                                            float2* __restrict__ partial,
                                                                            long long cols) {
   __shared__ float2 sh[kFastThreads / 32];
   const long long row = blockIdx.y, c0 = static_cast<long long>(blockIdx.x) * kFastChunk;
-  const float* xr = x + row * cols;
   const long long c1 = min(cols, c0 + kFastChunk);
   float m = -INFINITY, l = 0.f;
-  if ((cols % 4) == 0) {  // 16-byte rows: float4 loads, kUnroll in flight, -inf past the end
-    const float4* x4 = reinterpret_cast<const float4*>(xr);
-    const long long e4 = c1 / 4;
-    for (long long base = c0 / 4 + threadIdx.x; base < e4; base += kUnroll * kFastThreads) {
-      float4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const long long i = base + static_cast<long long>(u) * kFastThreads;
-        v[u] = i < e4 ? __ldg(x4 + i) : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-      }
-      float mx = m;
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) mx = fmaxf(mx, fmaxf(fmaxf(v[u].x, v[u].y), fmaxf(v[u].z, v[u].w)) * kLog2e);
-      if (mx == -INFINITY) continue;  // nothing visible yet
-      float sum = l * exp2f(m - mx);  // m = -inf, l = 0 at the start: exp2(-inf) = 0
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u)
-        sum += exp2f(fmaf(v[u].x, kLog2e, -mx)) + exp2f(fmaf(v[u].y, kLog2e, -mx)) +
-               exp2f(fmaf(v[u].z, kLog2e, -mx)) + exp2f(fmaf(v[u].w, kLog2e, -mx));
-      m = mx;
-      l = sum;
-    }
-  } else {  // rows not a multiple of 16 bytes: scalar loads
-    for (long long c = c0 + threadIdx.x; c < c1; c += kFastThreads) merge(m, l, xr[c] * kLog2e, 1.f);
-  }
+  span_stats<kFastThreads, kUnroll>(x, split16(row * cols + c0, row * cols + c1), threadIdx.x, m, l);
   block_merge(m, l, sh);
   if (threadIdx.x == 0) partial[row * gridDim.x + blockIdx.x] = make_float2(m, l);
 }
@@ -254,51 +306,76 @@ __global__ void __launch_bounds__(kFastThreads) softmax_fast_norm_kernel(const f
     merge(m, l, p.x, p.y);
   }
   block_merge(m, l, sh);
-  const float inv = 1.f / l;
-  const float* xr = x + row * cols;
-  float* yr = y + row * cols;
   const long long c1 = min(cols, c0 + kFastChunk);
-  if ((cols % 4) == 0) {
-    const float4* x4 = reinterpret_cast<const float4*>(xr);
-    float4* y4 = reinterpret_cast<float4*>(yr);
-    const long long e4 = c1 / 4;
-    for (long long base = c0 / 4 + threadIdx.x; base < e4; base += kUnroll * kFastThreads) {
-      float4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const long long i = base + static_cast<long long>(u) * kFastThreads;
-        if (i < e4) v[u] = __ldg(x4 + i);
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        const long long i = base + static_cast<long long>(u) * kFastThreads;
-        if (i >= e4) break;
-        float4 r;
-        r.x = exp2f(fmaf(v[u].x, kLog2e, -m)) * inv;
-        r.y = exp2f(fmaf(v[u].y, kLog2e, -m)) * inv;
-        r.z = exp2f(fmaf(v[u].z, kLog2e, -m)) * inv;
-        r.w = exp2f(fmaf(v[u].w, kLog2e, -m)) * inv;
-        __stcs(y4 + i, r);
-      }
-    }
-  } else {
-    for (long long c = c0 + threadIdx.x; c < c1; c += kFastThreads) yr[c] = exp2f(fmaf(xr[c], kLog2e, -m)) * inv;
+  span_norm<kFastThreads, kUnroll>(x, y, split16(row * cols + c0, row * cols + c1), threadIdx.x, m, 1.f / l);
+}
+
+// ---- short rows: G warps per row, kRowThreads / (32 G) rows per block
+
+template <int G>
+__global__ void __launch_bounds__(kRowThreads) softmax_rows_stats_kernel(const float* __restrict__ x,
+                                                                          float2* __restrict__ partial, long long rows,
+                                                                          long long cols) {
+  __shared__ float2 sh[kRowThreads / 32];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long row = static_cast<long long>(blockIdx.x) * (kRowThreads / 32 / G) + warp / G;
+  float m = -INFINITY, l = 0.f;
+  if (row < rows)
+    span_stats<32 * G, kRowUnroll>(x, split16(row * cols, row * cols + cols), (warp % G) * 32 + lane, m, l);
+  warp_merge(m, l);
+  if constexpr (G > 1) {
+    if (lane == 0) sh[warp] = make_float2(m, l);
+    __syncthreads();
+    if (warp % G == 0 && lane == 0)
+      for (int i = 1; i < G; ++i) merge(m, l, sh[warp + i].x, sh[warp + i].y);
   }
+  if (row < rows && warp % G == 0 && lane == 0) partial[row] = make_float2(m, l);
+}
+
+template <int G>
+__global__ void __launch_bounds__(kRowThreads) softmax_rows_norm_kernel(const float* __restrict__ x,
+                                                                         const float2* __restrict__ partial,
+                                                                         float* __restrict__ y, long long rows,
+                                                                         long long cols) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const long long row = static_cast<long long>(blockIdx.x) * (kRowThreads / 32 / G) + warp / G;
+  if (row >= rows) return;  // no barrier below
+  const float2 p = partial[row];
+  span_norm<32 * G, kRowUnroll>(x, y, split16(row * cols, row * cols + cols), (warp % G) * 32 + lane, p.x, 1.f / p.y);
+}
+
+template <int G>
+void launch_rows(const float* x, float* y, float2* part, long long rows, long long cols, cudaStream_t stream) {
+  const long long per_block = kRowThreads / 32 / G;
+  const long long blocks = (rows + per_block - 1) / per_block;
+  if (blocks > 0x7fffffffLL) throw std::invalid_argument("softmax_online_fast: too many rows");
+  record_occupancy(reinterpret_cast<const void*>(softmax_rows_stats_kernel<G>), kRowThreads, 0);
+  softmax_rows_stats_kernel<G><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(x, part, rows, cols);
+  CUDA_CHECK_LAUNCH();
+  softmax_rows_norm_kernel<G><<<static_cast<unsigned>(blocks), kRowThreads, 0, stream>>>(x, part, y, rows, cols);
+  CUDA_CHECK_LAUNCH();
 }
 
 }  // namespace fast
 
 std::size_t softmax_fast_partials_bytes(int rows, long long cols) {
+  if (rows < 0 || cols < 0) throw std::invalid_argument("softmax_fast_partials_bytes: negative size");
   return static_cast<std::size_t>(rows) * static_cast<std::size_t>((cols + fast::kFastChunk - 1) / fast::kFastChunk) *
          sizeof(float2);
 }
 
 void softmax_online_fast(const float* x, float* y, int rows, long long cols, float* partials, cudaStream_t stream) {
-  if (rows < 1 || rows > 65535 || cols < 1) throw std::invalid_argument("softmax_online_fast: need 1 <= rows <= 65535, cols >= 1");
+  if (rows < 1 || cols < 1) throw std::invalid_argument("softmax_online_fast: need rows >= 1, cols >= 1");
+  if (x == nullptr || y == nullptr || partials == nullptr) throw std::invalid_argument("softmax_online_fast: null pointer");
+  auto* part = reinterpret_cast<float2*>(partials);
+  // one chunk per row: warps per row so that each lane keeps <= 32 float4s of it
+  if (cols <= 4096) return fast::launch_rows<1>(x, y, part, rows, cols, stream);
+  if (cols <= 8192) return fast::launch_rows<2>(x, y, part, rows, cols, stream);
+  if (cols <= fast::kFastChunk) return fast::launch_rows<4>(x, y, part, rows, cols, stream);
+  if (rows > 65535) throw std::invalid_argument("softmax_online_fast: rows longer than 16384 columns: at most 65535 rows");
   const long long chunks = (cols + fast::kFastChunk - 1) / fast::kFastChunk;
   if (chunks > 0x7fffffffLL) throw std::invalid_argument("softmax_online_fast: rows too long");
   const dim3 grid(static_cast<unsigned>(chunks), static_cast<unsigned>(rows));
-  auto* part = reinterpret_cast<float2*>(partials);
   record_occupancy(reinterpret_cast<const void*>(fast::softmax_fast_stats_kernel), fast::kFastThreads, 0);
   fast::softmax_fast_stats_kernel<<<grid, fast::kFastThreads, 0, stream>>>(x, part, cols);
   CUDA_CHECK_LAUNCH();

@@ -447,7 +447,36 @@ double flops(const Spec& s) {
 }
 
 // fp16 keeps 3 more mantissa bits than bf16.
-double tolerance(const Spec& s) { return s.dtype == Dtype::F32 ? 1e-4 : s.dtype == Dtype::BF16 ? 1e-2 : 5e-3; }
+double base_tolerance(Dtype d) { return d == Dtype::F32 ? 1e-4 : d == Dtype::BF16 ? 1e-2 : 5e-3; }
+
+double unit_roundoff(Dtype d) {
+  const int p = d == Dtype::F32 ? 24 : d == Dtype::BF16 ? 8 : 11;  // significand bits, implicit one included
+  return std::ldexp(1.0, -p);
+}
+
+// A value s * 2^e (s in [1, 2)) rounds to the nearest multiple of 2u * 2^e: an error uniform in
+// +-u * 2^e, i.e. relative error uniform in +-u / s, variance u^2 / (3 s^2). Averaged over s
+// uniform in [1, 2) (E[1/s^2] = 1/2): rms = u / sqrt(6).
+double rounding_rms(Dtype d) { return unit_roundoff(d) / std::sqrt(6.0); }
+
+// FA1 stores O normalized after each of its T KV blocks (Dao et al. 2022, Algorithm 1). The
+// rounding error e_j of round trip j (rms rho |O_j|) is carried into the final O with the
+// weight L_j / L_T of the keys seen so far. With near-uniform attention over zero-mean V (the
+// workload's random inputs), L_j / L_T = j / T and |O_j| ~ sigma / sqrt(j Bc), so the
+// independent errors add to rho^2 sigma^2 (T + 1) / (2 T Bc) against |O_T|^2 = sigma^2 / (T Bc):
+// relative error rho sqrt((T + 1) / 2). T = 1 leaves the single output rounding of FA2.
+double fa1_round_trip_error(Dtype d, std::int64_t kv_blocks) {
+  return rounding_rms(d) * std::sqrt((static_cast<double>(std::max<std::int64_t>(kv_blocks, 1)) + 1.0) / 2.0);
+}
+
+double tolerance(const Spec& s) {
+  const double base = base_tolerance(s.dtype);
+  if (s.schedule != Schedule::AttnFA1) return base;
+  // only FA1 round-trips O through HBM. Twice the estimate: weights that pile up on early keys
+  // carry each rounding with weight ~1 (rho sqrt(T), sqrt 2 more); independent of `base`'s sources.
+  const double rt = 2.0 * fa1_round_trip_error(s.dtype, ceil_div(s.seq, s.bc));
+  return std::sqrt(base * base + rt * rt);
+}
 
 bool within_tolerance(double rel_err, double tol) { return rel_err == rel_err && rel_err <= tol; }
 

@@ -116,8 +116,15 @@ Bytes expected_hbm(const std::vector<ArrayModel>& a);
 
 // Useful FLOPs (matmul 2mnk; attention forward 4*d per visible (query,key) pair, backward 10*d).
 double flops(const Spec& s);
-// Relative-error tolerance, scaled by dtype: fp32 1e-4, bf16 1e-2.
+// Relative-error tolerance, scaled by dtype: fp32 1e-4, bf16 1e-2, fp16 5e-3 (base_tolerance).
+// FA1, which rounds O to the dtype on each of its ceil(N / bc) round trips through HBM, adds
+// twice fa1_round_trip_error in quadrature (spec.cpp derives it).
 double tolerance(const Spec& s);
+double base_tolerance(Dtype d);
+double unit_roundoff(Dtype d);  // 2^-p: bf16 2^-8, fp16 2^-11, fp32 2^-24
+double rounding_rms(Dtype d);   // rms relative error of one round-to-nearest: u / sqrt(6)
+// Expected relative L2 error of O from T round trips (near-uniform attention): rms * sqrt((T+1)/2).
+double fa1_round_trip_error(Dtype d, std::int64_t kv_blocks);
 bool within_tolerance(double rel_err, double tol);  // false for NaN
 
 // Counted bytes from the tile machine (sim/traffic.h); nullopt when flashsim_sim is not linked

@@ -5,8 +5,8 @@
 // Build: `ninja -C build/default bench_matmul_fast`, or by hand from the repository root:
 //   mkdir -p build/mmfast-bin && /usr/local/cuda/bin/nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I. kernels/tools/bench_matmul_fast.cu kernels/reference.cpp -lcublas -o build/mmfast-bin/bench_matmul_fast
 // Run:
-//   ./bench_matmul_fast                 correctness sweep + timing table (8192^3, 4096^3, 8192x8192x1024, 4000x3000x2048)
-//   ./bench_matmul_fast --check M N K   one correctness check, no cuBLAS (for compute-sanitizer)
+//   ./bench_matmul_fast                 correctness sweep (aligned, ragged and misaligned) + timing table
+//   ./bench_matmul_fast --check M N K   one correctness check, no cuBLAS (for compute-sanitizer); any M, N, K >= 0
 //   ./bench_matmul_fast --time M N K    one timing row
 //
 // Checks: fresh random inputs in [-1, 1) for every check, C poisoned (NaN) before each run, every
@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -74,18 +75,21 @@ std::uint64_t fresh_seed() {
   return static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()) ^ (++counter << 48);
 }
 
-void fill(const Buf& b, std::size_t n) {
-  fill_kernel<<<1024, 256>>>(b.h(), n, fresh_seed());
+void fill_ptr(bf16* p, std::size_t n) {
+  if (n == 0) return;
+  fill_kernel<<<1024, 256>>>(p, n, fresh_seed());
   CUDA_CHECK_LAUNCH();
 }
+void fill(const Buf& b, std::size_t n) { fill_ptr(b.h(), n); }
 
-std::vector<float> to_float(const Buf& b, std::size_t n) {
+std::vector<float> to_float_ptr(const bf16* p, std::size_t n) {
   std::vector<std::uint16_t> raw(n);
-  CUDA_CHECK(cudaMemcpy(raw.data(), b.p, n * 2, cudaMemcpyDeviceToHost));
+  if (n) CUDA_CHECK(cudaMemcpy(raw.data(), p, n * 2, cudaMemcpyDeviceToHost));
   std::vector<float> f(n);
   for (std::size_t i = 0; i < n; ++i) f[i] = fg::ref::bf16_bits_to_float(raw[i]);
   return f;
 }
+std::vector<float> to_float(const Buf& b, std::size_t n) { return to_float_ptr(b.h(), n); }
 
 void cublas_matmul(cublasHandle_t h, const bf16* a, const bf16* b, bf16* c, int m, int n, int k) {
   // row-major C = A B is column-major C^T = B^T A^T
@@ -101,41 +105,55 @@ struct CheckResult {
   std::size_t rows = 0;
 };
 
-// One correctness check on fresh inputs; h == nullptr skips cuBLAS.
-CheckResult check(cublasHandle_t h, int m, int n, int k) {
+// One correctness check on fresh inputs; h == nullptr skips cuBLAS. `shift` > 0 offsets A, B and C
+// by that many elements (2 bytes each), off TMA's 16-byte alignment.
+CheckResult check(cublasHandle_t h, int m, int n, int k, int shift = 0) {
   const std::size_t na = std::size_t(m) * k, nb = std::size_t(k) * n, nc = std::size_t(m) * n;
-  Buf a(na * 2), b(nb * 2), c(nc * 2);
-  fill(a, na);
-  fill(b, nb);
-  CUDA_CHECK(cudaMemset(c.p, 0xff, nc * 2));  // NaN everywhere
-  fg::matmul_bf16_fast(a.h(), b.h(), c.h(), m, n, k, nullptr);
+  Buf a_buf((na + shift) * 2), b_buf((nb + shift) * 2), c_buf((nc + shift) * 2);
+  Buf ws(fg::matmul_bf16_fast_workspace_bytes(m, n, k));
+  bf16 *pa = a_buf.h() + shift, *pb = b_buf.h() + shift, *pc = c_buf.h() + shift;
+  fill_ptr(pa, na);
+  fill_ptr(pb, nb);
+  CUDA_CHECK(cudaMemset(c_buf.p, 0xff, (nc + shift) * 2));  // NaN everywhere
+  fg::matmul_bf16_fast(pa, pb, pc, m, n, k, ws.p, fg::matmul_bf16_fast_workspace_bytes(m, n, k), nullptr);
   CUDA_CHECK(cudaDeviceSynchronize());
   CheckResult r;
-  const auto got_all = to_float(c, nc);
+  const auto got_all = to_float_ptr(pc, nc);
   for (float v : got_all) r.nonfinite += !std::isfinite(v);
-  const auto ha = to_float(a, na), hb = to_float(b, nb);
+  const auto ha = to_float_ptr(pa, na), hb = to_float_ptr(pb, nb);
   const auto rows = fg::ref::pick_indices(m, nc > (1u << 22) ? 16 : 256);
   r.rows = rows.size();
   std::vector<float> want(rows.size() * n), got;
   fg::ref::matmul_rows(ha.data(), hb.data(), n, k, rows, want.data());
   for (auto row : rows) got.insert(got.end(), got_all.begin() + row * n, got_all.begin() + (row + 1) * n);
   r.err_ref = fg::ref::rel_error(got, want);
-  if (h) {
+  if (h && nc > 0) {  // cuBLAS refuses leading dimensions of 0
     Buf c2(nc * 2);
     CUDA_CHECK(cudaMemset(c2.p, 0xff, nc * 2));
-    cublas_matmul(h, a.h(), b.h(), c2.h(), m, n, k);
+    cublas_matmul(h, pa, pb, c2.h(), m, n, k);
     CUDA_CHECK(cudaDeviceSynchronize());
     r.err_cublas = fg::ref::rel_error(got_all, to_float(c2, nc));
   }
   return r;
 }
 
-bool report_check(cublasHandle_t h, int m, int n, int k) {
-  const CheckResult r = check(h, m, n, k);
+bool report_check(cublasHandle_t h, int m, int n, int k, int shift = 0) {
+  const CheckResult r = check(h, m, n, k, shift);
+  // an empty C (m or n = 0) has nothing to compare; rel_error of empty vectors is 0
   const bool ok = r.nonfinite == 0 && r.err_ref <= 1e-2 && (r.err_cublas < 0 || r.err_cublas <= 1e-2);
-  std::printf("check %5dx%5dx%5d: %zu non-finite, rel err vs fp64 ref %.2e (%zu rows), vs cuBLAS %.2e  %s\n", m, n, k,
-              r.nonfinite, r.err_ref, r.rows, r.err_cublas, ok ? "PASS" : "FAIL");
+  std::printf("check %5dx%5dx%5d%s: %zu non-finite, rel err vs fp64 ref %.2e (%zu rows), vs cuBLAS %.2e  %s\n", m, n,
+              k, shift ? " (pointers +2 bytes)" : "", r.nonfinite, r.err_ref, r.rows, r.err_cublas, ok ? "PASS" : "FAIL");
   return ok;
+}
+
+// A size argument: a whole decimal number >= 0 (atoi would take "12x" or "-1" quietly).
+int parse_size(const char* s) {
+  char* end = nullptr;
+  errno = 0;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || errno || v < 0 || v > 1000000)
+    throw std::invalid_argument(std::string("size must be a whole number in 0..1000000, got '") + s + "'");
+  return static_cast<int>(v);
 }
 
 double median(std::vector<float> v) {
@@ -148,7 +166,10 @@ void time_row(cublasHandle_t h, int m, int n, int k) {
   Buf a(na * 2), b(nb * 2), c(nc * 2), c2(nc * 2);
   fill(a, na);
   fill(b, nb);
-  auto ours = [&] { fg::matmul_bf16_fast(a.h(), b.h(), c.h(), m, n, k, nullptr); };
+  Buf ws(fg::matmul_bf16_fast_workspace_bytes(m, n, k));
+  auto ours = [&] {
+    fg::matmul_bf16_fast(a.h(), b.h(), c.h(), m, n, k, ws.p, fg::matmul_bf16_fast_workspace_bytes(m, n, k), nullptr);
+  };
   auto theirs = [&] { cublas_matmul(h, a.h(), b.h(), c2.h(), m, n, k); };
   for (int i = 0; i < 10; ++i) {
     ours();
@@ -181,24 +202,37 @@ void time_row(cublasHandle_t h, int m, int n, int k) {
 }  // namespace
 
 static int run_main(int argc, char** argv) {
+  const bool one = argc == 5 && (std::strcmp(argv[1], "--check") == 0 || std::strcmp(argv[1], "--time") == 0);
+  if (argc != 1 && !one)
+    throw std::invalid_argument("usage: bench_matmul_fast [--check M N K | --time M N K]");
+  int dims[3] = {0, 0, 0};
+  if (one)
+    for (int i = 0; i < 3; ++i) dims[i] = parse_size(argv[2 + i]);
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
-  if (argc == 5 && std::strcmp(argv[1], "--check") == 0)
-    return report_check(nullptr, std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4])) ? 0 : 1;
+  if (one && std::strcmp(argv[1], "--check") == 0) {
+    const bool ok = report_check(nullptr, dims[0], dims[1], dims[2]) && report_check(nullptr, dims[0], dims[1], dims[2], 1);
+    return ok ? 0 : 1;
+  }
 
   cublasHandle_t h;
   cublas_check(cublasCreate(&h), "cublasCreate");
-  if (argc == 5 && std::strcmp(argv[1], "--time") == 0) {
-    time_row(h, std::atoi(argv[2]), std::atoi(argv[3]), std::atoi(argv[4]));
+  if (one) {
+    time_row(h, dims[0], dims[1], dims[2]);
     return 0;
   }
 
   bool ok = true;
   const int shapes[][3] = {{200, 136, 72},  {8, 8, 8},         {128, 256, 64},   {136, 264, 520}, {1000, 4104, 40},
                            {8, 4096, 1024}, {4096, 8, 8},      {4000, 3000, 2048}, {4096, 4096, 4096},
-                           {8192, 8192, 1024}, {8192, 8192, 8192}};
+                           {8192, 8192, 1024}, {8192, 8192, 8192},
+                           // ragged: no multiple of 8 (padded copies), single rows/columns, empty C
+                           {1000, 777, 300}, {1, 1, 1}, {3, 5, 7}, {129, 257, 65}, {77, 1000, 13}, {1000, 9, 4097},
+                           {5120, 1000, 3000}, {3000, 8192, 1000}, {1000, 1000, 8192}, {0, 8, 8}, {8, 0, 8}};
   for (const auto& s : shapes) ok &= report_check(h, s[0], s[1], s[2]);
+  for (const auto& s : {std::array<int, 3>{200, 136, 72}, std::array<int, 3>{129, 257, 65}})
+    ok &= report_check(h, s[0], s[1], s[2], 1);  // misaligned pointers take the padded path
   // k = 0 is an empty sum: C must come back all zeros
   {
     Buf a(16), b(16), c(64 * 2);
@@ -210,7 +244,7 @@ static int run_main(int argc, char** argv) {
     std::printf("check k=0 gives zeros: %s\n", zeros ? "PASS" : "FAIL");
     ok &= zeros;
   }
-  const std::array<int, 3> bad_shapes[] = {{12, 8, 8}, {8, 8, 20}, {-8, 8, 8}};
+  const std::array<int, 3> bad_shapes[] = {{-8, 8, 8}, {8, -1, 8}, {8, 8, -3}};
   for (const auto& bad : bad_shapes) {
     bool threw = false;
     try {
@@ -225,7 +259,9 @@ static int run_main(int argc, char** argv) {
   std::printf("\n%-16s %9s %9s %11s %11s %7s\n", "m x n x k", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s",
               "ratio");
   for (const auto& s : {std::array<int, 3>{8192, 8192, 8192}, std::array<int, 3>{4096, 4096, 4096},
-                        std::array<int, 3>{8192, 8192, 1024}, std::array<int, 3>{4000, 3000, 2048}})
+                        std::array<int, 3>{8192, 8192, 1024}, std::array<int, 3>{4000, 3000, 2048},
+                        std::array<int, 3>{5120, 1000, 3000}, std::array<int, 3>{3000, 8192, 1000},
+                        std::array<int, 3>{1000, 1000, 8192}, std::array<int, 3>{1000, 777, 300}})
     time_row(h, s[0], s[1], s[2]);
   std::printf("ratio = ours speed / cuBLAS speed (cuBLAS ms / ours ms); median of 30, CUDA events\n");
   cublas_check(cublasDestroy(h), "cublasDestroy");

@@ -3,7 +3,8 @@
 #   flashsim-gpu compare over every schedule (tiny sizes, fp32/bf16; the SIMT kernels included),
 #   flashsim-gpu compare (softmax-fast, attn-fa2-mma, bwd-mma; fp32/bf16/fp16, attention 2x77x128),
 #   the attention drivers' --sanitize runs (every launcher and forward variant, n = 77 / 100),
-#   bench_matmul_fast --check on edge shapes (no cuBLAS in the checked run).
+#   bench_matmul_fast --check on edge shapes (no cuBLAS in the checked run; each shape with aligned
+#   and with misaligned pointers; ragged shapes take the padded copies and 128-wide tiles).
 # Usage: kernels/tools/sanitize_fast.sh BIN_DIR OUT_DIR
 #   BIN_DIR holds flashsim-gpu, bench_attention_forward_fast, bench_attention_backward_fast and
 #   bench_matmul_fast (e.g. build/default/bin). Prints one line per run; exit status 1 if any
@@ -38,5 +39,6 @@ for tool in memcheck racecheck; do
   run attn-bwd "$tool" "$bin/bench_attention_backward_fast" --sanitize
   run matmul-200x136x72 "$tool" "$bin/bench_matmul_fast" --check 200 136 72
   run matmul-1000x777x300 "$tool" "$bin/bench_matmul_fast" --check 1000 777 300
+  run matmul-4096x4096x72 "$tool" "$bin/bench_matmul_fast" --check 4096 4096 72  # enough tiles for the 256-wide ones
 done
 exit $status
