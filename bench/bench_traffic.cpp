@@ -1,5 +1,6 @@
 // Speed of counted traffic: generating a schedule and running it in count-only mode.
-// Prints wall and CPU milliseconds per count (the target: FA2 at N = 16384, d = 128 in < 50 ms).
+// Prints wall and CPU milliseconds per count (the targets: FA2 at N = 16384, d = 128 in < 50 ms;
+// the same through an H100-sized L2 with the launch model, `flashsim traffic --l2`, in < 1 s).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,7 +19,16 @@ static int run_main() {
     bool forward;
     AttentionForward f;
     AttentionBackward b;
+    const flashsim::sim::GpuModel* gpu = nullptr;
   };
+  flashsim::sim::GpuModel h100;  // 50 MiB L2, 132 SMs, the SIMT FA2 kernel's 3 blocks per SM
+  h100.l2.capacity_bytes = 50ull << 20;
+  h100.sms = 132;
+  h100.blocks_per_sm = 3;
+  AttentionParams many;
+  many.batch_heads = 2048;
+  many.n = 1024;
+  many.d = 64;
   AttentionParams big;
   big.n = 16384;
   big.d = 128;
@@ -35,6 +45,8 @@ static int run_main() {
       {"fa1 N=16384 d=128", big, true, AttentionForward::FA1, {}},
       {"naive N=16384 d=128", big, true, AttentionForward::Naive, {}},
       {"bwd two-pass N=16384 d=128", big, false, {}, AttentionBackward::TwoPass},
+      {"fa2 N=16384 d=128, L2 50MiB", big, true, AttentionForward::FA2, {}, &h100},
+      {"fa2 2048x1024x64, L2 50MiB", many, true, AttentionForward::FA2, {}, &h100},
   };
   std::cout << "case                               instrs     wall ms   cpu ms (best of 5)\n";
   for (const auto& c : cases) {
@@ -43,7 +55,7 @@ static int run_main() {
     for (int rep = 0; rep < 5; ++rep) {
       auto w0 = std::chrono::steady_clock::now();
       std::clock_t c0 = std::clock();
-      Traffic t = c.forward ? count_attention_forward(c.p, c.f) : count_attention_backward(c.p, c.b);
+      Traffic t = c.forward ? count_attention_forward(c.p, c.f, c.gpu) : count_attention_backward(c.p, c.b, c.gpu);
       double cpu = 1000.0 * static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
       double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
       instrs = t.instructions;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 
@@ -58,6 +59,10 @@ struct SweepArgs {
   std::string vary = "sram";
   std::uint64_t m_min = 16 * 1024, m_max = 1024 * 1024;
   std::string svg;
+  // --vary l2: the kernels' tiles, the GPU model, and measured compare CSVs (LABEL:L2:FILE)
+  std::int64_t br = 64, bc = 64, sms = 132, blocks_per_sm = 0;
+  std::string l2_min = "1MiB", l2_max = "256MiB";
+  std::vector<std::string> measured;
 };
 
 // The GPU model of `flashsim traffic`: without --l2 the counts are the tile machine's requests.
@@ -332,8 +337,156 @@ void tiles_for_sram(std::uint64_t m_bytes, std::int64_t d, std::int64_t n, std::
   small = std::min(big, d);
 }
 
+// Fields of one CSV line; "quoted" fields may hold commas.
+std::vector<std::string> csv_fields(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') quoted = !quoted;
+    else if (ch == ',' && !quoted) out.emplace_back();
+    else out.back() += ch;
+  }
+  return out;
+}
+
+// A measured point of `flashsim-gpu compare`: HBM bytes read + written on a GPU with that L2.
+struct Measured {
+  std::string label;
+  std::uint64_t l2 = 0;
+  std::map<std::string, std::pair<std::uint64_t, std::int64_t>> bytes;  // schedule -> (bytes, blocks per SM)
+};
+
+// LABEL:L2SIZE:FILE.csv -> the rows of naive, FA1 and FA2 at the sweep's size, dtype and mask.
+Measured read_measured(const std::string& spec, const SweepArgs& a) {
+  const auto c1 = spec.find(':'), c2 = c1 == std::string::npos ? c1 : spec.find(':', c1 + 1);
+  if (c2 == std::string::npos) throw std::invalid_argument("--measured " + spec + ": expected LABEL:L2SIZE:FILE.csv");
+  Measured m;
+  m.label = spec.substr(0, c1);
+  m.l2 = sim::parse_size(spec.substr(c1 + 1, c2 - c1 - 1));
+  const std::string path = spec.substr(c2 + 1);
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("--measured: cannot open '" + path + "'");
+  std::string line;
+  std::getline(in, line);
+  const auto head = csv_fields(line);
+  auto col = [&](const std::string& name) {
+    auto it = std::find(head.begin(), head.end(), name);
+    if (it == head.end()) throw std::invalid_argument(path + ":1: not a flashsim-gpu compare CSV (no column '" + name + "')");
+    return static_cast<std::size_t>(it - head.begin());
+  };
+  const std::size_t c_sched = col("schedule"), c_size = col("size"), c_dtype = col("dtype"), c_read = col("hbm_read"),
+                    c_written = col("hbm_written"), c_occ = col("blocks_per_sm");
+  const std::string size = std::to_string(a.heads) + "x" + std::to_string(a.n) + "x" + std::to_string(a.d) +
+                           (a.causal ? " causal" : "");
+  const std::map<std::string, int> dtype_bytes = {{"fp32", 4}, {"bf16", 2}, {"fp16", 2}};
+  const std::map<std::string, std::string> names = {{"attn-naive", "naive"}, {"attn-fa1", "FA1"}, {"attn-fa2", "FA2"}};
+  for (std::size_t row = 2; std::getline(in, line); ++row) {
+    const auto f = csv_fields(line);
+    if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(row) + ": too few fields");
+    auto name = names.find(f[c_sched]);
+    auto bytes = dtype_bytes.find(f[c_dtype]);
+    if (name == names.end() || f[c_size] != size || bytes == dtype_bytes.end() || bytes->second != a.elem) continue;
+    try {
+      m.bytes[name->second] = {std::stoull(f[c_read]) + std::stoull(f[c_written]), std::stoll(f[c_occ])};
+    } catch (const std::exception&) {
+      throw std::invalid_argument(path + ":" + std::to_string(row) + ": hbm_read, hbm_written or blocks_per_sm is not a number");
+    }
+  }
+  if (m.bytes.empty())
+    throw std::invalid_argument("--measured " + path + ": no attn-naive/fa1/fa2 row of size '" + size + "' with " +
+                                std::to_string(a.elem) + "-byte elements");
+  return m;
+}
+
+// HBM bytes of naive, FA1 and FA2 against the L2 size: the whole launch replayed through the GPU
+// model at each size, with the measured points of real GPUs on the same axes.
+int do_sweep_l2(const SweepArgs& a) {
+  const std::uint64_t lo = sim::parse_size(a.l2_min), hi = sim::parse_size(a.l2_max);
+  if (lo == 0 || hi < lo) throw std::invalid_argument("need 0 < --l2-min <= --l2-max");
+  if (a.sms < 1) throw std::invalid_argument("--sms must be at least 1");
+  std::vector<Measured> measured;
+  for (const auto& m : a.measured) measured.push_back(read_measured(m, a));
+  std::vector<std::uint64_t> xs;
+  for (std::uint64_t x = lo; x <= hi; x *= 2) xs.push_back(x);
+  for (const auto& m : measured) xs.push_back(m.l2);
+  std::sort(xs.begin(), xs.end());
+  xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
+  AttentionParams p;
+  p.batch_heads = a.heads;
+  p.n = a.n;
+  p.d = a.d;
+  p.br = a.br;
+  p.bc = a.bc;
+  p.elem_bytes = a.elem;
+  p.causal = a.causal;
+  tile::validate(p);
+  const char* names[] = {"naive", "FA1", "FA2"};
+  std::cout << "HBM bytes (read + written) of attention forward through an L2, " << a.heads << " heads x N=" << a.n
+            << " x d=" << a.d << ", " << a.elem << "-byte elements" << (a.causal ? ", causal" : "") << ", tiles " << a.br
+            << "x" << a.bc << ", " << a.sms << " SMs\n";
+  std::int64_t occupancy[3];
+  for (int s = 0; s < 3; ++s) {
+    occupancy[s] = a.blocks_per_sm;
+    for (const auto& m : measured)
+      if (auto it = m.bytes.find(names[s]); it != m.bytes.end() && occupancy[s] == 0) occupancy[s] = it->second.second;
+    if (occupancy[s] == 0) occupancy[s] = 1;
+    std::cout << names[s] << ": " << occupancy[s] << " blocks per SM" << (a.blocks_per_sm ? "" : " (from the measured rows, else 1)")
+              << "\n";
+  }
+  std::vector<Series> series = {{"naive", {}}, {"FA1", {}}, {"FA2", {}}};
+  std::vector<std::vector<std::uint64_t>> v(3);
+  for (int s = 0; s < 3; ++s) {
+    std::vector<sim::GpuModel> models;
+    for (auto x : xs) {
+      sim::GpuModel g;
+      g.l2.capacity_bytes = x;
+      g.sms = a.sms;
+      g.blocks_per_sm = occupancy[s];
+      models.push_back(g);
+    }
+    const auto k = static_cast<std::size_t>(s);
+    const auto traffic = count_attention_forward(p, forward_of(kForward[k]), models);
+    for (std::size_t i = 0; i < xs.size(); ++i) {
+      v[k].push_back(traffic[i].hbm_bytes_read() + traffic[i].hbm_bytes_written());
+      series[k].points.emplace_back(static_cast<double>(xs[i]), static_cast<double>(v[k][i]));
+    }
+  }
+  std::cout << "\n" << std::setw(12) << "L2" << std::setw(16) << "naive" << std::setw(16) << "FA1" << std::setw(16) << "FA2" << "\n";
+  for (std::size_t i = 0; i < xs.size(); ++i)
+    std::cout << std::setw(12) << human(xs[i]) << std::setw(16) << v[0][i] << std::setw(16) << v[1][i] << std::setw(16) << v[2][i]
+              << "\n";
+  for (std::size_t k = 0; k < measured.size(); ++k) {
+    const auto& m = measured[k];
+    const auto i = static_cast<std::size_t>(std::find(xs.begin(), xs.end(), m.l2) - xs.begin());
+    std::cout << "\nmeasured on " << m.label << " (L2 " << human(m.l2) << "):";
+    for (int s = 0; s < 3; ++s) {
+      auto it = m.bytes.find(names[s]);
+      if (it == m.bytes.end()) continue;
+      const double ratio = static_cast<double>(it->second.first) / static_cast<double>(v[static_cast<std::size_t>(s)][i]);
+      std::cout << "  " << names[s] << " " << it->second.first << " (measured/predicted " << std::fixed << std::setprecision(3)
+                << ratio << std::defaultfloat << ")";
+      Series pts{m.label + " " + names[s] + " measured", {{static_cast<double>(m.l2), static_cast<double>(it->second.first)}}};
+      pts.markers_only = true;
+      pts.color = s;
+      pts.marker = k % 2 ? 'd' : 's';
+      series.push_back(pts);
+    }
+    std::cout << "\n";
+  }
+  if (!a.svg.empty()) {
+    std::ofstream f(a.svg);
+    if (!f) throw std::invalid_argument("cannot write '" + a.svg + "'");
+    std::ostringstream title;
+    title << "Attention forward HBM bytes vs L2, " << a.heads << "x" << a.n << "x" << a.d << (a.causal ? " causal" : "");
+    write_svg_chart(f, title.str(), "L2 size (bytes)", "HBM bytes read + written", series);
+    std::cerr << "wrote " << a.svg << "\n";
+  }
+  return kExitOk;
+}
+
 int do_sweep(const SweepArgs& a) {
-  if (a.vary != "sram" && a.vary != "tiles") throw std::invalid_argument("--vary must be 'sram' or 'tiles'");
+  if (a.vary == "l2") return do_sweep_l2(a);
+  if (a.vary != "sram" && a.vary != "tiles") throw std::invalid_argument("--vary must be 'sram', 'tiles' or 'l2'");
   if (a.m_min == 0 || a.m_max < a.m_min) throw std::invalid_argument("need 0 < --m-min <= --m-max");
   AttentionParams base;
   base.batch_heads = a.heads;
@@ -536,8 +689,21 @@ void register_tile_commands(CLI::App& app, int& exit_code) {
   s->add_option("--heads", sw->heads, "batch * heads")->check(CLI::Range(1, 1 << 16));
   s->add_option("--elem", sw->elem, "Bytes per Q/K/V/O element")->check(CLI::IsMember({1, 2, 4, 8}));
   s->add_flag("--causal", sw->causal, "Causal mask");
-  s->add_option("--vary", sw->vary, "sram (tiles derived from M as in the paper) or tiles (Br = Bc)")
-      ->check(CLI::IsMember({"sram", "tiles"}));
+  s->add_option("--vary", sw->vary,
+                "sram (tiles derived from M as in the paper), tiles (Br = Bc), or l2 (the GPU model's L2 size, with "
+                "--br/--bc tiles and measured points)")
+      ->check(CLI::IsMember({"sram", "tiles", "l2"}));
+  s->add_option("--br", sw->br, "--vary l2: query rows per tile (the SIMT kernels': 64)")->check(CLI::Range(1, 1 << 16));
+  s->add_option("--bc", sw->bc, "--vary l2: key/value rows per tile (64)")->check(CLI::Range(1, 1 << 16));
+  s->add_option("--sms", sw->sms, "--vary l2: SMs (H100 and H200: 132)")->check(CLI::Range(1, 1 << 16));
+  s->add_option("--blocks-per-sm", sw->blocks_per_sm,
+                "--vary l2: resident blocks per SM (default: each kernel's occupancy from the measured rows, else 1)")
+      ->check(CLI::Range(0, 1 << 10));
+  s->add_option("--l2-min", sw->l2_min, "--vary l2: smallest L2 (doubling up to --l2-max)");
+  s->add_option("--l2-max", sw->l2_max, "--vary l2: largest L2");
+  s->add_option("--measured", sw->measured,
+                "--vary l2: LABEL:L2SIZE:FILE.csv, a flashsim-gpu compare CSV whose attn-naive/fa1/fa2 rows at this size are "
+                "plotted as measured points (repeatable)");
   s->add_option("--m-min", sw->m_min, "Smallest SRAM in bytes (doubling up to --m-max)");
   s->add_option("--m-max", sw->m_max, "Largest SRAM in bytes");
   s->add_option("--svg", sw->svg, "Write the plot here");
@@ -574,13 +740,17 @@ void write_svg_chart(std::ostream& os, const std::string& title, const std::stri
     os << "<line x1=\"" << L << "\" y1=\"" << y << "\" x2=\"" << W - R << "\" y2=\"" << y << "\" stroke=\"#ddd\"/>\n";
     os << "<text x=\"" << L - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">1e" << static_cast<int>(e) << "</text>\n";
   }
+  double last_label = -1e300;
   if (!series.empty())
     for (auto [x, y] : series.front().points) {
       (void)y;
       double X = px(x);
+      if (X - last_label < 34) continue;  // too close to the label before: leave it out
+      last_label = X;
       os << "<line x1=\"" << X << "\" y1=\"" << T << "\" x2=\"" << X << "\" y2=\"" << H - B << "\" stroke=\"#eee\"/>\n";
       std::ostringstream lab;
-      if (x >= 1024 && std::fmod(x, 1024) == 0) lab << static_cast<long long>(x / 1024) << "K";
+      if (x >= 1048576 && std::fmod(x, 1048576) == 0) lab << static_cast<long long>(x / 1048576) << "M";
+      else if (x >= 1024 && std::fmod(x, 1024) == 0) lab << static_cast<long long>(x / 1024) << "K";
       else lab << static_cast<long long>(x);
       os << "<text x=\"" << X << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << lab.str() << "</text>\n";
     }
@@ -589,7 +759,23 @@ void write_svg_chart(std::ostream& os, const std::string& title, const std::stri
      << "</text>\n";
   for (std::size_t k = 0; k < series.size(); ++k) {
     const auto& s = series[k];
-    const char* c = colors[k % 6];
+    const char* c = colors[static_cast<std::size_t>(s.color >= 0 ? s.color : static_cast<int>(k)) % 6];
+    const double ly = T + 14 + 20 * static_cast<double>(k);
+    auto marker = [&](double X, double Y) {
+      if (s.marker == 'd')
+        os << "<polygon points=\"" << X << "," << Y - 6 << " " << X + 6 << "," << Y << " " << X << "," << Y + 6 << " " << X - 6
+           << "," << Y << "\" fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\"/>\n";
+      else
+        os << "<rect x=\"" << X - 5 << "\" y=\"" << Y - 5 << "\" width=\"10\" height=\"10\" fill=\"none\" stroke=\"" << c
+           << "\" stroke-width=\"2\"/>\n";
+    };
+    if (s.markers_only) {
+      for (auto [x, y] : s.points)
+        if (x > 0 && y > 0) marker(px(x), py(y));
+      marker(W - R + 30, ly - 4);
+      os << "<text x=\"" << W - R + 52 << "\" y=\"" << ly << "\">" << s.name << "</text>\n";
+      continue;
+    }
     os << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6,4\"" : "")
        << " points=\"";
     for (auto [x, y] : s.points)
@@ -598,7 +784,6 @@ void write_svg_chart(std::ostream& os, const std::string& title, const std::stri
     if (!s.dashed)
       for (auto [x, y] : s.points)
         if (x > 0 && y > 0) os << "<circle cx=\"" << px(x) << "\" cy=\"" << py(y) << "\" r=\"3\" fill=\"" << c << "\"/>\n";
-    double ly = T + 14 + 20 * static_cast<double>(k);
     os << "<line x1=\"" << W - R + 15 << "\" y1=\"" << ly - 4 << "\" x2=\"" << W - R + 45 << "\" y2=\"" << ly - 4
        << "\" stroke=\"" << c << "\" stroke-width=\"2\"" << (s.dashed ? " stroke-dasharray=\"6,4\"" : "") << "/>\n";
     os << "<text x=\"" << W - R + 52 << "\" y=\"" << ly << "\">" << s.name << "</text>\n";

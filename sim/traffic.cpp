@@ -61,7 +61,9 @@ class Counter {
                   const std::vector<tile::BlockStart>& blocks) { run(arrays, config, code, blocks); };
   }
 
-  Traffic result(std::uint64_t multiplier) const {
+  Traffic result(std::uint64_t multiplier) const { return result(multiplier, gpu_); }
+  // The recorded accesses replayed through another GPU model (same schedule, same occupancy or not).
+  Traffic result(std::uint64_t multiplier, const sim::GpuModel* gpu) const {
     Traffic t;
     t.instructions = instructions_ * multiplier;
     for (std::size_t id = 0; id < names_.size(); ++id) {
@@ -69,7 +71,7 @@ class Counter {
       a.bytes_read += read_[id] * multiplier;
       a.bytes_written += written_[id] * multiplier;
     }
-    if (!gpu_) {
+    if (!gpu_ || !gpu || gpu->l2.capacity_bytes == 0) {
       for (auto& a : t.arrays) {
         a.hbm_bytes_read = a.bytes_read;
         a.hbm_bytes_written = a.bytes_written;
@@ -78,7 +80,8 @@ class Counter {
     }
     t.l2 = true;
     t.blocks = recorder_.blocks();
-    const auto counts = recorder_.simulate(*gpu_, allocations_.size());
+    sim::validate(*gpu);
+    const auto counts = recorder_.simulate(*gpu, allocations_.size());
     for (std::size_t k = 0; k < counts.size(); ++k) {
       ArrayTraffic& a = folded(t, static_cast<std::uint32_t>(k));
       a.hbm_bytes_read += counts[k].hbm_read * multiplier;
@@ -207,6 +210,24 @@ Traffic count_attention_forward(const AttentionParams& p, AttentionForward s, co
   if (!c.modelling()) one.batch_heads = 1;
   tile::stream_attention_forward(one, s, kChunk, c.sink());
   return c.result(c.modelling() ? 1 : static_cast<std::uint64_t>(p.batch_heads));
+}
+
+std::vector<Traffic> count_attention_forward(const AttentionParams& p, AttentionForward s,
+                                             const std::vector<sim::GpuModel>& gpus) {
+  tile::validate(p);
+  std::vector<Traffic> out;
+  if (gpus.empty()) return out;
+  // Record through the first model with an L2 (the record does not depend on the model).
+  const sim::GpuModel* recording = nullptr;
+  for (const auto& g : gpus)
+    if (g.l2.capacity_bytes > 0) recording = &g;
+  Counter c(recording);
+  AttentionParams one = p;
+  if (!c.modelling()) one.batch_heads = 1;
+  tile::stream_attention_forward(one, s, kChunk, c.sink());
+  const std::uint64_t multiplier = c.modelling() ? 1 : static_cast<std::uint64_t>(p.batch_heads);
+  for (const auto& g : gpus) out.push_back(c.result(multiplier, &g));
+  return out;
 }
 
 Traffic count_attention_backward(const AttentionParams& p, AttentionBackward s, const sim::GpuModel* gpu) {

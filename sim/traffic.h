@@ -90,5 +90,9 @@ Traffic count_matmul(const MatmulParams& p, MatmulSchedule s, const sim::GpuMode
 Traffic count_softmax(const SoftmaxParams& p, SoftmaxSchedule s, const sim::GpuModel* gpu = nullptr);
 Traffic count_attention_forward(const AttentionParams& p, AttentionForward s, const sim::GpuModel* gpu = nullptr);
 Traffic count_attention_backward(const AttentionParams& p, AttentionBackward s, const sim::GpuModel* gpu = nullptr);
+// One forward schedule through several GPU models (flashsim sweep --vary l2): generated and recorded
+// once, replayed through each model's L2. A model with capacity 0 gives the requested bytes.
+std::vector<Traffic> count_attention_forward(const AttentionParams& p, AttentionForward s,
+                                             const std::vector<sim::GpuModel>& gpus);
 
 }  // namespace flashsim::traffic

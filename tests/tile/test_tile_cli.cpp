@@ -7,6 +7,8 @@
 #include <sstream>
 #include <string>
 
+#include <sys/wait.h>
+
 #include "tests/scratch_dir.h"
 
 namespace {
@@ -15,7 +17,8 @@ using flashsim::test::ScratchDir;
 std::string run_cmd(const std::string& cmd, int& rc) {
   ScratchDir tmp;
   std::string out_file = tmp.path("out.txt");
-  rc = std::system((cmd + " > " + out_file + " 2>&1").c_str());
+  const int status = std::system((cmd + " > " + out_file + " 2>&1").c_str());
+  rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   std::ifstream f(out_file);
   std::stringstream ss;
   ss << f.rdbuf();
@@ -46,4 +49,35 @@ TEST_CASE("flashsim gen attention writes a trace that flashsim run executes and 
   s << svg.rdbuf();
   CHECK(s.str().find("<svg") == 0);
   CHECK(s.str().find("FA2") != std::string::npos);
+}
+
+TEST_CASE("flashsim sweep --vary l2: predictions per L2 size, measured rows from a compare CSV", "[tile][cli][l2]") {
+  const std::string bin = FLASHSIM_BINARY;
+  ScratchDir tmp;
+  const std::string csv = tmp.path("compare.csv"), svg_path = tmp.path("l2.svg");
+  // The columns the sweep reads, as flashsim-gpu compare writes them; one FA2 row at the sweep's size.
+  std::ofstream(csv) << "schedule,size,dtype,hbm_read,hbm_written,blocks_per_sm\n"
+                        "attn-fa2,\"4x1024x64\",bf16,1600000,540000,3\n"
+                        "attn-fa2,\"8x1024x64\",bf16,1,1,3\n";
+  int rc = 0;
+  std::string out = run_cmd(bin + " sweep --vary l2 --heads 4 --n 1024 --d 64 --l2-min 1MiB --l2-max 4MiB --measured GPU:2MiB:" +
+                                csv + " --svg " + svg_path,
+                            rc);
+  INFO(out);
+  CHECK(rc == 0);
+  // FA2 through any of these L2s moves the compulsory bytes: Q, K, V once (3 x 4 x 1024 x 64 x 2)
+  // and O once (4 x 1024 x 64 x 2) plus L (4 x 1024 x 4) = 1572864 + 540672
+  CHECK(out.find("FA2: 3 blocks per SM (from the measured rows") != std::string::npos);
+  CHECK(out.find("2113536") != std::string::npos);
+  CHECK(out.find("measured on GPU (L2 2.00 MiB):  FA2 2140000 (measured/predicted 1.013)") != std::string::npos);
+  std::ifstream svg(svg_path);
+  std::stringstream s;
+  s << svg.rdbuf();
+  CHECK(s.str().find("GPU FA2 measured") != std::string::npos);
+  for (const std::string& bad : std::vector<std::string>{"--measured GPU:2MiB:/nonexistent.csv", "--measured GPU:" + csv, "--measured GPU:2x:" + csv,
+                                "--l2-min 0", "--l2-min 8MiB --l2-max 1MiB", "--measured GPU:2MiB:" + svg_path}) {
+    out = run_cmd(bin + " sweep --vary l2 --heads 2 --n 128 --d 16 " + bad, rc);
+    INFO(bad << ": " << out);
+    CHECK(rc == 2);
+  }
 }
