@@ -5,6 +5,8 @@
 #include <iomanip>
 #include <sstream>
 
+#include "sim/json_text.h"
+
 namespace flashsim::gpu {
 
 namespace {
@@ -44,26 +46,6 @@ std::string fmt_rw(std::optional<Bytes> b) {
   return fmt_mib(static_cast<double>(b->read)) + "/" + fmt_mib(static_cast<double>(b->written));
 }
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    switch (c) {
-      case '"': o += "\\\""; break;
-      case '\\': o += "\\\\"; break;
-      case '\n': o += "\\n"; break;
-      case '\t': o += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          o += buf;
-        } else {
-          o += c;
-        }
-    }
-  }
-  return o;
-}
 
 double Row::gbps() const {
   if (time_ms <= 0) return 0;
@@ -184,14 +166,14 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
     o << std::setprecision(10) << v;
     return o.str();
   };
-  out << "{\n  \"device\": \"" << json_escape(device) << "\",\n  \"profiler\": \"" << json_escape(profiler_status)
-      << "\",\n  \"runs\": [";
+  out << "{\n  \"device\": " << flashsim::sim::json_string(device) << ",\n  \"profiler\": " << flashsim::sim::json_string(profiler_status)
+      << ",\n  \"runs\": [";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const auto& in = info(r.spec.schedule);
     out << (i ? "," : "") << "\n    {\"schedule\": \"" << in.id << "\", \"file\": \"" << in.file
-        << "\", \"version\": " << in.version << ", \"op\": \"" << op_name(in.op) << "\", \"size\": \""
-        << json_escape(r.spec.size_label()) << "\", \"dtype\": \"" << dtype_name(r.spec.dtype)
+        << "\", \"version\": " << in.version << ", \"op\": \"" << op_name(in.op) << "\", \"size\": "
+        << flashsim::sim::json_string(r.spec.size_label()) << ", \"dtype\": \"" << dtype_name(r.spec.dtype)
         << "\", \"causal\": " << (r.spec.causal ? "true" : "false") << ",\n     \"counted\": " << bytes(r.counted)
         << ", \"compulsory\": " << bytes(r.compulsory) << ", \"model\": " << bytes(r.model)
         << ", \"expected\": " << bytes(r.expected) << ", \"predicted\": " << bytes(r.predicted)
@@ -202,7 +184,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())
         << ", \"rel_err\": " << (r.validated ? num(r.rel_err) : "null") << ", \"tolerance\": " << num(r.tol)
-        << ", \"ok\": " << (r.ok() ? "true" : "false") << ", \"note\": \"" << json_escape(r.note) << "\"}";
+        << ", \"ok\": " << (r.ok() ? "true" : "false") << ", \"note\": " << flashsim::sim::json_string(r.note) << "}";
   }
   out << "\n  ]\n}\n";
 }

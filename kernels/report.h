@@ -54,6 +54,5 @@ std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes);
 std::string fmt_mib(double bytes);                     // "1536.0"
 std::string fmt_rw(std::optional<Bytes> b);            // "1536.0/512.0" or "-"
 std::string fmt_ratio_rw(std::optional<Bytes> measured, std::optional<Bytes> predicted);  // "1.00/0.98" or "-"
-std::string json_escape(const std::string& s);
 
 }  // namespace flashsim::gpu

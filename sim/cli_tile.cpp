@@ -337,6 +337,17 @@ void tiles_for_sram(std::uint64_t m_bytes, std::int64_t d, std::int64_t n, std::
   small = std::min(big, d);
 }
 
+// The attention problem a sweep holds fixed (its tiles are what varies, or the kernels').
+AttentionParams sweep_problem(const SweepArgs& a) {
+  AttentionParams p;
+  p.batch_heads = a.heads;
+  p.n = a.n;
+  p.d = a.d;
+  p.elem_bytes = a.elem;
+  p.causal = a.causal;
+  return p;
+}
+
 // Fields of one CSV line; "quoted" fields may hold commas.
 std::vector<std::string> csv_fields(const std::string& line) {
   std::vector<std::string> out(1);
@@ -411,14 +422,9 @@ int do_sweep_l2(const SweepArgs& a) {
   for (const auto& m : measured) xs.push_back(m.l2);
   std::sort(xs.begin(), xs.end());
   xs.erase(std::unique(xs.begin(), xs.end()), xs.end());
-  AttentionParams p;
-  p.batch_heads = a.heads;
-  p.n = a.n;
-  p.d = a.d;
+  AttentionParams p = sweep_problem(a);
   p.br = a.br;
   p.bc = a.bc;
-  p.elem_bytes = a.elem;
-  p.causal = a.causal;
   tile::validate(p);
   const char* names[] = {"naive", "FA1", "FA2"};
   std::cout << "HBM bytes (read + written) of attention forward through an L2, " << a.heads << " heads x N=" << a.n
@@ -488,12 +494,7 @@ int do_sweep(const SweepArgs& a) {
   if (a.vary == "l2") return do_sweep_l2(a);
   if (a.vary != "sram" && a.vary != "tiles") throw std::invalid_argument("--vary must be 'sram', 'tiles' or 'l2'");
   if (a.m_min == 0 || a.m_max < a.m_min) throw std::invalid_argument("need 0 < --m-min <= --m-max");
-  AttentionParams base;
-  base.batch_heads = a.heads;
-  base.n = a.n;
-  base.d = a.d;
-  base.elem_bytes = a.elem;
-  base.causal = a.causal;
+  AttentionParams base = sweep_problem(a);
   tile::validate(base);
   std::vector<Series> series = {{"naive", {}, false}, {"FA1", {}, false}, {"FA2", {}, false}};
   Series theory_fa{"N^2 d^2 / M (Theorem 2)", {}, true}, theory_naive{"N d + N^2 (standard)", {}, true};

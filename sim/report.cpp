@@ -6,6 +6,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "sim/json_text.h"
 #include "sim/l2_trace.h"
 
 namespace flashsim::sim {
@@ -131,19 +132,6 @@ void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values) {
     if (vals.size() > max_values) os << " ... (" << vals.size() << " values)";
     os << "\n";
   }
-}
-
-std::string json_string(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\', o += ch;
-    else if (static_cast<unsigned char>(ch) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-      o += buf;
-    } else o += ch;
-  }
-  return o + "\"";
 }
 
 namespace {

@@ -27,8 +27,7 @@ void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values = 
 // One JSON object; the machine is expected to have run.
 // With an L2: an "l2" object and, per array, hbm_bytes_read, hbm_bytes_written, l2_hits, l2_misses.
 void print_json(const Machine& m, std::ostream& os, const TraceL2* l2 = nullptr);
-// A JSON string literal (quoted, escaped).
-std::string json_string(const std::string& s);
+
 
 std::string format_value(double v);
 std::string register_cell(const Machine& m, int r, bool symbolic);

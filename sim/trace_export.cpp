@@ -4,6 +4,7 @@
 #include <ostream>
 #include <string>
 
+#include "sim/json_text.h"
 #include "sim/report.h"
 
 namespace flashsim::sim {
@@ -18,27 +19,6 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          const char* hex = "0123456789abcdef";
-          out += "\\u00";
-          out += hex[(c >> 4) & 15];
-          out += hex[c & 15];
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out + "\"";
-}
 
 // The LOAD/STORE unit moves data between DRAM and the registers; everything else computes.
 constexpr int kMemoryTrack = 1, kComputeTrack = 2;

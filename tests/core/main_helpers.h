@@ -1,7 +1,10 @@
 // Helpers shared by the core tests.
 #pragma once
 
+#include <array>
 #include <cmath>
+#include <cstdio>
+#include <sys/wait.h>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,6 +30,22 @@ inline const std::vector<double>& values(const sim::Machine& m, const std::strin
   auto id = m.program().find_array(name);
   if (!id) throw std::runtime_error("no array " + name);
   return m.array(*id).values;
+}
+
+// Runs the flashsim executable with `args`, stdout and stderr together.
+struct CommandResult {
+  int status;
+  std::string out;
+};
+inline CommandResult run_flashsim(const std::string& args) {
+  std::string cmd = std::string(FLASHSIM_EXE) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw std::runtime_error("cannot run " + cmd);
+  std::string out;
+  std::array<char, 4096> buf{};
+  while (auto n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
 }
 
 }  // namespace flashsim::test

@@ -1,29 +1,13 @@
 // The flashsim executable: exit codes, the JSON keys, and the step table.
 #include <catch2/catch.hpp>
-#include <array>
-#include <cstdio>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "main_helpers.h"
 #include "tests/scratch_dir.h"
 
 namespace {
-struct Result {
-  int status;
-  std::string out;
-};
-
-Result sh(const std::string& args) {
-  std::string cmd = std::string(FLASHSIM_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
+using Result = flashsim::test::CommandResult;
+Result sh(const std::string& args) { return flashsim::test::run_flashsim(args); }
 
 std::string write_temp(const flashsim::test::ScratchDir& dir, const std::string& name, const std::string& text) {
   std::string path = dir.path(name);

@@ -2,10 +2,7 @@
 // replay after step_back, and `flashsim run --l2`. Each expected number is derived in a comment.
 #include <catch2/catch.hpp>
 
-#include <array>
-#include <cstdio>
 #include <fstream>
-#include <sys/wait.h>
 
 #include "isa/assembler.h"
 #include "main_helpers.h"
@@ -32,15 +29,9 @@ sim::Machine machine_of(const std::string& text) {
 }
 
 std::string run_cli(const std::string& args, int& status) {
-  std::string cmd = std::string(FLASHSIM_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  REQUIRE(p);
-  std::string out;
-  std::array<char, 4096> buf{};
-  while (auto n = fread(buf.data(), 1, buf.size(), p)) out.append(buf.data(), n);
-  int st = pclose(p);
-  status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
+  auto r = flashsim::test::run_flashsim(args);
+  status = r.status;
+  return r.out;
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include "kernels/reference.h"
 #include "kernels/report.h"
 #include "kernels/spec.h"
+#include "tests/json_check.h"
 
 using namespace flashsim::gpu;
 
@@ -578,7 +579,10 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK(fmt_mib(1024.0 * 1024 * 1536) == "1536.0");
   CHECK(fmt_rw(std::nullopt) == "-");
   CHECK(fmt_rw(Bytes{1 << 20, 2 << 20}) == "1.0/2.0");
-  CHECK(json_escape("a\"b\\c\n") == "a\\\"b\\\\c\\n");
+  // measured / predicted, read and written, two decimals; "-" when either is missing
+  CHECK(fmt_ratio_rw(Bytes{1100, 500}, Bytes{1000, 1000}) == "1.10/0.50");
+  CHECK(fmt_ratio_rw(std::nullopt, Bytes{1000, 1000}) == "-");
+  CHECK(fmt_ratio_rw(Bytes{1, 1}, std::nullopt) == "-");
 
   Row r;
   r.spec.schedule = Schedule::SoftmaxThree;
@@ -611,7 +615,16 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   const std::string csv = c.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
-  write_json(j, rows, "dev \"x\"", "ok");
+  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm\n") != std::string::npos);
+  rows[0].predicted = Bytes{16777216, 16777216};
+  rows[0].blocks_per_sm = 8;
+  write_json(j, rows, "dev \"x\"\n", "ok");
+  // the whole document parses, with the prediction and the occupancy it used
+  auto doc = flashsim::test::parse_json(j.str());
+  CHECK(doc.at("device").string == "dev \"x\"\n");
+  CHECK(doc.at("runs").array.at(0).at("predicted").at("read").number == 16777216);
+  CHECK(doc.at("runs").array.at(0).at("blocks_per_sm").number == 8);
+  CHECK(doc.at("runs").array.at(0).at("size").string == "64x65536");
   CHECK(j.str().find("\"schedule\": \"softmax-3pass\"") != std::string::npos);
   CHECK(j.str().find("dev \\\"x\\\"") != std::string::npos);
   CHECK(j.str().find("\"counted\": null") != std::string::npos);
