@@ -7,7 +7,9 @@
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -16,6 +18,7 @@
 #include "kernels/ring.h"
 #include "kernels/runner.h"
 #include "kernels/spec.h"
+#include "sim/l2.h"
 #include "sim/main_guard.h"
 
 using namespace flashsim::gpu;
@@ -53,6 +56,64 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 }  // namespace
 
+// Fields of a CSV line; "quoted" fields may hold commas.
+static std::vector<std::string> csv_split(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (char ch : line) {
+    if (ch == '"') quoted = !quoted;
+    else if (ch == ',' && !quoted) out.emplace_back();
+    else out.back() += ch;
+  }
+  return out;
+}
+
+// Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
+// bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
+static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot open '" + path + "'");
+  std::string line;
+  std::getline(in, line);
+  const auto head = csv_split(line);
+  auto col = [&](const char* name) {
+    auto it = std::find(head.begin(), head.end(), name);
+    if (it == head.end()) throw std::invalid_argument(path + ":1: no column '" + std::string(name) + "' (not a compare CSV?)");
+    return static_cast<std::size_t>(it - head.begin());
+  };
+  const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
+                    c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
+  std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
+  int rows = 0, within = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    const auto f = csv_split(line);
+    if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
+    const Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
+    Bytes meas;
+    int occ = 0;
+    try {
+      meas = Bytes{std::stoull(f[c_r]), std::stoull(f[c_w])};
+      occ = std::stoi(f[c_occ]);
+    } catch (const std::exception&) {
+      continue;  // a row without a measurement or an occupancy: nothing to compare
+    }
+    std::string why;
+    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions);
+    if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
+    auto close = [](std::uint64_t m, std::uint64_t q) {
+      return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
+    };
+    const bool ok = close(meas.read, p->read) && close(meas.written, p->written);
+    ++rows;
+    within += ok ? 1 : 0;
+    std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(), fmt_rw(meas).c_str(),
+                fmt_rw(*p).c_str(), fmt_ratio_rw(meas, *p).c_str(), ok ? "" : "  > 10 %");
+  }
+  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s)\n", within, rows,
+              static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s");
+  return 0;
+}
+
 static int run_main(int argc, char** argv) {
   CLI::App app{"flashsim-gpu: run the flashsim schedules on a CUDA GPU and compare measured HBM traffic with "
                "the tile machine's count"};
@@ -88,6 +149,17 @@ static int run_main(int argc, char** argv) {
   cmp->add_option("--csv", csv, "also write CSV to FILE ('-' for stdout)");
   cmp->add_option("--json", json, "also write JSON to FILE ('-' for stdout)");
 
+  auto* pred = app.add_subcommand(
+      "predict", "re-predict the HBM bytes of a compare CSV's rows with the L2 model on the CPU (no GPU), against their measurement");
+  std::string pred_from, pred_l2;
+  int pred_sms = 132, pred_partitions = 1;
+  pred->add_option("--from", pred_from, "a flashsim-gpu compare CSV")->required();
+  pred->add_option("--l2", pred_l2, "the GPU's L2 size (e.g. 50MiB; H100 50 MiB, H200 60 MiB)")->required();
+  pred->add_option("--sms", pred_sms, "the GPU's SMs")->check(CLI::Range(1, 100000))->capture_default_str();
+  pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+
   auto* ring = app.add_subcommand("ring", "ring attention over --gpus P GPUs through NCCL: validate, counted vs posted bytes, overlap, scaling");
   RingOptions ring_opt;
   std::string ring_dtype = "bf16";
@@ -110,6 +182,8 @@ static int run_main(int argc, char** argv) {
     return 2;
 #endif
   }
+
+  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions);
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())

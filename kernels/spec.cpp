@@ -566,22 +566,36 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
 }
 
 std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
-                               std::vector<CountedArray>* arrays, std::string* error) {
+                               std::vector<CountedArray>* arrays, std::string* error, int l2_partitions) {
 #ifdef FLASHSIM_HAVE_SIM
   flashsim::sim::GpuModel g;
   g.l2.capacity_bytes = l2_bytes;
   g.sms = sms;
   g.blocks_per_sm = blocks_per_sm;
+  g.l2_partitions = static_cast<std::uint32_t>(std::max(1, l2_partitions));
   if (l2_bytes == 0 || sms < 1 || blocks_per_sm < 1) {
     if (error) *error = "the GPU model needs an L2 size, SMs and an occupancy";
     return std::nullopt;
   }
   return count_on_tile_machine(s, &g, arrays, error);
 #else
-  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays;
+  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions;
   if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
   return std::nullopt;
 #endif
+}
+
+Spec spec_from_row(const std::string& schedule, const std::string& size, const std::string& dtype) {
+  const auto schedules = parse_schedules(schedule);
+  if (schedules.size() != 1) throw std::invalid_argument("'" + schedule + "' is not one schedule");
+  const auto dt = parse_dtype(dtype);
+  if (!dt) throw std::invalid_argument("unknown dtype '" + dtype + "'");
+  std::string dims = size;
+  const bool causal = dims.size() > 7 && dims.compare(dims.size() - 7, 7, " causal") == 0;
+  if (causal) dims.resize(dims.size() - 7);
+  const auto specs = expand(schedules, parse_sizes(std::string(op_name(info(schedules[0]).op)) + ":" + dims), {*dt}, {causal});
+  if (specs.size() != 1) throw std::invalid_argument("size '" + size + "' does not fit " + schedule);
+  return specs[0];
 }
 
 }  // namespace flashsim::gpu

@@ -137,8 +137,13 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = 
                              std::string* error = nullptr);
 // The same count through the L2 model (sim/launch.h) of a GPU with this L2 and SM count, the
 // kernel's occupancy and its block order: the HBM bytes the tile machine predicts.
+// `l2_partitions`: the L2's slices (sim/launch.h; Hopper has 2).
 std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
-                               std::vector<CountedArray>* arrays = nullptr, std::string* error = nullptr);
+                               std::vector<CountedArray>* arrays = nullptr, std::string* error = nullptr,
+                               int l2_partitions = 1);
+// A row of a `flashsim-gpu compare` CSV back as a Spec: schedule id, size label ("8x4096x64
+// causal"), dtype. Throws std::invalid_argument naming what does not parse.
+Spec spec_from_row(const std::string& schedule, const std::string& size, const std::string& dtype);
 bool have_counted();
 
 // Number of input copies to rotate through while timing: enough that 3x the L2 lies between two

@@ -69,7 +69,7 @@ struct SweepArgs {
 struct GpuArgs {
   std::string l2;
   std::int64_t sms = 132, blocks_per_sm = 1;
-  std::uint32_t line = 128, sector = 32;
+  std::uint32_t line = 128, sector = 32, partitions = 1;
   bool json = false;
 
   std::optional<sim::GpuModel> model() const {
@@ -80,14 +80,16 @@ struct GpuArgs {
     g.l2.sector_bytes = sector;
     g.sms = sms;
     g.blocks_per_sm = blocks_per_sm;
+    g.l2_partitions = partitions;
     sim::validate(g);
     return g;
   }
   std::string describe() const {
     if (l2.empty()) return "no L2: HBM bytes = requested bytes";
     std::ostringstream os;
-    os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU), " << sms << " SMs x " << blocks_per_sm
-       << " resident blocks";
+    os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU"
+       << (partitions > 1 ? ", " + std::to_string(partitions) + " partitions" : std::string()) << "), " << sms << " SMs x "
+       << blocks_per_sm << " resident blocks";
     return os.str();
   }
 };
@@ -99,6 +101,9 @@ void add_gpu_options(CLI::App* c, GpuArgs& g) {
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1024}));
   c->add_option("--line", g.line, "L2 line bytes (with --l2)");
   c->add_option("--sector", g.sector, "L2 sector bytes (with --l2)");
+  c->add_option("--l2-partitions", g.partitions,
+                "L2 slices (with --l2): 1 is one shared cache; Hopper's 2 keep a copy of far data near its reader")
+      ->check(CLI::Range(1, 64));
   c->add_flag("--json", g.json, "Print one JSON object instead of the table");
 }
 

@@ -161,6 +161,104 @@ void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_
   for (std::uint64_t r = 0; r < rows; ++r) access(addr + r * stride, row_bytes, stream, write);
 }
 
+std::uint32_t L2Cache::copy_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream) {
+  std::uint32_t s = find(line);
+  if (s == kNone) {
+    if (used_ < slots_) {
+      s = used_++;
+    } else {
+      s = tail_;
+      evict(s);
+    }
+    tag_[s] = line;
+    valid_[s] = 0;
+    dirty_[s] = 0;
+    insert_index(line, s);
+    push_front(s);
+  } else if (s != head_) {
+    unlink(s);
+    push_front(s);
+  }
+  const std::uint32_t absent = mask & ~valid_[s];
+  counts_[stream].hits += static_cast<std::uint64_t>(std::popcount(mask & valid_[s]));
+  valid_[s] |= mask;
+  return absent;
+}
+
+PartitionedL2::PartitionedL2(const L2Config& config, std::uint32_t partitions, std::size_t streams) : cfg_(config) {
+  validate(cfg_);
+  if (partitions < 1 || partitions > 64) throw std::invalid_argument("the L2 needs 1 to 64 partitions");
+  L2Config slice = cfg_;
+  slice.capacity_bytes = cfg_.capacity_bytes / partitions / cfg_.line_bytes * cfg_.line_bytes;
+  if (cfg_.capacity_bytes && slice.capacity_bytes == 0)
+    throw std::invalid_argument("an L2 of " + std::to_string(cfg_.capacity_bytes) + " bytes cannot be split into " +
+                                std::to_string(partitions) + " partitions of whole lines");
+  for (std::uint32_t p = 0; p < partitions; ++p) slices_.emplace_back(slice, streams);
+  sectors_per_line_ = cfg_.line_bytes / cfg_.sector_bytes;
+}
+
+void PartitionedL2::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
+                                std::uint32_t stream, bool write, std::uint32_t requester) {
+  if (slices_.size() == 1) {
+    slices_[0].access_rows(addr, stride, rows, row_bytes, stream, write);
+    return;
+  }
+  if (row_bytes == stride) {
+    access(addr, rows * row_bytes, stream, write, requester);
+    return;
+  }
+  for (std::uint64_t r = 0; r < rows; ++r) access(addr + r * stride, row_bytes, stream, write, requester);
+}
+
+void PartitionedL2::access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write, std::uint32_t requester) {
+  if (bytes == 0) return;
+  const std::uint32_t line_shift = slices_[0].line_shift(), sector_shift = slices_[0].sector_shift();
+  const std::uint64_t end = addr + bytes;
+  const std::uint64_t first = addr >> line_shift, last = (end - 1) >> line_shift;
+  const std::uint32_t full = sectors_per_line_ == 32 ? 0xffffffffu : (1u << sectors_per_line_) - 1;
+  const auto n = static_cast<std::uint64_t>(slices_.size());
+  const std::uint32_t near = requester % static_cast<std::uint32_t>(n);
+  for (std::uint64_t line = first; line <= last; ++line) {
+    std::uint32_t mask = full;
+    const std::uint64_t start = line << line_shift;
+    if (line == first || line == last) {
+      const std::uint64_t lo = std::max(addr, start) - start, hi = std::min(end, start + cfg_.line_bytes) - start;
+      const auto s0 = static_cast<std::uint32_t>(lo >> sector_shift), s1 = static_cast<std::uint32_t>((hi - 1) >> sector_shift);
+      mask = (s1 - s0 + 1 == 32 ? 0xffffffffu : ((1u << (s1 - s0 + 1)) - 1)) << s0;
+    }
+    const std::uint32_t home = home_of(start);
+    if (write || home == near) {
+      slices_[home].access_line(line, mask, stream, write);
+      continue;
+    }
+    const std::uint32_t absent = slices_[near].copy_line(line, mask, stream);
+    if (absent) slices_[home].access_line(line, absent, stream, false);
+  }
+}
+
+std::uint32_t PartitionedL2::home_of(std::uint64_t addr) const {
+  // Hashed so that neighbouring lines spread over the slices.
+  const std::uint64_t h = (addr >> slices_[0].line_shift()) * 0x9e3779b97f4a7c15ULL;
+  return static_cast<std::uint32_t>((h >> 32) % slices_.size());
+}
+
+void PartitionedL2::flush() {
+  for (auto& s : slices_) s.flush();
+}
+
+std::vector<L2Counts> PartitionedL2::counts() const {
+  std::vector<L2Counts> total = slices_[0].counts();
+  for (std::size_t p = 1; p < slices_.size(); ++p)
+    for (std::size_t k = 0; k < total.size(); ++k) {
+      const L2Counts& c = slices_[p].counts()[k];
+      total[k].hits += c.hits;
+      total[k].misses += c.misses;
+      total[k].hbm_read += c.hbm_read;
+      total[k].hbm_written += c.hbm_written;
+    }
+  return total;
+}
+
 std::uint64_t L2Cache::resident_sectors(std::uint64_t addr, std::uint64_t bytes) const {
   if (bytes == 0 || slots_ == 0) return 0;
   std::uint64_t held = 0;

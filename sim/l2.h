@@ -44,6 +44,15 @@ class L2Cache {
   void access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
                    std::uint32_t stream, bool write);
   void flush();  // writes back every dirty sector; the lines stay, clean
+  // One line's sectors `mask`, for the partitioned model below: a home access counts hits, misses
+  // and HBM bytes as access() does; a copy access (a far partition's line cached near its
+  // requester) counts hits only and returns the sectors it lacked, which the home must supply.
+  void access_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
+    touch_line(line, mask, stream, write);
+  }
+  std::uint32_t copy_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream);
+  std::uint32_t line_shift() const { return line_shift_; }
+  std::uint32_t sector_shift() const { return sector_shift_; }
   // How many of the sectors that [addr, addr + bytes) touches the cache holds now.
   std::uint64_t resident_sectors(std::uint64_t addr, std::uint64_t bytes) const;
 
@@ -76,6 +85,28 @@ class L2Cache {
   std::uint64_t index_mask_ = 0;
   std::uint64_t dirty_sectors_ = 0;
   std::vector<L2Counts> counts_;
+};
+
+// An L2 split into `partitions` slices of capacity / partitions, as Hopper's two: every line has
+// a home slice (its address hashed); SMs are spread over the slices. A read by an SM whose slice
+// is not the line's home goes through a copy in its own slice first (a hit there costs nothing),
+// then to the home slice, which alone reads HBM; writes go to the home slice. Data read from both
+// sides of the chip so takes room twice. With one partition this is L2Cache.
+class PartitionedL2 {
+ public:
+  PartitionedL2(const L2Config& config, std::uint32_t partitions, std::size_t streams);
+  void access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_t rows, std::uint64_t row_bytes,
+                   std::uint32_t stream, bool write, std::uint32_t requester);
+  void flush();
+  std::vector<L2Counts> counts() const;
+  std::uint32_t partitions() const { return static_cast<std::uint32_t>(slices_.size()); }
+  std::uint32_t home_of(std::uint64_t addr) const;  // the slice a byte's line lives in
+
+ private:
+  void access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write, std::uint32_t requester);
+  L2Config cfg_;
+  std::vector<L2Cache> slices_;
+  std::uint32_t sectors_per_line_ = 4;
 };
 
 // "50MiB", "60MB", "4KiB", "1048576" -> bytes. Units: B, KB/MB/GB (10^3), KiB/MiB/GiB (2^10).

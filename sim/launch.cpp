@@ -11,6 +11,8 @@ void validate(const GpuModel& g) {
   if (g.sms < 1) throw std::invalid_argument("the number of SMs must be at least 1, got " + std::to_string(g.sms));
   if (g.blocks_per_sm < 1)
     throw std::invalid_argument("blocks per SM must be at least 1, got " + std::to_string(g.blocks_per_sm));
+  if (g.l2_partitions < 1 || g.l2_partitions > 64)
+    throw std::invalid_argument("the L2 needs 1 to 64 partitions, got " + std::to_string(g.l2_partitions));
   if (g.sms > 1'000'000 || g.blocks_per_sm > 1024)
     throw std::invalid_argument("at most 1000000 SMs and 1024 blocks per SM");
 }
@@ -33,7 +35,7 @@ void LaunchRecorder::add(const BlockAccess& a) {
 
 std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t streams) const {
   validate(g);
-  L2Cache cache(g.l2, streams);
+  PartitionedL2 cache(g.l2, g.l2_partitions, streams);
   std::vector<Block> order(blocks_);
   std::stable_sort(order.begin(), order.end(), [](const Block& a, const Block& b) {
     return a.launch != b.launch ? a.launch < b.launch : a.order < b.order;
@@ -41,6 +43,7 @@ std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t st
   const auto slots = static_cast<std::size_t>(g.sms * g.blocks_per_sm);
   struct Slot {
     std::size_t next, end;
+    std::uint32_t slice;  // the L2 slice next to the slot's SM
   };
   std::vector<Slot> resident;
   resident.reserve(slots);
@@ -53,13 +56,15 @@ std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t st
       while (b < order.size() && order[b].launch == launch) {
         const Block& blk = order[b++];
         if (blk.begin == blk.end) continue;
-        s = Slot{blk.begin, blk.end};
+        s.next = blk.begin;
+        s.end = blk.end;
         return true;
       }
       return false;
     };
     for (std::size_t k = 0; k < slots; ++k) {
       Slot s{};
+      s.slice = static_cast<std::uint32_t>((k % static_cast<std::size_t>(g.sms)) % g.l2_partitions);
       if (!take(s)) break;
       resident.push_back(s);
     }
@@ -68,7 +73,7 @@ std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t st
       for (std::size_t k = 0; k < resident.size(); ++k) {
         Slot s = resident[k];
         const BlockAccess& a = accesses_[s.next++];
-        cache.access_rows(a.addr, a.stride, a.rows, a.row_bytes, a.stream, a.write);
+        cache.access_rows(a.addr, a.stride, a.rows, a.row_bytes, a.stream, a.write, s.slice);
         if (s.next == s.end && !take(s)) continue;  // the slot stays empty for the rest of the launch
         resident[live++] = s;
       }

@@ -21,6 +21,9 @@ struct GpuModel {
   L2Config l2;
   std::int64_t sms = 132;
   std::int64_t blocks_per_sm = 1;
+  // L2 slices (sim/l2.h PartitionedL2): 1 is one shared cache; Hopper has 2. Resident block k runs
+  // on SM k % sms, and SM s sits next to slice s % partitions.
+  std::uint32_t l2_partitions = 1;
 };
 
 // Throws std::invalid_argument for a model that cannot run (no SM, no block per SM, bad L2).

@@ -320,3 +320,53 @@ TEST_CASE("l2: validate rejects GPU models that cannot run", "[l2]") {
   p.m = p.n = p.k = 64;
   REQUIRE_THROWS_AS(traffic::count_matmul(p, traffic::MatmulSchedule::Inner, &g), std::invalid_argument);
 }
+
+namespace {
+// The first line-aligned address from `from` whose home is slice `home`.
+std::uint64_t line_homed(const sim::PartitionedL2& l2, std::uint32_t home, std::uint64_t from = 0) {
+  for (std::uint64_t a = from;; a += 128)
+    if (l2.home_of(a) == home) return a;
+}
+}  // namespace
+
+TEST_CASE("l2: two partitions keep a copy of far data near its reader", "[l2]") {
+  // 2 slices of 2 lines each (512 bytes in all).
+  sim::PartitionedL2 l2(l2_of(512), 2, 1);
+  const std::uint64_t a = line_homed(l2, 0);
+  // Slice 0's SM reads its own line: one miss per sector, 128 bytes of HBM.
+  l2.access_rows(a, 128, 1, 128, 0, false, 0);
+  CHECK(l2.counts()[0].hbm_read == 128);
+  // Slice 1's SM reads it: a miss in its copy, a hit at home: no HBM.
+  l2.access_rows(a, 128, 1, 128, 0, false, 1);
+  CHECK(l2.counts()[0].hbm_read == 128);
+  CHECK(l2.counts()[0].hits == 4);
+  // Again: the near copy hits.
+  l2.access_rows(a, 128, 1, 128, 0, false, 1);
+  CHECK(l2.counts()[0].hits == 8);
+  CHECK(l2.counts()[0].misses == 4);
+}
+
+TEST_CASE("l2: copies take room, so shared data fits in half the L2", "[l2]") {
+  // Four lines, two homed in each slice, read in turn by SMs of both slices. One shared cache of
+  // 512 bytes (4 lines) holds them all: 4 misses, then hits. Partitioned, each slice holds its 2
+  // home lines plus copies of the other 2 for its own SMs: 4 lines a slice, twice its room, so
+  // LRU evicts before reuse and the home lines go back to HBM.
+  sim::PartitionedL2 one(l2_of(512), 1, 1), two(l2_of(512), 2, 1);
+  std::vector<std::uint64_t> lines = {line_homed(two, 0), line_homed(two, 1)};
+  lines.push_back(line_homed(two, 0, lines[0] + 128));
+  lines.push_back(line_homed(two, 1, lines[1] + 128));
+  for (int round = 0; round < 3; ++round)
+    for (std::uint32_t sm = 0; sm < 2; ++sm)
+      for (auto a : lines) {
+        one.access_rows(a, 128, 1, 128, 0, false, sm);
+        two.access_rows(a, 128, 1, 128, 0, false, sm);
+      }
+  CHECK(one.counts()[0].hbm_read == 4 * 128);
+  CHECK(two.counts()[0].hbm_read > 4 * 128);
+  // Writes go to the home slice only, and come back once.
+  sim::PartitionedL2 w(l2_of(512), 2, 1);
+  w.access_rows(lines[1], 128, 1, 128, 0, true, 0);
+  w.flush();
+  CHECK(w.counts()[0].hbm_written == 128);
+  CHECK(w.counts()[0].hbm_read == 0);
+}
