@@ -152,7 +152,7 @@ static int run_main(int argc, char** argv) {
   auto* pred = app.add_subcommand(
       "predict", "re-predict the HBM bytes of a compare CSV's rows with the L2 model on the CPU (no GPU), against their measurement");
   std::string pred_from, pred_l2;
-  int pred_sms = 132, pred_partitions = 1;
+  int pred_sms = 132, pred_partitions = 2;
   pred->add_option("--from", pred_from, "a flashsim-gpu compare CSV")->required();
   pred->add_option("--l2", pred_l2, "the GPU's L2 size (e.g. 50MiB; H100 50 MiB, H200 60 MiB)")->required();
   pred->add_option("--sms", pred_sms, "the GPU's SMs")->check(CLI::Range(1, 100000))->capture_default_str();

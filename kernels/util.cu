@@ -195,6 +195,7 @@ DeviceInfo device_info() {
   d.name = p.name;
   d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
   d.sms = p.multiProcessorCount;
+  d.l2_partitions = p.major >= 8 ? 2 : 1;
   return d;
 }
 

@@ -106,6 +106,9 @@ struct DeviceInfo {
   std::string name;
   std::size_t l2_bytes = 0;
   int sms = 0;
+  // L2 slices for the L2 model: Ampere and Hopper split the L2 in two partitions (their
+  // whitepapers); the runtime does not report it.
+  int l2_partitions = 1;
 };
 DeviceInfo device_info();
 
