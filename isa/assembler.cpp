@@ -75,7 +75,9 @@ struct LineTemplate {
     int index_count = 0;
     std::array<Expr, 2> exprs{};  // the register number, or the indices
   };
-  Instruction base;  // op and loc
+  Opcode op = Opcode::MOV;
+  SourceLoc loc;
+  std::uint32_t site = 0;  // in Program::locs
   int operand_count = 0;
   std::array<Op, 4> ops{};
   std::vector<ExprOp> code;
@@ -225,7 +227,7 @@ class Assembler {
   // Parses one instruction line and emits it; with t, also records the line for later iterations.
   void instruction(Cursor& c, LineTemplate* t);
   void instruction_from(const LineTemplate& t);
-  void append(const Instruction& in);  // into the trace, against opts_.max_instructions
+  void append(const Instruction& in, SourceLoc loc, std::uint32_t site);  // into the trace, against opts_.max_instructions
   std::int64_t evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e);
   std::uint16_t checked_reg(std::uint32_t line, std::size_t at, std::int64_t n);
   Operand checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
@@ -752,7 +754,7 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   const OpInfo& info = isa::info(*op);
   Instruction in;
   in.op = *op;
-  in.loc = {c.line(), static_cast<std::uint32_t>(at)};
+  const SourceLoc loc{c.line(), static_cast<std::uint32_t>(at)};
   int n = 0;
   auto usage = [&] { return " (" + std::string(info.syntax) + ")"; };
   c.skip_space();
@@ -769,12 +771,12 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
       bool looks_reg = (p0 == 'R' || p0 == 'r') && (std::isdigit(static_cast<unsigned char>(p1)) || p1 == '{');
       if (looks_reg) {
         if (!want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a memory location such as x[0]" + usage());
-        in.operands[n] = reg_operand(c, want == OperandKind::SrcReg, t ? &t->ops[n] : nullptr);
+        in.set_operand(n, reg_operand(c, want == OperandKind::SrcReg, t ? &t->ops[n] : nullptr));
       } else if (Cursor::ident_start(p0)) {
         std::string name = c.ident("an operand");
         if (!want_reg || c.peek() == '[') {
           if (want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a register" + usage());
-          in.operands[n] = mem_operand(c, name, oc, t ? &t->ops[n] : nullptr);
+          in.set_operand(n, mem_operand(c, name, oc, t ? &t->ops[n] : nullptr));
         } else {
           c.fail_at(oc, "malformed operand '" + name + "': expected a register such as R0" + usage());
         }
@@ -787,25 +789,29 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   c.expect_end();
   if (n != info.operand_count)
     c.fail_at(at, std::string(info.mnemonic) + " takes " + std::to_string(info.operand_count) + " operands, got " + std::to_string(n) + usage());
-  append(in);
+  const std::uint32_t site = prog_.locs.add_site(loc);
+  append(in, loc, site);
   if (t) {
-    t->base.op = in.op;
-    t->base.loc = in.loc;
+    t->op = in.op;
+    t->loc = loc;
+    t->site = site;
     t->operand_count = n;
   }
 }
 
 // A later iteration of a parsed loop line: the same checks, in the same order, as instruction().
 void Assembler::instruction_from(const LineTemplate& t) {
-  const std::uint32_t line = t.base.loc.line;
-  Instruction in = t.base;
+  const std::uint32_t line = t.loc.line;
+  Instruction in;
+  in.op = t.op;
   for (int k = 0; k < t.operand_count; ++k) {
     const LineTemplate::Op& op = t.ops[k];
     if (op.kind == Operand::Kind::Reg) {
-      Operand& o = in.operands[k];
+      Operand o;
       o.kind = Operand::Kind::Reg;
       o.reg = checked_reg(line, op.col, evaluate(line, t.code, op.exprs[0]));
       o.transposed = op.transposed;
+      in.set_operand(k, o);
     } else {
       std::int64_t index[2] = {0, 0};
       std::uint32_t index_col[2] = {0, 0};
@@ -813,16 +819,17 @@ void Assembler::instruction_from(const LineTemplate& t) {
         index[e] = evaluate(line, t.code, op.exprs[e]);
         index_col[e] = op.exprs[e].col;
       }
-      in.operands[k] = checked_mem(line, op.array, op.index_count, index, index_col);
+      in.set_operand(k, checked_mem(line, op.array, op.index_count, index, index_col));
     }
   }
-  append(in);
+  append(in, t.loc, t.site);
 }
 
-void Assembler::append(const Instruction& in) {
+void Assembler::append(const Instruction& in, SourceLoc loc, std::uint32_t site) {
   if (prog_.code.size() >= opts_.max_instructions)
-    fail(in.loc.line, in.loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+    fail(loc.line, loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
   prog_.code.push_back(in);
+  prog_.locs.push_back(site);
 }
 
 std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e) {

@@ -1,7 +1,9 @@
 #include "isa/program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 namespace flashsim::isa {
 
@@ -15,9 +17,64 @@ bool Program::is_scalar() const {
   for (const auto& a : arrays)
     if (a.tile_rows != 1 || a.tile_cols != 1) return false;
   for (const auto& in : code)
-    for (const auto& o : in.operands)
-      if (o.transposed) return false;
+    if (in.any_transposed()) return false;
   return true;
+}
+
+void Instruction::set_operand(int k, const Operand& o) {
+  const OpInfo& i = info(op);
+  if (k < 0 || k >= i.operand_count) {
+    if (o.kind == Operand::Kind::None) return;
+    throw std::invalid_argument(std::string(i.mnemonic) + " has no operand " + std::to_string(k + 1));
+  }
+  if (k == memory_slot(op)) {
+    if (o.kind != Operand::Kind::Mem)
+      throw std::invalid_argument("operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic) + " is a memory location");
+    if (o.row < 0 || o.col < 0 || o.row > 0xffffffffLL || o.col > 0xffffffffLL)
+      throw std::out_of_range("tile index " + std::to_string(o.row < 0 || o.row > 0xffffffffLL ? o.row : o.col) +
+                              " does not fit an instruction record (0..2^32-1)");
+    w_ = {o.array, static_cast<std::uint32_t>(o.row), static_cast<std::uint32_t>(o.col)};
+    return;
+  }
+  if (o.kind != Operand::Kind::Reg)
+    throw std::invalid_argument("operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic) + " is a register");
+  const int n = memory_slot(op) >= 0 ? 0 : k;
+  if (n == 0) reg0_ = o.reg;
+  else if (n == 1) w_[0] = (w_[0] & 0xffff0000u) | o.reg;
+  else if (n == 2) w_[0] = (w_[0] & 0xffffu) | (std::uint32_t{o.reg} << 16);
+  else w_[1] = o.reg;
+  transposed_ = static_cast<std::uint8_t>((transposed_ & ~(1u << k)) | (o.transposed ? 1u << k : 0u));
+}
+
+void SourceMap::push_back(std::uint32_t site) {
+  if (!runs_.empty()) {
+    Run& r = runs_.back();
+    const std::uint64_t len = count_ - r.first;
+    if (r.period == 0) {
+      if (site == r.site0 + len) {  // still counting up
+        ++count_;
+        return;
+      }
+      if (site == r.site0 && len <= 0xffffffffu) {  // wrapped: a loop body repeats
+        r.period = static_cast<std::uint32_t>(len);
+        ++count_;
+        return;
+      }
+    } else if (site == r.site0 + len % r.period) {
+      ++count_;
+      return;
+    }
+  }
+  runs_.push_back(Run{count_, site, 0});
+  ++count_;
+}
+
+SourceLoc SourceMap::operator[](std::uint64_t i) const {
+  if (i >= count_) return {};
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), i, [](std::uint64_t x, const Run& r) { return x < r.first; });
+  const Run& r = *(it - 1);
+  const std::uint64_t off = i - r.first;
+  return sites_[r.site0 + (r.period ? off % r.period : off)];
 }
 
 std::string format_operand(const Program& p, const Operand& o) {
@@ -40,7 +97,7 @@ std::string format_instruction(const Program& p, const Instruction& in) {
   std::string s(info.mnemonic);
   for (int i = 0; i < info.operand_count; ++i) {
     s += i == 0 ? " " : ", ";
-    s += format_operand(p, in.operands[i]);
+    s += format_operand(p, in.operand(i));
   }
   return s;
 }

@@ -116,8 +116,8 @@ isa::Program random_scalar_program(std::uint32_t seed, bool f64, bool with_div) 
   for (std::uint16_t r = 0; r < 6; ++r) {
     isa::Instruction in;
     in.op = Opcode::LOAD;
-    in.operands[0] = mem(r % 2);
-    in.operands[1] = reg(r);
+    in.set_operand(0, mem(r % 2));
+    in.set_operand(1, reg(r));
     p.code.push_back(in);
   }
   for (int k = 0; k < 400; ++k) {
@@ -129,9 +129,9 @@ isa::Program random_scalar_program(std::uint32_t seed, bool f64, bool with_div) 
     const auto& info = isa::info(op);
     for (int i = 0; i < info.operand_count; ++i) {
       switch (info.operands[i]) {
-        case isa::OperandKind::MemSrc: in.operands[i] = mem(g() % 3); break;
-        case isa::OperandKind::MemDst: in.operands[i] = mem(1 + g() % 2); break;
-        default: in.operands[i] = reg(static_cast<std::uint16_t>(g() % 6));
+        case isa::OperandKind::MemSrc: in.set_operand(i, mem(g() % 3)); break;
+        case isa::OperandKind::MemDst: in.set_operand(i, mem(1 + g() % 2)); break;
+        default: in.set_operand(i, reg(static_cast<std::uint16_t>(g() % 6)));
       }
     }
     p.code.push_back(in);
