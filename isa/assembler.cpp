@@ -62,6 +62,9 @@ const char* apply(ExprOp::Kind k, std::int64_t a, std::int64_t b, std::int64_t& 
 
 // An instruction line inside a loop, parsed on its first iteration. Later iterations evaluate its
 // expressions and repeat the value checks (ranges, indices); the syntax was checked the first time.
+// An operand without a loop variable has the same value every time, and its checks cannot fail
+// later (directives are not allowed in loops, and an inferred array only grows, checked where it
+// grows), so it is kept from the first iteration and not evaluated again.
 struct LineTemplate {
   struct Expr {
     std::uint32_t begin = 0, end = 0;  // range in code
@@ -74,7 +77,9 @@ struct LineTemplate {
     std::uint32_t array = 0;
     int index_count = 0;
     std::array<Expr, 2> exprs{};  // the register number, or the indices
+    bool varies = true;           // reads a loop variable
   };
+  Instruction first;  // as the first iteration emitted it
   Opcode op = Opcode::MOV;
   SourceLoc loc;
   std::uint32_t site = 0;  // in Program::locs
@@ -218,6 +223,7 @@ class Assembler {
   }
 
   void for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int depth);
+  void reserve_for_loop(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step);
   std::size_t matching_end(std::size_t body);
 
   // ---- directives --------------------------------------------------------------------------
@@ -471,20 +477,32 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
   std::size_t after = matching_end(body);
   if (after >= lines_.size()) fail(line, for_col, ".for without a matching .end");
   for_lines_.push_back(line);
+  loop_vars_.emplace_back(var, start);  // the value is updated in place: no string copy an iteration
+  std::int64_t& value = loop_vars_.back().second;
+  const std::size_t size_before = prog_.code.size();
   for (std::int64_t v = start; v < end; v += step) {
-    if (++loop_iterations_ > opts_.max_loop_iterations) {
-      loop_vars_.emplace_back(var, v);
+    value = v;
+    if (++loop_iterations_ > opts_.max_loop_iterations)
       fail(line, for_col, "the loops run more than " + std::to_string(opts_.max_loop_iterations) + " iterations");
-    }
-    loop_vars_.emplace_back(var, v);
     std::size_t k = body;
     block(k, depth + 1);
-    loop_vars_.pop_back();
+    if (v == start) reserve_for_loop(prog_.code.size() - size_before, start, end, step);
     if (__builtin_add_overflow(v, step, &v)) break;
     v -= step;
   }
+  loop_vars_.pop_back();
   for_lines_.pop_back();
   i = after + 1;  // past .end
+}
+
+// After a loop's first iteration: room for the rest, if they emit as many instructions, so the
+// trace is not copied as it grows. Growth by doubling takes over where the guess is short.
+void Assembler::reserve_for_loop(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step) {
+  const auto iterations = (static_cast<__int128>(end) - start + step - 1) / step;
+  const auto want = static_cast<__int128>(prog_.code.size()) + (iterations - 1) * per_iteration;
+  // A trace past the limit fails anyway; reserving for it would only claim memory.
+  if (want > static_cast<__int128>(opts_.max_instructions) || want <= static_cast<__int128>(prog_.code.capacity())) return;
+  prog_.code.reserve(static_cast<std::size_t>(want));
 }
 
 // Index of the .end that closes a loop whose body starts at lines_[body]; lines_.size() if none.
@@ -792,20 +810,28 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   const std::uint32_t site = prog_.locs.add_site(loc);
   append(in, loc, site);
   if (t) {
+    t->first = in;
     t->op = in.op;
     t->loc = loc;
     t->site = site;
     t->operand_count = n;
+    for (int k = 0; k < n; ++k) {
+      LineTemplate::Op& o = t->ops[k];
+      o.varies = false;
+      for (int e = 0; e < (o.kind == Operand::Kind::Reg ? 1 : o.index_count); ++e)
+        for (std::uint32_t x = o.exprs[e].begin; x < o.exprs[e].end; ++x)
+          o.varies = o.varies || t->code[x].kind == ExprOp::Kind::Var;
+    }
   }
 }
 
 // A later iteration of a parsed loop line: the same checks, in the same order, as instruction().
 void Assembler::instruction_from(const LineTemplate& t) {
   const std::uint32_t line = t.loc.line;
-  Instruction in;
-  in.op = t.op;
+  Instruction in = t.first;
   for (int k = 0; k < t.operand_count; ++k) {
     const LineTemplate::Op& op = t.ops[k];
+    if (!op.varies) continue;
     if (op.kind == Operand::Kind::Reg) {
       Operand o;
       o.kind = Operand::Kind::Reg;
@@ -833,6 +859,11 @@ void Assembler::append(const Instruction& in, SourceLoc loc, std::uint32_t site)
 }
 
 std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e) {
+  if (e.end == e.begin + 1) {  // a number or a name alone: most indices and registers
+    const ExprOp& op = code[e.begin];
+    if (op.kind == ExprOp::Kind::Const) return op.value;
+    if (op.kind == ExprOp::Kind::Var) return loop_vars_[static_cast<std::size_t>(op.value)].second;
+  }
   stack_.clear();
   for (std::uint32_t k = e.begin; k < e.end; ++k) {
     const ExprOp& op = code[k];

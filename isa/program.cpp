@@ -21,46 +21,22 @@ bool Program::is_scalar() const {
   return true;
 }
 
-void Instruction::set_operand(int k, const Operand& o) {
+void Instruction::bad_operand(int k, const Operand& o) const {
   const OpInfo& i = info(op);
-  if (k < 0 || k >= i.operand_count) {
-    if (o.kind == Operand::Kind::None) return;
-    throw std::invalid_argument(std::string(i.mnemonic) + " has no operand " + std::to_string(k + 1));
-  }
-  if (k == memory_slot(op)) {
-    if (o.kind != Operand::Kind::Mem)
-      throw std::invalid_argument("operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic) + " is a memory location");
-    if (o.row < 0 || o.col < 0 || o.row > 0xffffffffLL || o.col > 0xffffffffLL)
-      throw std::out_of_range("tile index " + std::to_string(o.row < 0 || o.row > 0xffffffffLL ? o.row : o.col) +
-                              " does not fit an instruction record (0..2^32-1)");
-    w_ = {o.array, static_cast<std::uint32_t>(o.row), static_cast<std::uint32_t>(o.col)};
-    return;
-  }
-  if (o.kind != Operand::Kind::Reg)
-    throw std::invalid_argument("operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic) + " is a register");
-  const int n = memory_slot(op) >= 0 ? 0 : k;
-  if (n == 0) reg0_ = o.reg;
-  else if (n == 1) w_[0] = (w_[0] & 0xffff0000u) | o.reg;
-  else if (n == 2) w_[0] = (w_[0] & 0xffffu) | (std::uint32_t{o.reg} << 16);
-  else w_[1] = o.reg;
-  transposed_ = static_cast<std::uint8_t>((transposed_ & ~(1u << k)) | (o.transposed ? 1u << k : 0u));
+  const std::string which = "operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic);
+  if (k < 0 || k >= i.operand_count) throw std::invalid_argument(std::string(i.mnemonic) + " has no operand " + std::to_string(k + 1));
+  if (k != memory_slot(op)) throw std::invalid_argument(which + " is a register");
+  if (o.kind != Operand::Kind::Mem) throw std::invalid_argument(which + " is a memory location");
+  throw std::out_of_range("tile index " + std::to_string(o.row < 0 || o.row > 0xffffffffLL ? o.row : o.col) +
+                          " does not fit an instruction record (0..2^32-1)");
 }
 
-void SourceMap::push_back(std::uint32_t site) {
+void SourceMap::start_run(std::uint32_t site) {
   if (!runs_.empty()) {
     Run& r = runs_.back();
     const std::uint64_t len = count_ - r.first;
-    if (r.period == 0) {
-      if (site == r.site0 + len) {  // still counting up
-        ++count_;
-        return;
-      }
-      if (site == r.site0 && len <= 0xffffffffu) {  // wrapped: a loop body repeats
-        r.period = static_cast<std::uint32_t>(len);
-        ++count_;
-        return;
-      }
-    } else if (site == r.site0 + len % r.period) {
+    if (r.period == 0 && site == r.site0 && len <= 0xffffffffu) {  // wrapped: a loop body repeats
+      r.period = static_cast<std::uint32_t>(len);
       ++count_;
       return;
     }

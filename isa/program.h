@@ -34,12 +34,17 @@ struct Operand {
 };
 
 // Which operand of op is in memory (LOAD's source, STORE's destination), or -1. No opcode has two.
-constexpr int memory_slot(Opcode op) {
-  const OpInfo& i = info(op);
-  for (int k = 0; k < i.operand_count; ++k)
-    if (i.operands[k] == OperandKind::MemSrc || i.operands[k] == OperandKind::MemDst) return k;
-  return -1;
-}
+inline constexpr std::array<std::int8_t, kOpcodeCount> kMemorySlot = [] {
+  std::array<std::int8_t, kOpcodeCount> slot{};
+  for (std::size_t op = 0; op < kOpcodeCount; ++op) {
+    slot[op] = -1;
+    const OpInfo& i = kInstructionTable[op];
+    for (int k = i.operand_count; k-- > 0;)
+      if (i.operands[k] == OperandKind::MemSrc || i.operands[k] == OperandKind::MemDst) slot[op] = static_cast<std::int8_t>(k);
+  }
+  return slot;
+}();
+constexpr int memory_slot(Opcode op) { return kMemorySlot[static_cast<std::size_t>(op)]; }
 
 // One instruction in 16 bytes, so that a 10 M-instruction trace is 160 MB and streams through
 // the cache. Operand kinds follow from the opcode (isa.h's table): the record keeps up to four
@@ -75,7 +80,24 @@ class Instruction {
   }
   // Throws std::invalid_argument for an operand of the wrong kind for its slot and
   // std::out_of_range for a tile index outside 0..2^32-1.
-  void set_operand(int k, const Operand& o);
+  void set_operand(int k, const Operand& o) {
+    const int mem = memory_slot(op);
+    if (k < 0 || k >= info(op).operand_count) {
+      if (o.kind != Operand::Kind::None) bad_operand(k, o);
+    } else if (k == mem) {
+      if (o.kind != Operand::Kind::Mem || o.row < 0 || o.col < 0 || o.row > 0xffffffffLL || o.col > 0xffffffffLL)
+        bad_operand(k, o);
+      w_ = {o.array, static_cast<std::uint32_t>(o.row), static_cast<std::uint32_t>(o.col)};
+    } else {
+      if (o.kind != Operand::Kind::Reg) bad_operand(k, o);
+      const int n = mem >= 0 ? 0 : k;
+      if (n == 0) reg0_ = o.reg;
+      else if (n == 1) w_[0] = (w_[0] & 0xffff0000u) | o.reg;
+      else if (n == 2) w_[0] = (w_[0] & 0xffffu) | (std::uint32_t{o.reg} << 16);
+      else w_[1] = o.reg;
+      transposed_ = static_cast<std::uint8_t>((transposed_ & ~(1u << k)) | (o.transposed ? 1u << k : 0u));
+    }
+  }
 
   // Field access without building an Operand (the simulator's hot loops).
   std::uint16_t reg(int k) const {  // operand k is a register
@@ -91,6 +113,7 @@ class Instruction {
   bool operator==(const Instruction&) const = default;
 
  private:
+  [[noreturn]] void bad_operand(int k, const Operand& o) const;
   std::uint8_t transposed_ = 0;  // bit k: operand k is read as Rn^T
   std::uint16_t reg0_ = 0;       // the first register operand
   // Registers 2, 3 (low and high half of w_[0]) and 4 (w_[1]), or the memory operand.
@@ -108,7 +131,18 @@ class SourceMap {
     return static_cast<std::uint32_t>(sites_.size() - 1);
   }
   // The next instruction (index size()) came from site.
-  void push_back(std::uint32_t site);
+  void push_back(std::uint32_t site) {
+    if (!runs_.empty()) {
+      const Run& r = runs_.back();
+      const std::uint64_t len = count_ - r.first;
+      // Extends the last run when the site is the one its pattern predicts.
+      if (r.period ? site == r.site0 + len % r.period : site == r.site0 + len) {
+        ++count_;
+        return;
+      }
+    }
+    start_run(site);
+  }
   // Instructions past size() (generated code) have no location: {0, 0}.
   SourceLoc operator[](std::uint64_t instruction) const;
   std::uint64_t size() const { return count_; }
@@ -129,6 +163,7 @@ class SourceMap {
   void clear() { *this = SourceMap{}; }
 
  private:
+  void start_run(std::uint32_t site);
   struct Run {
     std::uint64_t first;   // first instruction of the run
     std::uint32_t site0;   // its site; instruction first + k has site0 + k % period
