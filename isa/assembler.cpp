@@ -478,10 +478,10 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
   if (after >= lines_.size()) fail(line, for_col, ".for without a matching .end");
   for_lines_.push_back(line);
   loop_vars_.emplace_back(var, start);  // the value is updated in place: no string copy an iteration
-  std::int64_t& value = loop_vars_.back().second;
+  const std::size_t slot = loop_vars_.size() - 1;  // by index: inner loops may reallocate the vector
   const std::size_t size_before = prog_.code.size();
   for (std::int64_t v = start; v < end; v += step) {
-    value = v;
+    loop_vars_[slot].second = v;
     if (++loop_iterations_ > opts_.max_loop_iterations)
       fail(line, for_col, "the loops run more than " + std::to_string(opts_.max_loop_iterations) + " iterations");
     std::size_t k = body;

@@ -81,7 +81,10 @@ Machine::Machine(isa::Program program, MachineOptions options)
   }
   if (regs_ < 1) regs_ = 1;
   check_static();  // also sets scalar_ and uses_mask_
-  if (scalar_ && opts_.compute_values && !opts_.symbolic) decode_fast();
+  if (scalar_ && opts_.compute_values && !opts_.symbolic) {
+    decode_fast();
+    scalar_undo_ = true;
+  }
   init_memory();
   reset();
 }
@@ -277,6 +280,10 @@ void Machine::count_access(const isa::Instruction& in, int sign, bool notify) {
 
 void Machine::record_reg_undo(int r) {
   const Tile& t = regs_state_[static_cast<std::size_t>(r)];
+  if (scalar_undo_) {
+    value_pool_.push_back(reg_written_[static_cast<std::size_t>(r)] ? t.v[0] : 0.0);
+    return;
+  }
   Undo u{value_pool_.size(), reg_written_[static_cast<std::size_t>(r)] != 0, 0, 0};
   value_pool_.insert(value_pool_.end(), t.v.begin(), t.v.end());
   if (!scalar_) {
@@ -294,6 +301,10 @@ void Machine::record_reg_undo(int r) {
 
 void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
   const auto& d = prog_.arrays[array];
+  if (scalar_undo_) {  // 1x1 tiles: the tile index is the element index
+    value_pool_.push_back(arrays_[array].values[static_cast<std::size_t>(tile)]);
+    return;
+  }
   Undo u{value_pool_.size(), 0, 0, 0};
   if (opts_.compute_values) {
     std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
@@ -321,8 +332,29 @@ Operand Machine::overwritten(const isa::Instruction& in) const {
   return in.operand(0);  // every opcode in the table has a destination
 }
 
+std::size_t Machine::history_steps() const { return scalar_undo_ ? value_pool_.size() : undo_.size(); }
+
 bool Machine::step_back() {
-  if (pc_ == 0 || undo_.empty()) return false;
+  if (pc_ == 0 || history_steps() == 0) return false;
+  if (scalar_undo_) {
+    const isa::Instruction& in = prog_.code[pc_ - 1];
+    const double old = value_pool_.back();
+    value_pool_.pop_back();
+    const Operand target = overwritten(in);
+    if (target.kind == Operand::Kind::Mem) {
+      arrays_[target.array].values[static_cast<std::size_t>(flat_tile(target))] = old;
+    } else {
+      // The trace is straight-line: the register held a value iff its first write came earlier.
+      const std::uint16_t r = target.reg;
+      const bool was = first_write_[r] < pc_ - 1;
+      reg_written_[r] = was;
+      if (was) regs_state_[r].v.assign(1, old);
+      else regs_state_[r] = Tile{};
+    }
+    --pc_;
+    count_access(in, -1);
+    return true;
+  }
   Undo u = undo_.back();
   undo_.pop_back();
   const isa::Instruction& in = prog_.code[pc_ - 1];
@@ -435,12 +467,12 @@ void Machine::step() {
   const isa::Instruction& in = prog_.code[pc_];
   const bool keep_sram = !scalar_ && opts_.history;  // only step_back reads sram_hist_
   if (keep_sram) sram_hist_.emplace_back(sram_in_use_, sram_peak_);
-  std::size_t undo_mark = undo_.size();
+  std::size_t undo_mark = history_steps();
   try {
     execute(in);
   } catch (...) {
     // Leave the machine as it was before the faulting step.
-    if (undo_.size() > undo_mark) {
+    if (history_steps() > undo_mark) {
       ++pc_;
       count_access(in, +1, false);  // only so that step_back can undo it: nobody is told
       step_back();
@@ -785,10 +817,7 @@ void Machine::run_scalar_fast() {
   const std::uint64_t* const first_write = first_write_.data();
   const FastOp* const ops = fast_.data();
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  if constexpr (kHistory) {
-    undo_.reserve(undo_.size() + (n - pc_));
-    value_pool_.reserve(value_pool_.size() + (n - pc_));
-  }
+  if constexpr (kHistory) value_pool_.reserve(value_pool_.size() + (n - pc_));
 
   // Threaded dispatch (GCC/Clang labels as values): every handler ends in its own indirect
   // jump, which the branch predictor learns per opcode, and knows its opcode's counter slot.
@@ -811,11 +840,8 @@ void Machine::run_scalar_fast() {
 #define FLASHSIM_RESULT(opcode, expr)                                      \
   do {                                                                     \
     r = (expr);                                                            \
-    if constexpr (kHistory) {                                              \
-      const bool was = first_write[f->d] < static_cast<std::size_t>(f - ops); \
-      undo_.push_back(Undo{value_pool_.size(), was, 0, 0});                \
-      if (was) value_pool_.push_back(static_cast<double>(R[f->d]));        \
-    }                                                                      \
+    /* an unwritten register holds 0 here, as record_reg_undo() logs it */ \
+    if constexpr (kHistory) value_pool_.push_back(static_cast<double>(R[f->d])); \
     R[f->d] = r;                                                           \
     ++per_op[static_cast<std::size_t>(Opcode::opcode)];                    \
     FLASHSIM_NEXT();                                                       \
@@ -827,10 +853,7 @@ op_load:
   ++mem_count[2u * f->array];
   FLASHSIM_RESULT(LOAD, static_cast<Value>(base[f->array][f->elem]));
 op_store:
-  if constexpr (kHistory) {
-    undo_.push_back(Undo{value_pool_.size(), 0, 0, 0});
-    value_pool_.push_back(base[f->array][f->elem]);
-  }
+  if constexpr (kHistory) value_pool_.push_back(base[f->array][f->elem]);
   base[f->array][f->elem] = static_cast<double>(R[f->s0]);
   ++writes[f->array][f->elem];
   ++mem_count[2u * f->array + 1];

@@ -181,6 +181,11 @@ class Machine {
   mutable bool io_found_ = false;
   std::uint64_t sram_in_use_ = 0, sram_peak_ = 0;
 
+  // On the scalar machine with values (scalar_undo_), undo_ stays empty and value_pool_ holds one
+  // value a step: the old value of what the step overwrote (0 for a register not yet written).
+  // The instruction names the target, and first_write_ says whether a register held a value.
+  bool scalar_undo_ = false;
+  std::size_t history_steps() const;
   isa::BigVector<Undo> undo_;
   isa::BigVector<double> value_pool_;
   std::vector<Tile> meta_pool_;  // shape only (v left empty)
