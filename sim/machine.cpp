@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "isa/assembler.h"
 
@@ -211,6 +212,7 @@ void Machine::reset() {
   sram_in_use_ = sram_peak_ = 0;
   undo_.clear();
   value_pool_.clear();
+  f32_pool_.clear();
   meta_pool_.clear();
   sym_pool_.clear();
   sram_hist_.clear();
@@ -224,7 +226,8 @@ std::string Machine::value_symbol(std::uint32_t array, std::int64_t tile) const 
 }
 
 std::uint64_t Machine::history_bytes() const {
-  return undo_.size() * sizeof(Undo) + value_pool_.size() * sizeof(double) + meta_pool_.size() * sizeof(Tile) +
+  return undo_.size() * sizeof(Undo) + value_pool_.size() * sizeof(double) + f32_pool_.size() * sizeof(float) +
+         meta_pool_.size() * sizeof(Tile) +
          sram_hist_.size() * 16;
 }
 
@@ -281,7 +284,7 @@ void Machine::count_access(const isa::Instruction& in, int sign, bool notify) {
 void Machine::record_reg_undo(int r) {
   const Tile& t = regs_state_[static_cast<std::size_t>(r)];
   if (scalar_undo_) {
-    value_pool_.push_back(reg_written_[static_cast<std::size_t>(r)] ? t.v[0] : 0.0);
+    push_old(reg_written_[static_cast<std::size_t>(r)] ? t.v[0] : 0.0);
     return;
   }
   Undo u{value_pool_.size(), reg_written_[static_cast<std::size_t>(r)] != 0, 0, 0};
@@ -302,7 +305,7 @@ void Machine::record_reg_undo(int r) {
 void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
   const auto& d = prog_.arrays[array];
   if (scalar_undo_) {  // 1x1 tiles: the tile index is the element index
-    value_pool_.push_back(arrays_[array].values[static_cast<std::size_t>(tile)]);
+    push_old(arrays_[array].values[static_cast<std::size_t>(tile)]);
     return;
   }
   Undo u{value_pool_.size(), 0, 0, 0};
@@ -332,14 +335,28 @@ Operand Machine::overwritten(const isa::Instruction& in) const {
   return in.operand(0);  // every opcode in the table has a destination
 }
 
-std::size_t Machine::history_steps() const { return scalar_undo_ ? value_pool_.size() : undo_.size(); }
+std::size_t Machine::history_steps() const {
+  if (!scalar_undo_) return undo_.size();
+  return config_.f64 ? value_pool_.size() : f32_pool_.size();
+}
+
+void Machine::push_old(double v) {
+  if (config_.f64) value_pool_.push_back(v);
+  else f32_pool_.push_back(static_cast<float>(v));  // exact: the f32 machine holds only floats
+}
 
 bool Machine::step_back() {
   if (pc_ == 0 || history_steps() == 0) return false;
   if (scalar_undo_) {
     const isa::Instruction& in = prog_.code[pc_ - 1];
-    const double old = value_pool_.back();
-    value_pool_.pop_back();
+    double old;
+    if (config_.f64) {
+      old = value_pool_.back();
+      value_pool_.pop_back();
+    } else {
+      old = static_cast<double>(f32_pool_.back());
+      f32_pool_.pop_back();
+    }
     const Operand target = overwritten(in);
     if (target.kind == Operand::Kind::Mem) {
       arrays_[target.array].values[static_cast<std::size_t>(flat_tile(target))] = old;
@@ -484,6 +501,7 @@ void Machine::step() {
   if (!opts_.history) {
     undo_.clear();
     value_pool_.clear();
+    f32_pool_.clear();
     meta_pool_.clear();
     sym_pool_.clear();
     sram_hist_.clear();
@@ -817,7 +835,12 @@ void Machine::run_scalar_fast() {
   const std::uint64_t* const first_write = first_write_.data();
   const FastOp* const ops = fast_.data();
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  if constexpr (kHistory) value_pool_.reserve(value_pool_.size() + (n - pc_));
+  // The old values: float on the f32 machine, whose registers and DRAM hold only floats.
+  auto& pool = [this]() -> isa::BigVector<Value>& {
+    if constexpr (std::is_same_v<Value, float>) return f32_pool_;
+    else return value_pool_;
+  }();
+  if constexpr (kHistory) pool.reserve(pool.size() + (n - pc_));
 
   // Threaded dispatch (GCC/Clang labels as values): every handler ends in its own indirect
   // jump, which the branch predictor learns per opcode, and knows its opcode's counter slot.
@@ -841,7 +864,7 @@ void Machine::run_scalar_fast() {
   do {                                                                     \
     r = (expr);                                                            \
     /* an unwritten register holds 0 here, as record_reg_undo() logs it */ \
-    if constexpr (kHistory) value_pool_.push_back(static_cast<double>(R[f->d])); \
+    if constexpr (kHistory) pool.push_back(R[f->d]);                       \
     R[f->d] = r;                                                           \
     ++per_op[static_cast<std::size_t>(Opcode::opcode)];                    \
     FLASHSIM_NEXT();                                                       \
@@ -853,7 +876,7 @@ op_load:
   ++mem_count[2u * f->array];
   FLASHSIM_RESULT(LOAD, static_cast<Value>(base[f->array][f->elem]));
 op_store:
-  if constexpr (kHistory) value_pool_.push_back(base[f->array][f->elem]);
+  if constexpr (kHistory) pool.push_back(static_cast<Value>(base[f->array][f->elem]));
   base[f->array][f->elem] = static_cast<double>(R[f->s0]);
   ++writes[f->array][f->elem];
   ++mem_count[2u * f->array + 1];

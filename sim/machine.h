@@ -181,13 +181,16 @@ class Machine {
   mutable bool io_found_ = false;
   std::uint64_t sram_in_use_ = 0, sram_peak_ = 0;
 
-  // On the scalar machine with values (scalar_undo_), undo_ stays empty and value_pool_ holds one
+  // On the scalar machine with values (scalar_undo_), undo_ stays empty and the pool holds one
   // value a step: the old value of what the step overwrote (0 for a register not yet written).
   // The instruction names the target, and first_write_ says whether a register held a value.
+  // The f32 machine keeps them as float (f32_pool_): 4 bytes a step.
   bool scalar_undo_ = false;
   std::size_t history_steps() const;
+  void push_old(double v);
   isa::BigVector<Undo> undo_;
   isa::BigVector<double> value_pool_;
+  isa::BigVector<float> f32_pool_;
   std::vector<Tile> meta_pool_;  // shape only (v left empty)
   std::vector<std::string> sym_pool_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;
