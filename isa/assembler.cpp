@@ -495,14 +495,17 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
   i = after + 1;  // past .end
 }
 
-// After a loop's first iteration: room for the rest, if they emit as many instructions, so the
-// trace is not copied as it grows. Growth by doubling takes over where the guess is short.
+// After a loop's first iteration: room for the rest, if they emit as many instructions, and as
+// much again for what follows (as doubling would leave), so a big trace is not copied as it
+// grows: each copy writes fresh memory. Growth by doubling takes over where the guess is short.
+// Capacity that is never written costs address space only.
 void Assembler::reserve_for_loop(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step) {
   const auto iterations = (static_cast<__int128>(end) - start + step - 1) / step;
   const auto want = static_cast<__int128>(prog_.code.size()) + (iterations - 1) * per_iteration;
+  const auto limit = static_cast<__int128>(opts_.max_instructions);
   // A trace past the limit fails anyway; reserving for it would only claim memory.
-  if (want > static_cast<__int128>(opts_.max_instructions) || want <= static_cast<__int128>(prog_.code.capacity())) return;
-  prog_.code.reserve(static_cast<std::size_t>(want));
+  if (want > limit || want <= static_cast<__int128>(prog_.code.capacity())) return;
+  prog_.code.reserve(static_cast<std::size_t>(std::min(2 * want, limit)));
 }
 
 // Index of the .end that closes a loop whose body starts at lines_[body]; lines_.size() if none.

@@ -776,9 +776,8 @@ void Machine::decode_fast() {
   // The trace decoded for the hot loop: sources in order, the destination and the flat element
   // index in fixed fields, so a step reads one record and needs no table lookups.
   const std::size_t n = prog_.code.size();
-  fast_.resize(n + 1);
-  fast_[n] = FastOp{};
-  fast_[n].op = static_cast<std::uint8_t>(isa::kOpcodeCount);  // the end: the hot loop needs no bounds check
+  fast_.clear();
+  fast_.reserve(n + 1);  // appended, not resized: one pass over fresh memory instead of two
   fast_ok_ = prog_.arrays.size() <= 0xffff;
   first_write_.assign(static_cast<std::size_t>(regs_), n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -805,8 +804,11 @@ void Machine::decode_fast() {
         }
       }
     }
-    fast_[i] = f;
+    fast_.push_back(f);
   }
+  FastOp end{};
+  end.op = static_cast<std::uint8_t>(isa::kOpcodeCount);  // the end: the hot loop needs no bounds check
+  fast_.push_back(end);
 }
 
 template <bool kHistory, typename Value>
