@@ -62,6 +62,9 @@ const char* apply(ExprOp::Kind k, std::int64_t a, std::int64_t b, std::int64_t& 
 
 // An instruction line inside a loop, parsed on its first iteration. Later iterations evaluate its
 // expressions and repeat the value checks (ranges, indices); the syntax was checked the first time.
+// An operand without a loop variable has the same value every time, and its checks cannot fail
+// later (directives are not allowed in loops, and an inferred array only grows, checked where it
+// grows), so it is kept from the first iteration and not evaluated again.
 struct LineTemplate {
   struct Expr {
     std::uint32_t begin = 0, end = 0;  // range in code
@@ -74,8 +77,12 @@ struct LineTemplate {
     std::uint32_t array = 0;
     int index_count = 0;
     std::array<Expr, 2> exprs{};  // the register number, or the indices
+    bool varies = true;           // reads a loop variable
   };
-  Instruction base;  // op and loc
+  Instruction first;  // as the first iteration emitted it
+  Opcode op = Opcode::MOV;
+  SourceLoc loc;
+  std::uint32_t site = 0;  // in Program::locs
   int operand_count = 0;
   std::array<Op, 4> ops{};
   std::vector<ExprOp> code;
@@ -216,6 +223,7 @@ class Assembler {
   }
 
   void for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int depth);
+  void reserve_for_loop(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step);
   std::size_t matching_end(std::size_t body);
 
   // ---- directives --------------------------------------------------------------------------
@@ -225,7 +233,7 @@ class Assembler {
   // Parses one instruction line and emits it; with t, also records the line for later iterations.
   void instruction(Cursor& c, LineTemplate* t);
   void instruction_from(const LineTemplate& t);
-  void append(const Instruction& in);  // into the trace, against opts_.max_instructions
+  void append(const Instruction& in, SourceLoc loc, std::uint32_t site);  // into the trace, against opts_.max_instructions
   std::int64_t evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e);
   std::uint16_t checked_reg(std::uint32_t line, std::size_t at, std::int64_t n);
   Operand checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
@@ -470,20 +478,35 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
   std::size_t after = matching_end(body);
   if (after >= lines_.size()) fail(line, for_col, ".for without a matching .end");
   for_lines_.push_back(line);
+  loop_vars_.emplace_back(var, start);  // the value is updated in place: no string copy an iteration
+  const std::size_t slot = loop_vars_.size() - 1;  // by index: inner loops may reallocate the vector
+  const std::size_t size_before = prog_.code.size();
   for (std::int64_t v = start; v < end; v += step) {
-    if (++loop_iterations_ > opts_.max_loop_iterations) {
-      loop_vars_.emplace_back(var, v);
+    loop_vars_[slot].second = v;
+    if (++loop_iterations_ > opts_.max_loop_iterations)
       fail(line, for_col, "the loops run more than " + std::to_string(opts_.max_loop_iterations) + " iterations");
-    }
-    loop_vars_.emplace_back(var, v);
     std::size_t k = body;
     block(k, depth + 1);
-    loop_vars_.pop_back();
+    if (v == start) reserve_for_loop(prog_.code.size() - size_before, start, end, step);
     if (__builtin_add_overflow(v, step, &v)) break;
     v -= step;
   }
+  loop_vars_.pop_back();
   for_lines_.pop_back();
   i = after + 1;  // past .end
+}
+
+// After a loop's first iteration: room for the rest, if they emit as many instructions, and as
+// much again for what follows (as doubling would leave), so a big trace is not copied as it
+// grows: each copy writes fresh memory. Growth by doubling takes over where the guess is short.
+// Capacity that is never written costs address space only.
+void Assembler::reserve_for_loop(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step) {
+  const auto iterations = (static_cast<__int128>(end) - start + step - 1) / step;
+  const auto want = static_cast<__int128>(prog_.code.size()) + (iterations - 1) * per_iteration;
+  const auto limit = static_cast<__int128>(opts_.max_instructions);
+  // A trace past the limit fails anyway; reserving for it would only claim memory.
+  if (want > limit || want <= static_cast<__int128>(prog_.code.capacity())) return;
+  prog_.code.reserve(static_cast<std::size_t>(std::min(2 * want, limit)));
 }
 
 // Index of the .end that closes a loop whose body starts at lines_[body]; lines_.size() if none.
@@ -778,7 +801,7 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   const OpInfo& info = isa::info(*op);
   Instruction in;
   in.op = *op;
-  in.loc = {c.line(), static_cast<std::uint32_t>(at)};
+  const SourceLoc loc{c.line(), static_cast<std::uint32_t>(at)};
   int n = 0;
   auto usage = [&] { return " (" + std::string(info.syntax) + ")"; };
   c.skip_space();
@@ -795,12 +818,12 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
       bool looks_reg = (p0 == 'R' || p0 == 'r') && (std::isdigit(static_cast<unsigned char>(p1)) || p1 == '{');
       if (looks_reg) {
         if (!want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a memory location such as x[0]" + usage());
-        in.operands[n] = reg_operand(c, want == OperandKind::SrcReg, t ? &t->ops[n] : nullptr);
+        in.set_operand(n, reg_operand(c, want == OperandKind::SrcReg, t ? &t->ops[n] : nullptr));
       } else if (Cursor::ident_start(p0)) {
         std::string name = c.ident("an operand");
         if (!want_reg || c.peek() == '[') {
           if (want_reg) c.fail_at(oc, "operand " + std::to_string(n + 1) + " of " + std::string(info.mnemonic) + " must be a register" + usage());
-          in.operands[n] = mem_operand(c, name, oc, t ? &t->ops[n] : nullptr);
+          in.set_operand(n, mem_operand(c, name, oc, t ? &t->ops[n] : nullptr));
         } else {
           c.fail_at(oc, "malformed operand '" + name + "': expected a register such as R0" + usage());
         }
@@ -813,25 +836,37 @@ void Assembler::instruction(Cursor& c, LineTemplate* t) {
   c.expect_end();
   if (n != info.operand_count)
     c.fail_at(at, std::string(info.mnemonic) + " takes " + std::to_string(info.operand_count) + " operands, got " + std::to_string(n) + usage());
-  append(in);
+  const std::uint32_t site = prog_.locs.add_site(loc);
+  append(in, loc, site);
   if (t) {
-    t->base.op = in.op;
-    t->base.loc = in.loc;
+    t->first = in;
+    t->op = in.op;
+    t->loc = loc;
+    t->site = site;
     t->operand_count = n;
+    for (int k = 0; k < n; ++k) {
+      LineTemplate::Op& o = t->ops[k];
+      o.varies = false;
+      for (int e = 0; e < (o.kind == Operand::Kind::Reg ? 1 : o.index_count); ++e)
+        for (std::uint32_t x = o.exprs[e].begin; x < o.exprs[e].end; ++x)
+          o.varies = o.varies || t->code[x].kind == ExprOp::Kind::Var;
+    }
   }
 }
 
 // A later iteration of a parsed loop line: the same checks, in the same order, as instruction().
 void Assembler::instruction_from(const LineTemplate& t) {
-  const std::uint32_t line = t.base.loc.line;
-  Instruction in = t.base;
+  const std::uint32_t line = t.loc.line;
+  Instruction in = t.first;
   for (int k = 0; k < t.operand_count; ++k) {
     const LineTemplate::Op& op = t.ops[k];
+    if (!op.varies) continue;
     if (op.kind == Operand::Kind::Reg) {
-      Operand& o = in.operands[k];
+      Operand o;
       o.kind = Operand::Kind::Reg;
       o.reg = checked_reg(line, op.col, evaluate(line, t.code, op.exprs[0]));
       o.transposed = op.transposed;
+      in.set_operand(k, o);
     } else {
       std::int64_t index[2] = {0, 0};
       std::uint32_t index_col[2] = {0, 0};
@@ -839,19 +874,25 @@ void Assembler::instruction_from(const LineTemplate& t) {
         index[e] = evaluate(line, t.code, op.exprs[e]);
         index_col[e] = op.exprs[e].col;
       }
-      in.operands[k] = checked_mem(line, op.array, op.index_count, index, index_col);
+      in.set_operand(k, checked_mem(line, op.array, op.index_count, index, index_col));
     }
   }
-  append(in);
+  append(in, t.loc, t.site);
 }
 
-void Assembler::append(const Instruction& in) {
+void Assembler::append(const Instruction& in, SourceLoc loc, std::uint32_t site) {
   if (prog_.code.size() >= opts_.max_instructions)
-    fail(in.loc.line, in.loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+    fail(loc.line, loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
   prog_.code.push_back(in);
+  prog_.locs.push_back(site);
 }
 
 std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e) {
+  if (e.end == e.begin + 1) {  // a number or a name alone: most indices and registers
+    const ExprOp& op = code[e.begin];
+    if (op.kind == ExprOp::Kind::Const) return op.value;
+    if (op.kind == ExprOp::Kind::Var) return loop_vars_[static_cast<std::size_t>(op.value)].second;
+  }
   stack_.clear();
   for (std::uint32_t k = e.begin; k < e.end; ++k) {
     const ExprOp& op = code[k];

@@ -1,7 +1,9 @@
 #include "isa/program.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
+#include <stdexcept>
 
 namespace flashsim::isa {
 
@@ -15,9 +17,40 @@ bool Program::is_scalar() const {
   for (const auto& a : arrays)
     if (a.tile_rows != 1 || a.tile_cols != 1) return false;
   for (const auto& in : code)
-    for (const auto& o : in.operands)
-      if (o.transposed) return false;
+    if (in.any_transposed()) return false;
   return true;
+}
+
+void Instruction::bad_operand(int k, const Operand& o) const {
+  const OpInfo& i = info(op);
+  const std::string which = "operand " + std::to_string(k + 1) + " of " + std::string(i.mnemonic);
+  if (k < 0 || k >= i.operand_count) throw std::invalid_argument(std::string(i.mnemonic) + " has no operand " + std::to_string(k + 1));
+  if (k != memory_slot(op)) throw std::invalid_argument(which + " is a register");
+  if (o.kind != Operand::Kind::Mem) throw std::invalid_argument(which + " is a memory location");
+  throw std::out_of_range("tile index " + std::to_string(o.row < 0 || o.row > 0xffffffffLL ? o.row : o.col) +
+                          " does not fit an instruction record (0..2^32-1)");
+}
+
+void SourceMap::start_run(std::uint32_t site) {
+  if (!runs_.empty()) {
+    Run& r = runs_.back();
+    const std::uint64_t len = count_ - r.first;
+    if (r.period == 0 && site == r.site0 && len <= 0xffffffffu) {  // wrapped: a loop body repeats
+      r.period = static_cast<std::uint32_t>(len);
+      ++count_;
+      return;
+    }
+  }
+  runs_.push_back(Run{count_, site, 0});
+  ++count_;
+}
+
+SourceLoc SourceMap::operator[](std::uint64_t i) const {
+  if (i >= count_) return {};
+  auto it = std::upper_bound(runs_.begin(), runs_.end(), i, [](std::uint64_t x, const Run& r) { return x < r.first; });
+  const Run& r = *(it - 1);
+  const std::uint64_t off = i - r.first;
+  return sites_[r.site0 + (r.period ? off % r.period : off)];
 }
 
 std::string format_operand(const Program& p, const Operand& o) {
@@ -40,7 +73,7 @@ std::string format_instruction(const Program& p, const Instruction& in) {
   std::string s(info.mnemonic);
   for (int i = 0; i < info.operand_count; ++i) {
     s += i == 0 ? " " : ", ";
-    s += format_operand(p, in.operands[i]);
+    s += format_operand(p, in.operand(i));
   }
   return s;
 }

@@ -4,11 +4,13 @@
 
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "isa/huge_pages.h"
 #include "isa/isa.h"
 
 namespace flashsim::isa {
@@ -18,6 +20,8 @@ struct SourceLoc {
   std::uint32_t col = 0;
 };
 
+// An operand as the assembler and the disassembler see it. Instructions do not store this
+// struct: operand() builds it from the compact record below, set_operand() packs it.
 struct Operand {
   enum class Kind : std::uint8_t { None, Reg, Mem };
   Kind kind = Kind::None;
@@ -29,12 +33,148 @@ struct Operand {
   bool operator==(const Operand&) const = default;
 };
 
-struct Instruction {
+// Which operand of op is in memory (LOAD's source, STORE's destination), or -1. No opcode has two.
+inline constexpr std::array<std::int8_t, kOpcodeCount> kMemorySlot = [] {
+  std::array<std::int8_t, kOpcodeCount> slot{};
+  for (std::size_t op = 0; op < kOpcodeCount; ++op) {
+    slot[op] = -1;
+    const OpInfo& i = kInstructionTable[op];
+    for (int k = i.operand_count; k-- > 0;)
+      if (i.operands[k] == OperandKind::MemSrc || i.operands[k] == OperandKind::MemDst) slot[op] = static_cast<std::int8_t>(k);
+  }
+  return slot;
+}();
+constexpr int memory_slot(Opcode op) { return kMemorySlot[static_cast<std::size_t>(op)]; }
+
+// One instruction in 16 bytes, so that a 10 M-instruction trace is 160 MB and streams through
+// the cache. Operand kinds follow from the opcode (isa.h's table): the record keeps up to four
+// registers, or one register and one memory location. Tile indices are 32-bit here (the
+// assembler caps arrays at 2^31 elements). Where it came from in the source is in
+// Program::locs. Set op before the operands: it decides how they are packed.
+class Instruction {
+ public:
   Opcode op = Opcode::MOV;
-  std::array<Operand, 4> operands{};
-  SourceLoc loc{};
-  bool operator==(const Instruction& o) const { return op == o.op && operands == o.operands; }
+
+  Instruction() = default;
+  Instruction(Opcode o, std::initializer_list<Operand> operands) : op(o) {
+    int k = 0;
+    for (const Operand& x : operands) set_operand(k++, x);
+  }
+
+  // Operand k (0-based) as a value; kind None past the opcode's operand count.
+  Operand operand(int k) const {
+    Operand o;
+    const OpInfo& i = info(op);
+    if (k < 0 || k >= i.operand_count) return o;
+    if (k == memory_slot(op)) {
+      o.kind = Operand::Kind::Mem;
+      o.array = array();
+      o.row = row();
+      o.col = col();
+    } else {
+      o.kind = Operand::Kind::Reg;
+      o.reg = reg(k);
+      o.transposed = transposed(k);
+    }
+    return o;
+  }
+  // Throws std::invalid_argument for an operand of the wrong kind for its slot and
+  // std::out_of_range for a tile index outside 0..2^32-1.
+  void set_operand(int k, const Operand& o) {
+    const int mem = memory_slot(op);
+    if (k < 0 || k >= info(op).operand_count) {
+      if (o.kind != Operand::Kind::None) bad_operand(k, o);
+    } else if (k == mem) {
+      if (o.kind != Operand::Kind::Mem || o.row < 0 || o.col < 0 || o.row > 0xffffffffLL || o.col > 0xffffffffLL)
+        bad_operand(k, o);
+      w_ = {o.array, static_cast<std::uint32_t>(o.row), static_cast<std::uint32_t>(o.col)};
+    } else {
+      if (o.kind != Operand::Kind::Reg) bad_operand(k, o);
+      const int n = mem >= 0 ? 0 : k;
+      if (n == 0) reg0_ = o.reg;
+      else if (n == 1) w_[0] = (w_[0] & 0xffff0000u) | o.reg;
+      else if (n == 2) w_[0] = (w_[0] & 0xffffu) | (std::uint32_t{o.reg} << 16);
+      else w_[1] = o.reg;
+      transposed_ = static_cast<std::uint8_t>((transposed_ & ~(1u << k)) | (o.transposed ? 1u << k : 0u));
+    }
+  }
+
+  // Field access without building an Operand (the simulator's hot loops).
+  std::uint16_t reg(int k) const {  // operand k is a register
+    const int n = memory_slot(op) >= 0 ? 0 : k;  // LOAD and STORE have one register
+    return n == 0 ? reg0_ : static_cast<std::uint16_t>(n == 3 ? w_[1] : w_[0] >> (n == 2 ? 16 : 0));
+  }
+  bool transposed(int k) const { return (transposed_ >> k) & 1u; }
+  bool any_transposed() const { return transposed_ != 0; }
+  std::uint32_t array() const { return w_[0]; }  // the memory operand's array, row and column
+  std::uint32_t row() const { return w_[1]; }
+  std::uint32_t col() const { return w_[2]; }
+
+  bool operator==(const Instruction&) const = default;
+
+ private:
+  [[noreturn]] void bad_operand(int k, const Operand& o) const;
+  std::uint8_t transposed_ = 0;  // bit k: operand k is read as Rn^T
+  std::uint16_t reg0_ = 0;       // the first register operand
+  // Registers 2, 3 (low and high half of w_[0]) and 4 (w_[1]), or the memory operand.
+  std::array<std::uint32_t, 3> w_{};
 };
+static_assert(sizeof(Instruction) == 16);
+
+// Where each instruction came from, without a record per instruction: distinct source
+// positions (sites) and runs of instructions whose sites repeat with a period, as a loop body
+// does. Straight-line code is one run; a loop adds a run or a few.
+class SourceMap {
+ public:
+  std::uint32_t add_site(SourceLoc loc) {
+    sites_.push_back(loc);
+    return static_cast<std::uint32_t>(sites_.size() - 1);
+  }
+  // The next instruction (index size()) came from site.
+  void push_back(std::uint32_t site) {
+    if (!runs_.empty()) {
+      const Run& r = runs_.back();
+      const std::uint64_t len = count_ - r.first;
+      // Extends the last run when the site is the one its pattern predicts.
+      if (r.period ? site == r.site0 + len % r.period : site == r.site0 + len) {
+        ++count_;
+        return;
+      }
+    }
+    start_run(site);
+  }
+  // Instructions past size() (generated code) have no location: {0, 0}.
+  SourceLoc operator[](std::uint64_t instruction) const;
+  std::uint64_t size() const { return count_; }
+  std::size_t run_count() const { return runs_.size(); }
+  // f(index, loc) for every mapped instruction in order, without a search per instruction.
+  template <class F>
+  void for_each(F&& f) const {
+    for (std::size_t r = 0; r < runs_.size(); ++r) {
+      const Run& run = runs_[r];
+      const std::uint64_t end = r + 1 < runs_.size() ? runs_[r + 1].first : count_;
+      std::uint32_t k = 0;
+      for (std::uint64_t i = run.first; i < end; ++i) {
+        f(i, sites_[run.site0 + k]);
+        if (++k == run.period) k = 0;
+      }
+    }
+  }
+  void clear() { *this = SourceMap{}; }
+
+ private:
+  void start_run(std::uint32_t site);
+  struct Run {
+    std::uint64_t first;   // first instruction of the run
+    std::uint32_t site0;   // its site; instruction first + k has site0 + k % period
+    std::uint32_t period;  // 0 while the sites only count up
+  };
+  std::vector<SourceLoc> sites_;
+  std::vector<Run> runs_;
+  std::uint64_t count_ = 0;
+};
+
+using Code = BigVector<Instruction>;
 
 // A DRAM array of rows x cols elements split into tiles of tile_rows x tile_cols.
 // On the scalar machine every tile is 1x1, so a tile index is an element index.
@@ -88,11 +228,13 @@ struct MachineConfig {
 struct Program {
   std::string name = "<input>";            // file name, for messages
   std::vector<std::string> source_lines;   // the text it came from (may be empty)
-  std::vector<Instruction> code;
+  Code code;
+  SourceMap locs;                          // where code[i] came from
   std::vector<ArrayDecl> arrays;
   MachineConfig config;
   int highest_reg = -1;
 
+  SourceLoc loc(std::size_t i) const { return locs[i]; }
   std::optional<std::uint32_t> find_array(const std::string& name) const;
   // Register count: the directive's, else highest used + 1.
   int register_count() const { return config.regs.value_or(highest_reg + 1); }

@@ -642,9 +642,11 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
   // The register file is the lesson's, whatever the trace's .regs says.
   if (prog.highest_reg >= part.regs) {
     std::uint32_t line = 0;
-    for (const auto& in : prog.code) {
-      for (const auto& o : in.operands)
-        if (o.kind == isa::Operand::Kind::Reg && o.reg == prog.highest_reg) line = in.loc.line;
+    for (std::size_t i = 0; i < prog.code.size(); ++i) {
+      for (int k = 0; k < 4; ++k) {
+        const isa::Operand o = prog.code[i].operand(k);
+        if (o.kind == isa::Operand::Kind::Reg && o.reg == prog.highest_reg) line = prog.loc(i).line;
+      }
       if (line) break;
     }
     problems.push_back("your trace uses R" + std::to_string(prog.highest_reg) + " (line " + std::to_string(line) +

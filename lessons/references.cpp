@@ -49,7 +49,7 @@ void inner_product_order(const sim::Machine& ran, const Part&, std::vector<std::
   std::optional<std::pair<std::int64_t, std::int64_t>> current;
   for (std::size_t s = 0; s < p.code.size(); ++s) {
     const auto& in = p.code[s];
-    const auto& ops = in.operands;
+    const std::array<isa::Operand, 4> ops{in.operand(0), in.operand(1), in.operand(2), in.operand(3)};
     if (in.op == isa::Opcode::LOAD) {
       const auto& name = p.arrays[ops[0].array].name;
       regs[ops[1].reg] = {name == "a" ? 'a' : name == "b" ? 'b' : '\0', ops[0].row, ops[0].col};
@@ -66,7 +66,7 @@ void inner_product_order(const sim::Machine& ran, const Part&, std::vector<std::
       if (current && *current != out) done.insert(*current);
       if (done.count(out)) {
         problems.push_back("the quiz asks for an inner-product scheme, one output at a time, but step " +
-                           std::to_string(s + 1) + " (line " + std::to_string(in.loc.line) + ") goes back to c[" +
+                           std::to_string(s + 1) + " (line " + std::to_string(p.loc(s).line) + ") goes back to c[" +
                            std::to_string(out.first) + "][" + std::to_string(out.second) + "] after starting another output");
         return;
       }

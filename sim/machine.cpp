@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "isa/assembler.h"
 
@@ -82,7 +83,10 @@ Machine::Machine(isa::Program program, MachineOptions options)
   }
   if (regs_ < 1) regs_ = 1;
   check_static();  // also sets scalar_ and uses_mask_
-  if (scalar_ && opts_.compute_values && !opts_.symbolic) decode_fast();
+  if (scalar_ && opts_.compute_values && !opts_.symbolic) {
+    decode_fast();
+    scalar_undo_ = true;
+  }
   init_memory();
   reset();
 }
@@ -102,23 +106,26 @@ void Machine::check_static() {
   // Locals rather than members, so the loop keeps them in registers.
   bool read_before_write = false, mask = false, transposed = false;
   const std::uint32_t regs = static_cast<std::uint32_t>(regs_);
-  for (const auto& in : prog_.code) {
+  const std::size_t n = prog_.code.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const isa::Instruction& in = prog_.code[i];
     const auto& info = isa::info(in.op);
     mask |= in.op == Opcode::MASK;
-    transposed = transposed || in.operands[0].transposed || in.operands[1].transposed ||
-                 in.operands[2].transposed || in.operands[3].transposed;
+    transposed = transposed || in.any_transposed();
     int dst = -1;
     for (int k = 0; k < info.operand_count; ++k) {
-      const Operand& o = in.operands[k];
-      if (o.kind == Operand::Kind::Reg) {
-        // Register range is a property of the text, so it is reported with the text's location.
-        if (o.reg >= regs)
-          throw isa::AsmError(prog_.name, in.loc.line, in.loc.col,
-                              "R" + std::to_string(o.reg) + " is outside the machine: it has " +
-                                  std::to_string(regs_) + " registers (" + regs_source_ + ")");
-        if (info.operands[k] == isa::OperandKind::SrcReg) read_before_write |= !written[o.reg];
+      const isa::OperandKind kind = info.operands[k];
+      if (kind != isa::OperandKind::SrcReg && kind != isa::OperandKind::DstReg) continue;
+      const std::uint16_t r = in.reg(k);
+      // Register range is a property of the text, so it is reported with the text's location.
+      if (r >= regs) {
+        const isa::SourceLoc loc = prog_.loc(i);
+        throw isa::AsmError(prog_.name, loc.line, loc.col,
+                            "R" + std::to_string(r) + " is outside the machine: it has " + std::to_string(regs_) +
+                                " registers (" + regs_source_ + ")");
       }
-      if (info.operands[k] == isa::OperandKind::DstReg) dst = o.reg;
+      if (kind == isa::OperandKind::SrcReg) read_before_write |= !written[r];
+      else dst = r;
     }
     if (dst >= 0) written[static_cast<std::size_t>(dst)] = 1;
   }
@@ -140,16 +147,14 @@ void Machine::find_inputs_outputs() const {
   std::vector<std::uint8_t> stored(first_tile.back(), 0);
   std::vector<std::uint8_t> input(narrays, 0), output(narrays, 0);
   for (const auto& in : prog_.code) {
-    const auto& info = isa::info(in.op);
-    for (int k = 0; k < info.operand_count; ++k) {
-      const Operand& o = in.operands[k];
-      if (o.kind != Operand::Kind::Mem) continue;
-      auto t = first_tile[o.array] + static_cast<std::size_t>(o.row * grid_cols[o.array] + o.col);
-      if (info.operands[k] == isa::OperandKind::MemSrc) input[o.array] |= !stored[t];
-      else if (info.operands[k] == isa::OperandKind::MemDst) {
-        stored[t] = 1;
-        output[o.array] = 1;
-      }
+    if (in.op != Opcode::LOAD && in.op != Opcode::STORE) continue;  // the only opcodes with memory operands
+    const std::uint32_t a = in.array();
+    auto t = first_tile[a] + static_cast<std::size_t>(std::int64_t{in.row()} * grid_cols[a] + in.col());
+    if (in.op == Opcode::LOAD) {
+      input[a] |= !stored[t];
+    } else {
+      stored[t] = 1;
+      output[a] = 1;
     }
   }
   is_input_.assign(input.begin(), input.end());
@@ -208,6 +213,7 @@ void Machine::reset() {
   sram_in_use_ = sram_peak_ = 0;
   undo_.clear();
   value_pool_.clear();
+  f32_pool_.clear();
   meta_pool_.clear();
   sym_pool_.clear();
   sram_hist_.clear();
@@ -221,12 +227,13 @@ std::string Machine::value_symbol(std::uint32_t array, std::int64_t tile) const 
 }
 
 std::uint64_t Machine::history_bytes() const {
-  return undo_.size() * sizeof(Undo) + value_pool_.size() * sizeof(double) + meta_pool_.size() * sizeof(Tile) +
+  return undo_.size() * sizeof(Undo) + value_pool_.size() * sizeof(double) + f32_pool_.size() * sizeof(float) +
+         meta_pool_.size() * sizeof(Tile) +
          sram_hist_.size() * 16;
 }
 
 void Machine::fault(const std::string& msg) const {
-  std::uint32_t line = pc_ < prog_.code.size() ? prog_.code[pc_].loc.line : 0;
+  std::uint32_t line = pc_ < prog_.code.size() ? prog_.loc(pc_).line : 0;
   throw MachineFault(pc_ + 1, line, msg);
 }
 
@@ -248,7 +255,7 @@ void Machine::count_access(const isa::Instruction& in, int sign, bool notify) {
   add(counters_.instructions, 1);
   add(counters_.per_op[op], 1);
   if (in.op != Opcode::LOAD && in.op != Opcode::STORE) return;
-  const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
+  const Operand m = in.operand(in.op == Opcode::LOAD ? 0 : 1);
   std::int32_t vr, vc;
   tile_extent(m.array, m.row, m.col, vr, vc);
   auto elems = static_cast<std::uint64_t>(vr) * static_cast<std::uint64_t>(vc);
@@ -277,6 +284,10 @@ void Machine::count_access(const isa::Instruction& in, int sign, bool notify) {
 
 void Machine::record_reg_undo(int r) {
   const Tile& t = regs_state_[static_cast<std::size_t>(r)];
+  if (scalar_undo_) {
+    push_old(reg_written_[static_cast<std::size_t>(r)] ? t.v[0] : 0.0);
+    return;
+  }
   Undo u{value_pool_.size(), reg_written_[static_cast<std::size_t>(r)] != 0, 0, 0};
   value_pool_.insert(value_pool_.end(), t.v.begin(), t.v.end());
   if (!scalar_) {
@@ -294,6 +305,10 @@ void Machine::record_reg_undo(int r) {
 
 void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
   const auto& d = prog_.arrays[array];
+  if (scalar_undo_) {  // 1x1 tiles: the tile index is the element index
+    push_old(arrays_[array].values[static_cast<std::size_t>(tile)]);
+    return;
+  }
   Undo u{value_pool_.size(), 0, 0, 0};
   if (opts_.compute_values) {
     std::int64_t tr = tile / d.tile_grid_cols(), tc = tile % d.tile_grid_cols();
@@ -313,20 +328,55 @@ void Machine::record_mem_undo(std::uint32_t array, std::int64_t tile) {
   undo_.push_back(u);
 }
 
-const Operand& Machine::overwritten(const isa::Instruction& in) const {
+Operand Machine::overwritten(const isa::Instruction& in) const {
   const auto& info = isa::info(in.op);
   for (int k = 0; k < info.operand_count; ++k)
     if (info.operands[k] == isa::OperandKind::DstReg || info.operands[k] == isa::OperandKind::MemDst)
-      return in.operands[k];
-  return in.operands[0];  // every opcode in the table has a destination
+      return in.operand(k);
+  return in.operand(0);  // every opcode in the table has a destination
+}
+
+std::size_t Machine::history_steps() const {
+  if (!scalar_undo_) return undo_.size();
+  return config_.f64 ? value_pool_.size() : f32_pool_.size();
+}
+
+void Machine::push_old(double v) {
+  if (config_.f64) value_pool_.push_back(v);
+  else f32_pool_.push_back(static_cast<float>(v));  // exact: the f32 machine holds only floats
 }
 
 bool Machine::step_back() {
-  if (pc_ == 0 || undo_.empty()) return false;
+  if (pc_ == 0 || history_steps() == 0) return false;
+  if (scalar_undo_) {
+    const isa::Instruction& in = prog_.code[pc_ - 1];
+    double old;
+    if (config_.f64) {
+      old = value_pool_.back();
+      value_pool_.pop_back();
+    } else {
+      old = static_cast<double>(f32_pool_.back());
+      f32_pool_.pop_back();
+    }
+    const Operand target = overwritten(in);
+    if (target.kind == Operand::Kind::Mem) {
+      arrays_[target.array].values[static_cast<std::size_t>(flat_tile(target))] = old;
+    } else {
+      // The trace is straight-line: the register held a value iff its first write came earlier.
+      const std::uint16_t r = target.reg;
+      const bool was = first_write_[r] < pc_ - 1;
+      reg_written_[r] = was;
+      if (was) regs_state_[r].v.assign(1, old);
+      else regs_state_[r] = Tile{};
+    }
+    --pc_;
+    count_access(in, -1);
+    return true;
+  }
   Undo u = undo_.back();
   undo_.pop_back();
   const isa::Instruction& in = prog_.code[pc_ - 1];
-  const Operand& target = overwritten(in);
+  const Operand target = overwritten(in);
   if (target.kind == Operand::Kind::Mem) {
     std::uint32_t array = target.array;
     const auto& d = prog_.arrays[array];
@@ -387,7 +437,7 @@ bool Machine::run_to_breakpoint(const std::set<std::uint32_t>& lines) {
   if (done()) return false;
   step();
   while (!done()) {
-    if (lines.count(prog_.code[pc_].loc.line)) return true;
+    if (lines.count(prog_.loc(pc_).line)) return true;
     step();
   }
   return false;
@@ -435,12 +485,12 @@ void Machine::step() {
   const isa::Instruction& in = prog_.code[pc_];
   const bool keep_sram = !scalar_ && opts_.history;  // only step_back reads sram_hist_
   if (keep_sram) sram_hist_.emplace_back(sram_in_use_, sram_peak_);
-  std::size_t undo_mark = undo_.size();
+  std::size_t undo_mark = history_steps();
   try {
     execute(in);
   } catch (...) {
     // Leave the machine as it was before the faulting step.
-    if (undo_.size() > undo_mark) {
+    if (history_steps() > undo_mark) {
       ++pc_;
       count_access(in, +1, false);  // only so that step_back can undo it: nobody is told
       step_back();
@@ -452,6 +502,7 @@ void Machine::step() {
   if (!opts_.history) {
     undo_.clear();
     value_pool_.clear();
+    f32_pool_.clear();
     meta_pool_.clear();
     sym_pool_.clear();
     sram_hist_.clear();
@@ -481,7 +532,7 @@ std::string shape_text(std::int32_t r, std::int32_t c) { return std::to_string(r
 }  // namespace
 
 void Machine::execute(const isa::Instruction& in) {
-  const auto& ops = in.operands;
+  const std::array<Operand, 4> ops{in.operand(0), in.operand(1), in.operand(2), in.operand(3)};
   const bool values = opts_.compute_values;
   const std::string_view mn = isa::info(in.op).mnemonic;  // no string per instruction
   auto view = [&](const Operand& o) {
@@ -723,12 +774,11 @@ void Machine::execute(const isa::Instruction& in) {
 }
 
 void Machine::decode_fast() {
-  // A compact copy of the trace for the hot loop: 16 bytes an instruction instead of the
-  // assembler's general operands, so a 10 M trace streams through the cache quickly.
+  // The trace decoded for the hot loop: sources in order, the destination and the flat element
+  // index in fixed fields, so a step reads one record and needs no table lookups.
   const std::size_t n = prog_.code.size();
-  fast_.resize(n + 1);
-  fast_[n] = FastOp{};
-  fast_[n].op = static_cast<std::uint8_t>(isa::kOpcodeCount);  // the end: the hot loop needs no bounds check
+  fast_.clear();
+  fast_.reserve(n + 1);  // appended, not resized: one pass over fresh memory instead of two
   fast_ok_ = prog_.arrays.size() <= 0xffff;
   first_write_.assign(static_cast<std::size_t>(regs_), n);
   for (std::size_t i = 0; i < n; ++i) {
@@ -739,23 +789,27 @@ void Machine::decode_fast() {
     std::uint16_t* srcs[3] = {&f.s0, &f.s1, &f.s2};
     int ns = 0;
     for (int k = 0; k < info.operand_count; ++k) {
-      const Operand& o = in.operands[k];
       switch (info.operands[k]) {
-        case isa::OperandKind::SrcReg: *srcs[ns++] = o.reg; break;
-        case isa::OperandKind::DstReg:
-          f.d = o.reg;
-          if (first_write_[o.reg] == n) first_write_[o.reg] = i;
+        case isa::OperandKind::SrcReg: *srcs[ns++] = in.reg(k); break;
+        case isa::OperandKind::DstReg: {
+          const std::uint16_t r = in.reg(k);
+          f.d = r;
+          if (first_write_[r] == n) first_write_[r] = i;
           break;
+        }
         default: {
-          std::int64_t e = flat_tile(o);
+          std::int64_t e = flat_tile(in.operand(k));
           if (e < 0 || e > 0xffffffffLL) fast_ok_ = false;
-          f.array = static_cast<std::uint16_t>(o.array);
+          f.array = static_cast<std::uint16_t>(in.array());
           f.elem = static_cast<std::uint32_t>(e);
         }
       }
     }
-    fast_[i] = f;
+    fast_.push_back(f);
   }
+  FastOp end{};
+  end.op = static_cast<std::uint8_t>(isa::kOpcodeCount);  // the end: the hot loop needs no bounds check
+  fast_.push_back(end);
 }
 
 template <bool kHistory, typename Value>
@@ -784,10 +838,12 @@ void Machine::run_scalar_fast() {
   const std::uint64_t* const first_write = first_write_.data();
   const FastOp* const ops = fast_.data();
   constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-  if constexpr (kHistory) {
-    undo_.reserve(undo_.size() + (n - pc_));
-    value_pool_.reserve(value_pool_.size() + (n - pc_));
-  }
+  // The old values: float on the f32 machine, whose registers and DRAM hold only floats.
+  auto& pool = [this]() -> isa::BigVector<Value>& {
+    if constexpr (std::is_same_v<Value, float>) return f32_pool_;
+    else return value_pool_;
+  }();
+  if constexpr (kHistory) pool.reserve(pool.size() + (n - pc_));
 
   // Threaded dispatch (GCC/Clang labels as values): every handler ends in its own indirect
   // jump, which the branch predictor learns per opcode, and knows its opcode's counter slot.
@@ -810,11 +866,8 @@ void Machine::run_scalar_fast() {
 #define FLASHSIM_RESULT(opcode, expr)                                      \
   do {                                                                     \
     r = (expr);                                                            \
-    if constexpr (kHistory) {                                              \
-      const bool was = first_write[f->d] < static_cast<std::size_t>(f - ops); \
-      undo_.push_back(Undo{value_pool_.size(), was, 0, 0});                \
-      if (was) value_pool_.push_back(static_cast<double>(R[f->d]));        \
-    }                                                                      \
+    /* an unwritten register holds 0 here, as record_reg_undo() logs it */ \
+    if constexpr (kHistory) pool.push_back(R[f->d]);                       \
     R[f->d] = r;                                                           \
     ++per_op[static_cast<std::size_t>(Opcode::opcode)];                    \
     FLASHSIM_NEXT();                                                       \
@@ -826,10 +879,7 @@ op_load:
   ++mem_count[2u * f->array];
   FLASHSIM_RESULT(LOAD, static_cast<Value>(base[f->array][f->elem]));
 op_store:
-  if constexpr (kHistory) {
-    undo_.push_back(Undo{value_pool_.size(), 0, 0, 0});
-    value_pool_.push_back(base[f->array][f->elem]);
-  }
+  if constexpr (kHistory) pool.push_back(static_cast<Value>(base[f->array][f->elem]));
   base[f->array][f->elem] = static_cast<double>(R[f->s0]);
   ++writes[f->array][f->elem];
   ++mem_count[2u * f->array + 1];
@@ -987,28 +1037,30 @@ void Machine::run_count_only() {
   auto fits = [](std::int32_t x, std::int32_t y) { return x == y || x == 1 || y == 1; };
   // A source register; execute() faults on one that was never written.
 #define FLASHSIM_SOURCE(name, k)                         \
-  if (!written[ops[k].reg]) goto general;                \
-  const ShapeView name{&shape[ops[k].reg], ops[k].transposed}
+  if (!written[in.reg(k)]) goto general;                 \
+  const ShapeView name{&shape[in.reg(k)], in.transposed(k)}
 
   std::size_t i = pc_;
   for (; i < n; ++i) {
     const isa::Instruction& in = prog_.code[i];
-    const auto& ops = in.operands;
+    // The memory operand of a LOAD or STORE, widened for the tile arithmetic.
+    struct {
+      std::uint32_t array;
+      std::int64_t row, col;
+    } const m{in.array(), in.row(), in.col()};
     Shape out;
     std::uint16_t dst;
     switch (in.op) {
       case Opcode::LOAD: {
-        const Operand& m = ops[0];
         const Geometry& g = geo[m.array];
         out = Shape{static_cast<std::int32_t>(g.tile_rows), static_cast<std::int32_t>(g.tile_cols), 0, 0,
                     m.row * g.tile_rows, m.col * g.tile_cols};
         extent(g, m.row, m.col, out.valid_rows, out.valid_cols);
-        dst = ops[1].reg;
+        dst = in.reg(1);
         break;
       }
       case Opcode::STORE: {
         FLASHSIM_SOURCE(v, 0);
-        const Operand& m = ops[1];
         const Geometry& g = geo[m.array];
         if (v.rows() != g.tile_rows || v.cols() != g.tile_cols) goto general;
         std::int32_t vr, vc;
@@ -1031,9 +1083,9 @@ void Machine::run_count_only() {
         if (in.op == Opcode::MAC) {
           FLASHSIM_SOURCE(c, 2);
           if (c.rows() != out.rows || c.cols() != out.cols) goto general;
-          dst = ops[3].reg;
+          dst = in.reg(3);
         } else {
-          dst = ops[2].reg;
+          dst = in.reg(2);
         }
         break;
       }
@@ -1050,7 +1102,7 @@ void Machine::run_count_only() {
         if (!fits(a.rows(), b.rows()) || !fits(a.cols(), b.cols())) goto general;
         std::int32_t rows = std::max(a.rows(), b.rows()), cols = std::max(a.cols(), b.cols());
         out = shaped((a.rows() == rows && a.cols() == cols) ? a : b, rows, cols);
-        dst = ops[2].reg;
+        dst = in.reg(2);
         break;
       }
       case Opcode::EXP:
@@ -1059,14 +1111,14 @@ void Machine::run_count_only() {
       case Opcode::LOG2: {
         FLASHSIM_SOURCE(a, 0);
         out = shaped(a, a.rows(), a.cols());
-        dst = ops[1].reg;
+        dst = in.reg(1);
         break;
       }
       case Opcode::MASK: {
         FLASHSIM_SOURCE(a, 0);
         out = shaped(a, a.rows(), a.cols());
         out.valid_cols = a.valid_cols();
-        dst = ops[1].reg;
+        dst = in.reg(1);
         break;
       }
       case Opcode::ROWMAX:
@@ -1075,7 +1127,7 @@ void Machine::run_count_only() {
         out = shaped(a, a.rows(), 1);
         out.col0 = 0;
         out.valid_cols = 1;
-        dst = ops[1].reg;
+        dst = in.reg(1);
         break;
       }
       default: goto general;
@@ -1092,7 +1144,6 @@ void Machine::run_count_only() {
       peak = std::max(peak, in_use);
     }
     if (in.op == Opcode::LOAD) {
-      const Operand& m = ops[0];
       elems_moved[2 * m.array] += static_cast<std::uint64_t>(out.valid_rows) * static_cast<std::uint64_t>(out.valid_cols);
       ++geo[m.array].reads[m.row * geo[m.array].grid_cols + m.col];
       if (observe)

@@ -151,7 +151,7 @@ class Machine {
   void run_count_only();
   void record_reg_undo(int r);
   void record_mem_undo(std::uint32_t array, std::int64_t tile);
-  const isa::Operand& overwritten(const isa::Instruction& in) const;
+  isa::Operand overwritten(const isa::Instruction& in) const;
   const Tile& src(const isa::Operand& o);
   void count_access(const isa::Instruction& in, int sign, bool notify = true);
   std::int64_t flat_tile(const isa::Operand& o) const;
@@ -182,8 +182,16 @@ class Machine {
   mutable bool io_found_ = false;
   std::uint64_t sram_in_use_ = 0, sram_peak_ = 0;
 
-  std::vector<Undo> undo_;
-  std::vector<double> value_pool_;
+  // On the scalar machine with values (scalar_undo_), undo_ stays empty and the pool holds one
+  // value a step: the old value of what the step overwrote (0 for a register not yet written).
+  // The instruction names the target, and first_write_ says whether a register held a value.
+  // The f32 machine keeps them as float (f32_pool_): 4 bytes a step.
+  bool scalar_undo_ = false;
+  std::size_t history_steps() const;
+  void push_old(double v);
+  isa::BigVector<Undo> undo_;
+  isa::BigVector<double> value_pool_;
+  isa::BigVector<float> f32_pool_;
   std::vector<Tile> meta_pool_;  // shape only (v left empty)
   std::vector<std::string> sym_pool_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> sram_hist_;
@@ -196,7 +204,7 @@ class Machine {
     std::uint32_t elem;           // element index of a LOAD or STORE
   };
   void decode_fast();
-  std::vector<FastOp> fast_;  // one per instruction, then an end marker (op = kOpcodeCount)
+  isa::BigVector<FastOp> fast_;  // one per instruction, then an end marker (op = kOpcodeCount)
   bool fast_ok_ = false;  // decode_fast found every array and element index within FastOp's fields
   // First step that writes each register (size() when none does). The trace is straight-line,
   // so register r holds a value at pc exactly when first_write_[r] < pc.

@@ -32,9 +32,9 @@ int track_of(isa::Opcode op) {
 std::string registers_written(const Machine& m, const isa::Instruction& in) {
   const auto& info = isa::info(in.op);
   std::string out;
-  for (std::size_t k = 0; k < info.operand_count; ++k)
+  for (int k = 0; k < info.operand_count; ++k)
     if (info.operands[k] == isa::OperandKind::DstReg) {
-      const int r = in.operands[k].reg;
+      const int r = in.reg(k);
       out += (out.empty() ? "" : " ") + ("R" + std::to_string(r)) + "=" + register_cell(m, r, false);
     }
   return out;
@@ -86,6 +86,7 @@ void export_trace(Machine& m, const TraceExport& out) {
   try {
     while (!m.done()) {
       const isa::Instruction& in = p.code[m.pc()];
+      const std::uint32_t line = p.loc(m.pc()).line;
       const std::uint64_t start = m.counters().cycles;
       const std::uint64_t read0 = m.counters().bytes_read, written0 = m.counters().bytes_written;
       m.step();
@@ -93,10 +94,10 @@ void export_trace(Machine& m, const TraceExport& out) {
       const std::uint64_t step = m.pc();
       const std::string text = isa::format_instruction(p, in);
       if (out.csv)
-        *out.csv << step << "," << in.loc.line << "," << csv_field(text) << "," << c.cycles << "," << c.bytes_read << ","
+        *out.csv << step << "," << line << "," << csv_field(text) << "," << c.cycles << "," << c.bytes_read << ","
                  << c.bytes_written << "," << csv_field(registers_written(m, in)) << "\n";
       if (json) {
-        json->slice(std::string(isa::info(in.op).mnemonic), track_of(in.op), start, c.cycles - start, step, in.loc.line,
+        json->slice(std::string(isa::info(in.op).mnemonic), track_of(in.op), start, c.cycles - start, step, line,
                     text);
         if (c.bytes_read != read0 || c.bytes_written != written0) json->counter(c.cycles, c.bytes_read, c.bytes_written);
       }

@@ -57,7 +57,7 @@ class Counter {
 
   tile::ChunkSink sink() {
     return [this](const std::vector<isa::ArrayDecl>& arrays, const isa::MachineConfig& config,
-                  std::vector<isa::Instruction>& code,
+                  isa::Code& code,
                   const std::vector<tile::BlockStart>& blocks) { run(arrays, config, code, blocks); };
   }
 
@@ -133,7 +133,7 @@ class Counter {
   }
 
   void run(const std::vector<isa::ArrayDecl>& arrays, const isa::MachineConfig& config,
-           std::vector<isa::Instruction>& code, const std::vector<tile::BlockStart>& blocks) {
+           isa::Code& code, const std::vector<tile::BlockStart>& blocks) {
     for (std::size_t id = names_.size(); id < arrays.size(); ++id) declare(arrays[id]);
     isa::Program prog;
     prog.name = "<counted schedule>";

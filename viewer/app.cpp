@@ -698,9 +698,9 @@ void App::trace_lines(int slot) {
         float cy = p.y + row_h * 0.5f;
         dl->AddTriangleFilled(ImVec2(p.x + 4, cy - 5), ImVec2(p.x + 4, cy + 5), ImVec2(p.x + 13, cy), rgb(theme::kNextMarker));
       }
-      const auto& in = t.program().code[index];
       char head[48];
-      std::snprintf(head, sizeof head, "%7llu  L%-3u", static_cast<unsigned long long>(index + 1), in.loc.line);
+      std::snprintf(head, sizeof head, "%7llu  L%-3u", static_cast<unsigned long long>(index + 1),
+                    t.program().loc(index).line);
       dl->AddText(mono, mono->FontSize, ImVec2(p.x + 14, p.y + 3), kTextDim, head);
       float ix = p.x + 14 + mono->CalcTextSizeA(mono->FontSize, 1e9f, 0, head).x + 8;
       text_clipped(dl, mono, ImVec2(ix, p.y + 3), executed ? kText : IM_COL32(170, 176, 186, 255), t.instruction_text(index), p.x + width);

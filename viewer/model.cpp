@@ -37,9 +37,8 @@ std::string trim(const std::string& s) {
 
 std::optional<Touch> memory_operand(const isa::Program& p, const isa::Instruction& in) {
   if (in.op != Opcode::LOAD && in.op != Opcode::STORE) return std::nullopt;
-  const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
-  const auto& a = p.arrays[m.array];
-  return Touch{m.array, m.row * a.tile_grid_cols() + m.col, in.op == Opcode::STORE};
+  const auto& a = p.arrays[in.array()];
+  return Touch{in.array(), std::int64_t{in.row()} * a.tile_grid_cols() + in.col(), in.op == Opcode::STORE};
 }
 
 std::string touch_text(const isa::Program& p, const Touch& t) {
@@ -134,7 +133,9 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
     std::istringstream text(isa::disassemble(prog));
     for (std::string line; std::getline(text, line);) prog.source_lines.push_back(line);
     std::size_t header = prog.source_lines.size() >= prog.code.size() ? prog.source_lines.size() - prog.code.size() : 0;
-    for (std::size_t i = 0; i < prog.code.size(); ++i) prog.code[i].loc = {static_cast<std::uint32_t>(header + i + 1), 1};
+    prog.locs.clear();
+    for (std::size_t i = 0; i < prog.code.size(); ++i)
+      prog.locs.push_back(prog.locs.add_site({static_cast<std::uint32_t>(header + i + 1), 1}));
   }
   title_ = request.title.empty() ? default_title(path_) : request.title;
   params_ = scan_params(prog.source_lines);
@@ -146,10 +147,12 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
   opts.symbolic = request.symbolic.value_or(prog.code.size() <= kSymbolicLimit);
   opts.l2 = request.l2;
   std::size_t lines = prog.source_lines.size() + 1;
-  for (const auto& in : prog.code) lines = std::max<std::size_t>(lines, in.loc.line + 1);
+  prog.locs.for_each([&](std::uint64_t, isa::SourceLoc l) { lines = std::max<std::size_t>(lines, l.line + 1); });
   line_hits_.assign(lines, 0);
   line_total_.assign(lines, 0);
-  for (const auto& in : prog.code) ++line_total_[in.loc.line];
+  // Generated code past the map's end has line 0.
+  line_total_[0] += prog.code.size() - std::min<std::uint64_t>(prog.code.size(), prog.locs.size());
+  prog.locs.for_each([&](std::uint64_t, isa::SourceLoc l) { ++line_total_[l.line]; });
   tile_machine_ = !prog.is_scalar();
   PhaseTimer machine_timer;
   machine_ = std::make_unique<sim::Machine>(std::move(prog), std::move(opts));
@@ -193,9 +196,9 @@ void Trace::prepass() {
     ++final_counters_.per_op[op];
     if (auto t = memory_operand(p, in)) {
       const auto& d = p.arrays[t->array];
-      const Operand& m = in.op == Opcode::LOAD ? in.operands[0] : in.operands[1];
-      auto vr = static_cast<std::uint64_t>(std::min(d.tile_rows, d.rows - m.row * d.tile_rows));
-      auto vc = static_cast<std::uint64_t>(std::min(d.tile_cols, d.cols - m.col * d.tile_cols));
+      const std::int64_t row = in.row(), col = in.col();
+      auto vr = static_cast<std::uint64_t>(std::min(d.tile_rows, d.rows - row * d.tile_rows));
+      auto vc = static_cast<std::uint64_t>(std::min(d.tile_cols, d.cols - col * d.tile_cols));
       std::uint64_t elems = vr * vc, b = elems * machine_->element_bytes(t->array);
       bytes += b;
       auto tile = static_cast<std::size_t>(t->tile);
@@ -262,7 +265,7 @@ std::optional<std::uint64_t> Trace::budget_whole(const std::string& counter) con
 }
 
 void Trace::count_line(std::uint64_t index, int sign) {
-  auto line = program().code[index].loc.line;
+  auto line = program().loc(index).line;
   line_hits_[line] = static_cast<std::uint64_t>(static_cast<std::int64_t>(line_hits_[line]) + sign);
 }
 
@@ -330,7 +333,7 @@ bool Trace::toggle_breakpoint(std::uint32_t line) {
 }
 
 bool Trace::at_breakpoint() const {
-  return !breakpoints_.empty() && !done() && breakpoints_.count(program().code[step()].loc.line);
+  return !breakpoints_.empty() && !done() && breakpoints_.count(program().loc(step()).line);
 }
 
 std::optional<std::uint64_t> Trace::current_index() const {
@@ -340,10 +343,10 @@ std::optional<std::uint64_t> Trace::current_index() const {
 
 std::uint32_t Trace::current_line() const {
   auto i = current_index();
-  return i ? program().code[*i].loc.line : 0;
+  return i ? program().loc(*i).line : 0;
 }
 
-std::uint32_t Trace::next_line() const { return done() ? 0 : program().code[step()].loc.line; }
+std::uint32_t Trace::next_line() const { return done() ? 0 : program().loc(step()).line; }
 
 std::string Trace::instruction_text(std::uint64_t index) const {
   return isa::format_instruction(program(), program().code[index]);
@@ -357,7 +360,7 @@ std::vector<int> Trace::changed_registers() const {
   const auto& info = isa::info(in.op);
   for (int k = 0; k < info.operand_count; ++k)
     if (info.operands[static_cast<std::size_t>(k)] == isa::OperandKind::DstReg)
-      out.push_back(in.operands[static_cast<std::size_t>(k)].reg);
+      out.push_back(in.reg(k));
   return out;
 }
 

@@ -64,20 +64,20 @@ class Builder {
   void load(std::uint32_t a, std::int64_t row, std::int64_t col, int reg) {
     isa::Instruction& in = p_.code.emplace_back();
     in.op = Opcode::LOAD;
-    in.operands[0] = mem(a, row, col);
-    in.operands[1] = regop(Reg{reg});
+    in.set_operand(0, mem(a, row, col));
+    in.set_operand(1, regop(Reg{reg}));
   }
   void store(int reg, std::uint32_t a, std::int64_t row, std::int64_t col) {
     isa::Instruction& in = p_.code.emplace_back();
     in.op = Opcode::STORE;
-    in.operands[0] = regop(Reg{reg});
-    in.operands[1] = mem(a, row, col);
+    in.set_operand(0, regop(Reg{reg}));
+    in.set_operand(1, mem(a, row, col));
   }
   void op(Opcode o, std::initializer_list<Reg> regs) {
     isa::Instruction& in = p_.code.emplace_back();
     in.op = o;
-    std::size_t k = 0;
-    for (Reg r : regs) in.operands[k++] = regop(r);
+    int k = 0;
+    for (Reg r : regs) in.set_operand(k++, regop(r));
   }
   void reserve(std::size_t n) {
     if (!sink_) p_.code.reserve(n);

@@ -63,7 +63,7 @@ struct BlockStart {
 // every array declared so far; `config` is the finished program's machine configuration;
 // `blocks` lists the thread blocks that begin in this piece.
 using ChunkSink = std::function<void(const std::vector<isa::ArrayDecl>& arrays, const isa::MachineConfig& config,
-                                     std::vector<isa::Instruction>& code, const std::vector<BlockStart>& blocks)>;
+                                     isa::Code& code, const std::vector<BlockStart>& blocks)>;
 void stream_matmul(const traffic::MatmulParams& p, traffic::MatmulSchedule s, std::size_t min_chunk, const ChunkSink& sink);
 void stream_softmax(const traffic::SoftmaxParams& p, traffic::SoftmaxSchedule s, std::size_t min_chunk, const ChunkSink& sink);
 void stream_attention_forward(const traffic::AttentionParams& p, traffic::AttentionForward s, std::size_t min_chunk,

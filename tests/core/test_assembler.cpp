@@ -15,13 +15,13 @@ TEST_CASE("a trace copied from the lesson assembles with no header", "[assembler
       "STORE R2, c[0][0]\n");
   REQUIRE(p.code.size() == 4);
   CHECK(p.code[1].op == isa::Opcode::LOAD);
-  CHECK(p.code[1].operands[1].reg == 1);
+  CHECK(p.code[1].operand(1).reg == 1);
   CHECK(p.register_count() == 3);
   REQUIRE(p.arrays.size() == 3);
   CHECK(p.arrays[0].name == "a");
   CHECK(p.arrays[0].rank == 2);
-  CHECK(p.code[3].loc.line == 5);
-  CHECK(p.code[3].loc.col == 1);
+  CHECK(p.loc(3).line == 5);
+  CHECK(p.loc(3).col == 1);
 }
 
 TEST_CASE("array shapes are inferred from the highest index used", "[assembler]") {
@@ -63,9 +63,9 @@ TEST_CASE("loops expand at assembly time with index arithmetic", "[assembler]") 
       ".end\n"
       "STORE R1, y[n-1]\n");
   REQUIRE(p.code.size() == 9);
-  CHECK(p.code[7].operands[0].row == 3 + 4);
-  CHECK(p.code[7].operands[1].reg == 1);
-  CHECK(p.code[0].loc.line == 4);  // expanded lines point at their source line
+  CHECK(p.code[7].operand(0).row == 3 + 4);
+  CHECK(p.code[7].operand(1).reg == 1);
+  CHECK(p.loc(0).line == 4);  // expanded lines point at their source line
   isa::AssembleOptions o;
   o.params["n"] = 2;
   CHECK(assemble(".param n = 4\n.for i in 0..n\nLOAD x[i], R0\n.end\n", "f", o).code.size() == 2);

@@ -48,9 +48,9 @@ TEST_CASE("a loop expands to one instruction per iteration, end exclusive", "[lo
   auto p = asm_text(".for i in 0..4\nLOAD x[i], R0\n.end\n");
   CHECK(listing(p) == std::vector<std::string>{"LOAD x[0], R0", "LOAD x[1], R0", "LOAD x[2], R0", "LOAD x[3], R0"});
   // Every expanded instruction points at the body's source line and column.
-  for (const auto& in : p.code) {
-    CHECK(in.loc.line == 2);
-    CHECK(in.loc.col == 1);
+  for (std::size_t i = 0; i < p.code.size(); ++i) {
+    CHECK(p.loc(i).line == 2);
+    CHECK(p.loc(i).col == 1);
   }
   REQUIRE(p.arrays.size() == 1);
   CHECK(p.arrays[0].rows == 4);  // the inferred shape covers every iteration
@@ -82,17 +82,17 @@ TEST_CASE("nested loops run the inner loop per outer iteration, bounds may use o
   CHECK(listing(p) == std::vector<std::string>{"LOAD a[0][0], R0", "LOAD a[0][1], R0", "LOAD a[0][2], R0",
                                                "STORE R0, b[0]", "LOAD a[1][1], R0", "LOAD a[1][2], R0",
                                                "STORE R0, b[1]", "LOAD a[2][2], R0", "STORE R0, b[2]"});
-  CHECK(p.code[3].loc.line == 5);
-  CHECK(p.code[3].loc.col == 3);
-  CHECK(p.code[4].loc.line == 3);
-  CHECK(p.code[4].loc.col == 5);
+  CHECK(p.loc(3).line == 5);
+  CHECK(p.loc(3).col == 3);
+  CHECK(p.loc(4).line == 3);
+  CHECK(p.loc(4).col == 5);
   // Three levels, and a variable name reused by sibling loops.
   auto q = asm_text(
       ".for i in 0..2\n.for j in 0..2\n.for k in 0..2\nLOAD t[i*4+j*2+k], R0\n.end\n.end\n.end\n"
       ".for j in 0..2\nLOAD u[j], R1\n.end\n");
   REQUIRE(q.code.size() == 10);
-  for (int n = 0; n < 8; ++n) CHECK(q.code[static_cast<std::size_t>(n)].operands[0].row == n);
-  CHECK(q.code[9].operands[0].row == 1);
+  for (int n = 0; n < 8; ++n) CHECK(q.code[static_cast<std::size_t>(n)].operand(0).row == n);
+  CHECK(q.code[9].operand(0).row == 1);
 }
 
 TEST_CASE("index arithmetic in memory operands and register numbers", "[loops]") {
@@ -109,8 +109,8 @@ TEST_CASE("index arithmetic in memory operands and register numbers", "[loops]")
       "  LOAD q[i][n-1], R0\n"
       ".end\n");
   REQUIRE(p.code.size() == 28);
-  auto row = [&](std::size_t k) { return p.code[k].operands[0].row; };
-  auto reg = [&](std::size_t k) { return p.code[k].operands[1].reg; };
+  auto row = [&](std::size_t k) { return p.code[k].operand(0).row; };
+  auto reg = [&](std::size_t k) { return p.code[k].operand(1).reg; };
   for (std::int64_t i = 0; i < 4; ++i) {
     std::size_t b = static_cast<std::size_t>(i) * 7;
     CHECK(row(b) == i + 1);
@@ -124,7 +124,7 @@ TEST_CASE("index arithmetic in memory operands and register numbers", "[loops]")
     CHECK(row(b + 4) == i / 2);
     CHECK(row(b + 5) == i);
     CHECK(row(b + 6) == i);
-    CHECK(p.code[b + 6].operands[0].col == 3);
+    CHECK(p.code[b + 6].operand(0).col == 3);
   }
   // The lesson's forms: a dot product q[i][k] K[j][k] with R{expr} registers.
   auto dot = asm_text(
@@ -170,7 +170,7 @@ TEST_CASE(".param gives defaults that callers override", "[loops]") {
   CHECK(big.code.size() == 5);
   CHECK(big.register_count() == 6);
   CHECK(big.arrays[0].rows == 10);
-  CHECK(big.code.back().operands[0].row == 9);
+  CHECK(big.code.back().operand(0).row == 9);
 
   // Overriding the derived parameter wins over its expression.
   auto odd = asm_text(src, {{"half", 1}});

@@ -350,7 +350,7 @@ TEST_CASE("generated schedules open by name; programs without text show their di
   REQUIRE(t.program().source_lines.size() >= t.size());
   // Every instruction sits on the disassembly line that prints it.
   for (std::uint64_t i = 0; i < t.size(); i += 7)
-    CHECK(t.program().source_lines[t.program().code[i].loc.line - 1] == t.instruction_text(i));
+    CHECK(t.program().source_lines[t.program().loc(i).line - 1] == t.instruction_text(i));
   t.seek(t.size());
   CHECK(t.machine().sram_peak() > 0);
   CHECK(t.machine().sram_peak() <= 192 * 1024);
@@ -478,7 +478,7 @@ TEST_CASE("File > Export writes the step CSV and Perfetto JSON of flashsim run a
   REQUIRE(m.open(0, lesson("06-online-softmax")));
   for (int i = 0; i < 5; ++i) REQUIRE(m.step());
   Trace& t = *m.trace(0);
-  const std::uint32_t loop_line = t.program().code[4].loc.line;
+  const std::uint32_t loop_line = t.program().loc(4).line;
   const std::uint64_t hits = t.line_hits(loop_line);
   const auto registers = t.register_row(1).numeric;
   flashsim::test::ScratchDir tmp;
