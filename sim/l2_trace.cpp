@@ -57,15 +57,16 @@ void TraceL2::replay(const Machine& m, std::uint64_t index) {
   last_ = {};
   if (in.op != isa::Opcode::LOAD && in.op != isa::Opcode::STORE) return;
   const bool write = in.op == isa::Opcode::STORE;
-  const isa::Operand& o = write ? in.operands[1] : in.operands[0];
-  const Span s = span(m, o.array, o.row, o.col);
+  const std::uint32_t array = in.array();
+  const std::int64_t row = in.row(), col = in.col();
+  const Span s = span(m, array, row, col);
   const L2Counts before = total();
-  cache_->access_rows(s.addr, s.stride, s.rows, s.row_bytes, o.array, write);
+  cache_->access_rows(s.addr, s.stride, s.rows, s.row_bytes, array, write);
   const L2Counts after = total();
   last_ = {true, write, after.hits - before.hits, after.misses - before.misses};
   if (write) return;
-  const auto tile = static_cast<std::size_t>(o.row * m.program().arrays[o.array].tile_grid_cols() + o.col);
-  ++(last_.misses ? hbm_reads_ : hit_reads_)[o.array][tile];
+  const auto tile = static_cast<std::size_t>(row * m.program().arrays[array].tile_grid_cols() + col);
+  ++(last_.misses ? hbm_reads_ : hit_reads_)[array][tile];
 }
 
 void TraceL2::replay_to(const Machine& m, std::uint64_t target) {
