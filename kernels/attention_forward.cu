@@ -984,6 +984,256 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
   CUDA_CHECK_LAUNCH();
 }
 
+// ---- version 6: warp-specialized FA2 forward (FlashAttention-3's recipe) -------------------------
+//
+// 384 threads per 128-row Q tile: warpgroup 0 is the producer (one thread issues every TMA load:
+// Q once, then K_j and V_j into a STAGES-deep ring, each buffer on its own "full" mbarrier, reused
+// once the 8 consumer warps arrive on its "empty" one); warpgroups 1 and 2 each own 64 rows of
+// the tile with v5's per-tile pieces (Tile: S = Q K^T and O += P V on wgmma, A from registers).
+// setmaxnreg moves registers from the producer (24) to the consumers (240).
+// INTRA (FA3's intra-warpgroup overlap): S_{j+1} and P_j V_j are issued together, the softmax of
+// tile j+1 runs while P_j V_j is in flight (wait_group 1); the loop is peeled so that no branch sits
+// between the issues and their waits (v5's PIPE had one there and ptxas serialized it, C7514).
+// PINGPONG: the two consumers take turns issuing their products (named barriers 1 and 2), so
+// one's softmax runs under the other's products.
+// Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
+
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+template <int D, int BC, int STAGES>
+struct WsConfig {
+  static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
+  static constexpr int kQBytes = kBR * D * 2;
+  static constexpr int kKVBytes = BC * D * 2;
+  static constexpr int kBars = 1 + 4 * STAGES;  // q_full, k_full, v_full, k_empty, v_empty
+  // Q | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
+  static constexpr int kSmem = kQBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
+  static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows");
+  static_assert(kSmem <= 227 * 1024, "shared memory per block");
+};
+
+template <class T, int D, int BC, int STAGES, bool INTRA, bool PINGPONG>
+__global__ void __launch_bounds__(384, 1)
+    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
+                       const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
+                       const __grid_constant__ CUtensorMap map_v) {
+  using C = WsConfig<D, BC, STAGES>;
+  using W = Tile<T, D, BC>;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u;
+  const std::uint32_t ks0 = qs + C::kQBytes, vs0 = ks0 + STAGES * C::kKVBytes;
+  const std::uint32_t bars = vs0 + STAGES * C::kKVBytes;
+  const std::uint32_t q_full = bars;
+  auto k_full = [&](int s) { return bars + 8 * (1 + s); };
+  auto v_full = [&](int s) { return bars + 8 * (1 + STAGES + s); };
+  auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * STAGES + s); };
+  auto kbuf = [&](int j) { return ks0 + (j % STAGES) * C::kKVBytes; };
+  auto vbuf = [&](int j) { return vs0 + (j % STAGES) * C::kKVBytes; };
+
+  const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal tiles first
+  const int q0 = q_tile * C::kBR, head = blockIdx.y;
+  const int kv_end = causal ? min(n, q0 + C::kBR) : n;
+  const int tiles = (kv_end + BC - 1) / BC;
+
+  if (threadIdx.x == 0) {
+    tma::mbar_init(q_full, 1);
+    for (int s = 0; s < STAGES; ++s) {
+      tma::mbar_init(k_full(s), 1);
+      tma::mbar_init(v_full(s), 1);
+      tma::mbar_init(k_empty(s), 8);  // lane 0 of each consumer warp
+      tma::mbar_init(v_empty(s), 8);
+    }
+    tma::mbar_init_fence();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x != 0) return;
+    tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int b = 0; b < D / 64; ++b)
+        tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
+    for (int j = 0; j < tiles; ++j) {
+      const int s = j % STAGES;
+      const std::uint32_t parity = ((j / STAGES) & 1) ^ 1;  // a fresh barrier's phase "-1" counts as done
+      tma::mbar_wait(k_empty(s), parity);
+      tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+#pragma unroll
+      for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(j) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+      tma::mbar_wait(v_empty(s), parity);
+      tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+#pragma unroll
+      for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(j) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  const int c = wg - 1;  // which 64 rows of the tile
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const std::uint32_t qc = qs + c * (64 * D * 2);  // this warpgroup's Q rows; later its O staging
+  const int row_w = warp * 16;
+  const int q0c = q0 + 64 * c;
+  const int q_row = q0c + row_w + g;
+  auto full_parity = [](int j) { return static_cast<std::uint32_t>((j / STAGES) & 1); };
+  auto release = [&](std::uint32_t bar) {
+    if (lane == 0) tma::mbar_arrive(bar);
+  };
+  // PINGPONG: barrier 1 + c is "consumer c may issue"; the other one arrives on it
+  auto turn_wait = [&] {
+    if constexpr (PINGPONG) named_bar_sync(1 + c, 256);
+  };
+  auto turn_pass = [&](bool last) {
+    if constexpr (PINGPONG) {
+      if (!(last && c == 1)) named_bar_arrive(2 - c, 256);  // consumer 1's last pass would be left over
+    }
+  };
+
+  tma::mbar_wait(q_full, 0);
+  std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+  if constexpr (PINGPONG) {
+    if (c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
+  }
+
+  float acc_o[D / 2];
+#pragma unroll
+  for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
+  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
+  float s[BC / 2];
+  std::uint32_t pa[BC / 16][4];
+
+  if constexpr (!INTRA) {
+    for (int j = 0; j < tiles; ++j) {
+      tma::mbar_wait(k_full(j % STAGES), full_parity(j));
+      turn_wait();
+      wgmma::fence();
+      W::issue_s(s, qa, kbuf(j));
+      wgmma::commit();
+      turn_pass(false);
+      wgmma::wait<0>();
+      W::pin(s);
+      release(k_empty(j % STAGES));
+      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
+      W::rescale(acc_o, alpha);
+      W::pack(s, pa);
+      W::pin(acc_o);
+      W::pin(pa);
+      tma::mbar_wait(v_full(j % STAGES), full_parity(j));
+      turn_wait();
+      wgmma::fence();
+      W::issue_pv(acc_o, pa, vbuf(j));
+      wgmma::commit();
+      turn_pass(j + 1 == tiles);
+      wgmma::wait<0>();
+      W::pin(acc_o);
+      W::pin(pa);
+      release(v_empty(j % STAGES));
+    }
+  } else {
+    // prologue: S_0 and its softmax (O is still zero: no rescale)
+    tma::mbar_wait(k_full(0), 0);
+    turn_wait();
+    wgmma::fence();
+    W::issue_s(s, qa, kbuf(0));
+    wgmma::commit();
+    turn_pass(false);
+    wgmma::wait<0>();
+    W::pin(s);
+    release(k_empty(0));
+    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
+    W::pack(s, pa);
+    // steady state: S_j and P_{j-1} V_{j-1} in flight together
+    for (int j = 1; j < tiles; ++j) {
+      tma::mbar_wait(k_full(j % STAGES), full_parity(j));
+      tma::mbar_wait(v_full((j - 1) % STAGES), full_parity(j - 1));
+      W::pin(acc_o);
+      W::pin(pa);
+      turn_wait();
+      wgmma::fence();
+      W::issue_s(s, qa, kbuf(j));
+      wgmma::commit();
+      W::issue_pv(acc_o, pa, vbuf(j - 1));
+      wgmma::commit();
+      turn_pass(false);
+      wgmma::wait<1>();  // S_j done; P V may still run
+      W::pin(s);
+      release(k_empty(j % STAGES));
+      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
+      wgmma::wait<0>();
+      W::pin(acc_o);
+      W::pin(pa);
+      release(v_empty((j - 1) % STAGES));
+      W::rescale(acc_o, alpha);
+      W::pack(s, pa);
+    }
+    // epilogue: the last P V
+    tma::mbar_wait(v_full((tiles - 1) % STAGES), full_parity(tiles - 1));
+    W::pin(acc_o);
+    W::pin(pa);
+    turn_wait();
+    wgmma::fence();
+    W::issue_pv(acc_o, pa, vbuf(tiles - 1));
+    wgmma::commit();
+    turn_pass(true);
+    wgmma::wait<0>();
+    W::pin(acc_o);
+    W::pin(pa);
+  }
+
+  // normalize; stage the warp's own rows where its Q rows were (only this warp read them), 16-byte rows out
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float l = row_sum[h];
+    l += __shfl_xor_sync(0xffffffffu, l, 1);
+    l += __shfl_xor_sync(0xffffffffu, l, 2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    const int r = row_w + g + 8 * h;
+#pragma unroll
+    for (int dt = 0; dt < D / 8; ++dt) {
+      const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(qc, r, dt) + t * 4), "r"(packed));
+    }
+    if (t == 0 && q0c + r < n)
+      lse[static_cast<std::size_t>(head) * n + q0c + r] =
+          l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+  }
+  __syncwarp();
+  store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
+                           [&](int r, int ch) { return wgmma::sw128<64>(qc, r, ch); });
+}
+
+template <class T, int D, int BC, int STAGES, bool INTRA, bool PINGPONG>
+void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                   cudaStream_t stream) {
+  using C = WsConfig<D, BC, STAGES>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, INTRA, PINGPONG>;
+  static bool smem_set = false;  // one per instantiation
+  if (!smem_set) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    smem_set = true;
+  }
+  const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
+  const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
+                    map_v = tma::head_tensor_map(v, bh, n, D, BC);
+  record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
+  kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 384, C::kSmem, stream>>>(o, lse, n, causal, scale_log2, map_q, map_k,
+                                                                        map_v);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace hopper
 
 template <class T>
@@ -1143,14 +1393,20 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V5(D, BC, PIPE, TMA)                                                       \
   {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
    hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
+#define FLASHSIM_V6(D, BC, ST, INTRA, PP)                                                                        \
+  {D, "v6 ws 128x" #BC " st" #ST " intra " #INTRA " pp " #PP, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, INTRA, PP>, \
+   hopper::launch_fwd_ws<__half, D, BC, ST, INTRA, PP>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
     FLASHSIM_V5(128, 64, false, true), FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, true),
     FLASHSIM_V5(128, 128, true, true),
+    FLASHSIM_V6(128, 128, 2, false, false), FLASHSIM_V6(128, 128, 2, true, false), FLASHSIM_V6(128, 128, 2, true, true),
+    FLASHSIM_V6(128, 128, 3, true, true),   FLASHSIM_V6(128, 64, 3, true, true),    FLASHSIM_V6(64, 128, 2, true, true),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
 #undef FLASHSIM_V5
+#undef FLASHSIM_V6
 }  // namespace flashsim::gpu::fwd_variants
 #endif
