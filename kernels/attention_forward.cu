@@ -27,6 +27,13 @@ version 3 is the FlashAttention-2 order (AttentionForward::FA2): one block per Q
 in registers while it loops over the visible KV tiles, then writes O and logsumexp (fp32) once.
 ./attention_forward 3
 
+The fast versions (bf16/fp16, tensor cores; attention_forward_fast, schedule attn-fa2-mma, same FA2
+order and HBM traffic) are described at their kernels below: version 4 (mma.sync), version 5
+(wgmma, one warpgroup per 64-row Q tile; used at d = 64) and version 6 (warp-specialized: a TMA
+producer warp and two consumer warpgroups on a 128-row Q tile, intra-warpgroup overlap of S_{j+1}
+with P_j V_j, ping-pong between the consumers; used at d = 128).
+./attention_forward 6
+
 CPU reference: kernels/reference.cpp attention_forward (double) on up to 2 heads (first and last);
 outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf16 1e-2.
 */
@@ -987,15 +994,23 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // ---- version 6: warp-specialized FA2 forward (FlashAttention-3's recipe) -------------------------
 //
 // 384 threads per 128-row Q tile: warpgroup 0 is the producer (one thread issues every TMA load:
-// Q once, then K_j and V_j into a STAGES-deep ring, each buffer on its own "full" mbarrier, reused
-// once the 8 consumer warps arrive on its "empty" one); warpgroups 1 and 2 each own 64 rows of
-// the tile with v5's per-tile pieces (Tile: S = Q K^T and O += P V on wgmma, A from registers).
-// setmaxnreg moves registers from the producer (24) to the consumers (240).
-// INTRA (FA3's intra-warpgroup overlap): S_{j+1} and P_j V_j are issued together, the softmax of
-// tile j+1 runs while P_j V_j is in flight (wait_group 1); the loop is peeled so that no branch sits
-// between the issues and their waits (v5's PIPE had one there and ptxas serialized it, C7514).
-// PINGPONG: the two consumers take turns issuing their products (named barriers 1 and 2), so
-// one's softmax runs under the other's products.
+// Q, then K_j and V_j into a STAGES-deep ring, each buffer on its own "full" mbarrier, reused once
+// the 8 consumer warps arrive on its "empty" one); warpgroups 1 and 2 each own 64 rows of the tile
+// with v5's per-tile pieces (Tile: S = Q K^T and O += P V on wgmma, A from registers). setmaxnreg
+// moves registers from the producer (24) to the consumers (240).
+// FA3's intra-warpgroup overlap: S_j and P_{j-1} V_{j-1} are issued together and the softmax of
+// tile j runs while P_{j-1} V_{j-1} is in flight (wait_group 1). The loop is peeled so that no
+// branch sits between the issues and their waits (v5's PIPE had one there and ptxas serialized it,
+// C7514); the SASS shows the 8 + 8 HGMMAs back to back, then WARPGROUP.DEPBAR.LE gsb0, 0x1.
+// PINGPONG: the two consumers take turns issuing their products (named barriers 1 and 2), so one's
+// softmax runs under the other's products.
+// SCHED: kOneTile = one block per Q tile (the hardware hands out blocks as SMs free up); kStatic =
+// one persistent block per SM walking tiles blockIdx.x, + gridDim.x, ...; kDynamic = persistent
+// blocks whose producer takes the next tile from an atomic counter (zeroed before each launch) and
+// passes it to the consumers with Q. Tiles are numbered head-major (blocks in flight share heads, so
+// K/V stay in L2), causal heaviest first within a head. Persistent, the producer loads the next
+// tile's Q and K/V while the consumers finish the last one (Q has its own "empty" barrier, O its
+// own staging buffer).
 // Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
 
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
@@ -1005,48 +1020,61 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-template <int D, int BC, int STAGES>
+enum WsSched { kOneTile = 0, kStatic = 1, kDynamic = 2 };
+
+template <int D, int BC, int STAGES, bool PERSIST>
 struct WsConfig {
   static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
   static constexpr int kQBytes = kBR * D * 2;
+  static constexpr int kOBytes = PERSIST ? kQBytes : 0;  // else O is staged where Q was
   static constexpr int kKVBytes = BC * D * 2;
-  static constexpr int kBars = 1 + 4 * STAGES;  // q_full, k_full, v_full, k_empty, v_empty
-  // Q | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
-  static constexpr int kSmem = kQBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
+  static constexpr int kBars = 3 + 4 * STAGES;  // q_full, q_empty, tile slot, k_full, v_full, k_empty, v_empty
+  // Q | O | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
+  static constexpr int kSmem = kQBytes + kOBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
   static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 
-template <class T, int D, int BC, int STAGES, bool INTRA, bool PINGPONG>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
 __global__ void __launch_bounds__(384, 1)
-    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
+    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int* __restrict__ tile_counter, int bh, int n,
+                       bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
-  using C = WsConfig<D, BC, STAGES>;
+  constexpr bool PERSIST = SCHED != kOneTile;
+  using C = WsConfig<D, BC, STAGES, PERSIST>;
   using W = Tile<T, D, BC>;
   extern __shared__ unsigned char smem_raw[];
-  const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u;
-  const std::uint32_t ks0 = qs + C::kQBytes, vs0 = ks0 + STAGES * C::kKVBytes;
+  const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = PERSIST ? qs + C::kQBytes : qs;
+  const std::uint32_t ks0 = qs + C::kQBytes + C::kOBytes, vs0 = ks0 + STAGES * C::kKVBytes;
   const std::uint32_t bars = vs0 + STAGES * C::kKVBytes;
-  const std::uint32_t q_full = bars;
-  auto k_full = [&](int s) { return bars + 8 * (1 + s); };
-  auto v_full = [&](int s) { return bars + 8 * (1 + STAGES + s); };
-  auto k_empty = [&](int s) { return bars + 8 * (1 + 2 * STAGES + s); };
-  auto v_empty = [&](int s) { return bars + 8 * (1 + 3 * STAGES + s); };
-  auto kbuf = [&](int j) { return ks0 + (j % STAGES) * C::kKVBytes; };
-  auto vbuf = [&](int j) { return vs0 + (j % STAGES) * C::kKVBytes; };
+  const std::uint32_t q_full = bars, q_empty = bars + 8, tile_slot = bars + 16;  // kDynamic: the tile, -1 = done
+  auto k_full = [&](int s) { return bars + 8 * (3 + s); };
+  auto v_full = [&](int s) { return bars + 8 * (3 + STAGES + s); };
+  auto k_empty = [&](int s) { return bars + 8 * (3 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bars + 8 * (3 + 3 * STAGES + s); };
+  // it: the block's running KV-tile count, over all its Q tiles (ring slot and phase)
+  auto kbuf = [&](int it) { return ks0 + (it % STAGES) * C::kKVBytes; };
+  auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
 
-  const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal tiles first
-  const int q0 = q_tile * C::kBR, head = blockIdx.y;
-  const int kv_end = causal ? min(n, q0 + C::kBR) : n;
-  const int tiles = (kv_end + BC - 1) / BC;
+  const int q_tiles = (n + C::kBR - 1) / C::kBR;
+  const int first = PERSIST ? blockIdx.x : 0, step = PERSIST ? gridDim.x : 1, end = PERSIST ? q_tiles * bh : 1;
+  // kDynamic: the producer's next tile; the consumers read it from tile_slot
+  auto next_tile = [&](int t) { return SCHED == kDynamic ? atomicAdd(tile_counter, 1) : t + step; };
+  auto coords = [&](int t, int& q0, int& head) {  // heavy causal tiles first
+    const int qt = PERSIST ? t % q_tiles : blockIdx.x;
+    head = PERSIST ? t / q_tiles : blockIdx.y;
+    q0 = (causal ? q_tiles - 1 - qt : qt) * C::kBR;
+  };
+  auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
 
   if (threadIdx.x == 0) {
     tma::mbar_init(q_full, 1);
+    tma::mbar_init(q_empty, 8);  // lane 0 of each consumer warp, once its Q rows are in registers
     for (int s = 0; s < STAGES; ++s) {
       tma::mbar_init(k_full(s), 1);
       tma::mbar_init(v_full(s), 1);
-      tma::mbar_init(k_empty(s), 8);  // lane 0 of each consumer warp
+      tma::mbar_init(k_empty(s), 8);
       tma::mbar_init(v_empty(s), 8);
     }
     tma::mbar_init_fence();
@@ -1057,35 +1085,49 @@ __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
-    tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
+    int it = 0, local = 0;
+    for (int t = SCHED == kDynamic ? next_tile(0) : first;; t = next_tile(t), ++local) {
+      if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+      if constexpr (SCHED == kDynamic) {
+        asm volatile("st.shared.b32 [%0], %1;" ::"r"(tile_slot), "r"(t < end ? t : -1) : "memory");
+        if (t >= end) {
+          tma::mbar_arrive(q_full);  // releases the slot's -1 to the consumers
+          break;
+        }
+      } else if (t >= end) {
+        break;
+      }
+      int q0, head;
+      coords(t, q0, head);
+      const int tiles = kv_tiles(q0);
+      tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-      for (int b = 0; b < D / 64; ++b)
-        tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
-    for (int j = 0; j < tiles; ++j) {
-      const int s = j % STAGES;
-      const std::uint32_t parity = ((j / STAGES) & 1) ^ 1;  // a fresh barrier's phase "-1" counts as done
-      tma::mbar_wait(k_empty(s), parity);
-      tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+        for (int b = 0; b < D / 64; ++b)
+          tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
+      for (int j = 0; j < tiles; ++j, ++it) {
+        const int s = it % STAGES;
+        const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
+        tma::mbar_wait(k_empty(s), parity);
+        tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
 #pragma unroll
-      for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(j) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
-      tma::mbar_wait(v_empty(s), parity);
-      tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+        tma::mbar_wait(v_empty(s), parity);
+        tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
 #pragma unroll
-      for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(j) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+      }
     }
     return;
   }
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
   const int c = wg - 1;  // which 64 rows of the tile
-  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const std::uint32_t qc = qs + c * (64 * D * 2);  // this warpgroup's Q rows; later its O staging
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const std::uint32_t qc = qs + c * (64 * D * 2), oc = os + c * (64 * D * 2);  // this warpgroup's rows
   const int row_w = warp * 16;
-  const int q0c = q0 + 64 * c;
-  const int q_row = q0c + row_w + g;
-  auto full_parity = [](int j) { return static_cast<std::uint32_t>((j / STAGES) & 1); };
+  auto full_parity = [](int it) { return static_cast<std::uint32_t>((it / STAGES) & 1); };
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) tma::mbar_arrive(bar);
   };
@@ -1093,144 +1135,146 @@ __global__ void __launch_bounds__(384, 1)
   auto turn_wait = [&] {
     if constexpr (PINGPONG) named_bar_sync(1 + c, 256);
   };
-  auto turn_pass = [&](bool last) {
-    if constexpr (PINGPONG) {
-      if (!(last && c == 1)) named_bar_arrive(2 - c, 256);  // consumer 1's last pass would be left over
-    }
+  auto turn_pass = [&] {
+    if constexpr (PINGPONG) named_bar_arrive(2 - c, 256);
   };
-
-  tma::mbar_wait(q_full, 0);
-  std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
-#pragma unroll
-  for (int kk = 0; kk < D / 16; ++kk)
-    mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
   if constexpr (PINGPONG) {
     if (c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
   }
 
-  float acc_o[D / 2];
-#pragma unroll
-  for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
-  float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
-  float s[BC / 2];
-  std::uint32_t pa[BC / 16][4];
-
-  if constexpr (!INTRA) {
-    for (int j = 0; j < tiles; ++j) {
-      tma::mbar_wait(k_full(j % STAGES), full_parity(j));
-      turn_wait();
-      wgmma::fence();
-      W::issue_s(s, qa, kbuf(j));
-      wgmma::commit();
-      turn_pass(false);
-      wgmma::wait<0>();
-      W::pin(s);
-      release(k_empty(j % STAGES));
-      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
-      W::rescale(acc_o, alpha);
-      W::pack(s, pa);
-      W::pin(acc_o);
-      W::pin(pa);
-      tma::mbar_wait(v_full(j % STAGES), full_parity(j));
-      turn_wait();
-      wgmma::fence();
-      W::issue_pv(acc_o, pa, vbuf(j));
-      wgmma::commit();
-      turn_pass(j + 1 == tiles);
-      wgmma::wait<0>();
-      W::pin(acc_o);
-      W::pin(pa);
-      release(v_empty(j % STAGES));
+  int it = 0, local = 0;
+  for (int t = first;; t += step, ++local) {
+    if constexpr (SCHED == kDynamic) {
+      tma::mbar_wait(q_full, local & 1);
+      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(t) : "r"(tile_slot) : "memory");
+      if (t < 0) break;
+    } else {
+      if (t >= end) break;
+      tma::mbar_wait(q_full, local & 1);
     }
-  } else {
+    int q0, head;
+    coords(t, q0, head);
+    const int tiles = kv_tiles(q0);
+    const int q0c = q0 + 64 * c;
+    const int q_row = q0c + row_w + g;
+
+    std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+    __syncwarp();  // every lane's Q reads are done before any lane writes O staged over them (kOneTile)
+    if constexpr (PERSIST) release(q_empty);
+
+    float acc_o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
+    float s[BC / 2];
+    std::uint32_t pa[BC / 16][4];
+
     // prologue: S_0 and its softmax (O is still zero: no rescale)
-    tma::mbar_wait(k_full(0), 0);
+    tma::mbar_wait(k_full(it % STAGES), full_parity(it));
     turn_wait();
     wgmma::fence();
-    W::issue_s(s, qa, kbuf(0));
+    W::issue_s(s, qa, kbuf(it));
     wgmma::commit();
-    turn_pass(false);
+    turn_pass();
     wgmma::wait<0>();
     W::pin(s);
-    release(k_empty(0));
+    release(k_empty(it % STAGES));
     W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
     W::pack(s, pa);
     // steady state: S_j and P_{j-1} V_{j-1} in flight together
     for (int j = 1; j < tiles; ++j) {
-      tma::mbar_wait(k_full(j % STAGES), full_parity(j));
-      tma::mbar_wait(v_full((j - 1) % STAGES), full_parity(j - 1));
+      const int cur = it + j, prev = cur - 1;
+      tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
+      tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
       W::pin(acc_o);
       W::pin(pa);
       turn_wait();
       wgmma::fence();
-      W::issue_s(s, qa, kbuf(j));
+      W::issue_s(s, qa, kbuf(cur));
       wgmma::commit();
-      W::issue_pv(acc_o, pa, vbuf(j - 1));
+      W::issue_pv(acc_o, pa, vbuf(prev));
       wgmma::commit();
-      turn_pass(false);
+      turn_pass();
       wgmma::wait<1>();  // S_j done; P V may still run
       W::pin(s);
-      release(k_empty(j % STAGES));
+      release(k_empty(cur % STAGES));
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
       wgmma::wait<0>();
       W::pin(acc_o);
       W::pin(pa);
-      release(v_empty((j - 1) % STAGES));
+      release(v_empty(prev % STAGES));
       W::rescale(acc_o, alpha);
       W::pack(s, pa);
     }
     // epilogue: the last P V
-    tma::mbar_wait(v_full((tiles - 1) % STAGES), full_parity(tiles - 1));
+    const int lastv = it + tiles - 1;
+    tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
     W::pin(acc_o);
     W::pin(pa);
     turn_wait();
     wgmma::fence();
-    W::issue_pv(acc_o, pa, vbuf(tiles - 1));
+    W::issue_pv(acc_o, pa, vbuf(lastv));
     wgmma::commit();
-    turn_pass(true);
+    turn_pass();
     wgmma::wait<0>();
     W::pin(acc_o);
     W::pin(pa);
-  }
+    release(v_empty(lastv % STAGES));
+    it += tiles;
 
-  // normalize; stage the warp's own rows where its Q rows were (only this warp read them), 16-byte rows out
+    // normalize; stage the warp's own rows (only this warp reads them back), 16-byte rows out
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    float l = row_sum[h];
-    l += __shfl_xor_sync(0xffffffffu, l, 1);
-    l += __shfl_xor_sync(0xffffffffu, l, 2);
-    const float inv = l > 0.f ? 1.f / l : 0.f;
-    const int r = row_w + g + 8 * h;
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int r = row_w + g + 8 * h;
 #pragma unroll
-    for (int dt = 0; dt < D / 8; ++dt) {
-      const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(qc, r, dt) + t * 4), "r"(packed));
+      for (int dt = 0; dt < D / 8; ++dt) {
+        const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+      }
+      if (t4 == 0 && q0c + r < n)
+        lse[static_cast<std::size_t>(head) * n + q0c + r] =
+            l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
-    if (t == 0 && q0c + r < n)
-      lse[static_cast<std::size_t>(head) * n + q0c + r] =
-          l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    __syncwarp();
+    store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
+                             [&](int r, int ch) { return wgmma::sw128<64>(oc, r, ch); });
+    __syncwarp();  // the staging rows are rewritten by the next tile
   }
-  __syncwarp();
-  store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
-                           [&](int r, int ch) { return wgmma::sw128<64>(qc, r, ch); });
+  if constexpr (PINGPONG) {
+    if (c == 0) named_bar_sync(1, 256);  // takes consumer 1's last pass, so both barriers end even
+  }
 }
 
-template <class T, int D, int BC, int STAGES, bool INTRA, bool PINGPONG>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
 void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
-  using C = WsConfig<D, BC, STAGES>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, INTRA, PINGPONG>;
-  static bool smem_set = false;  // one per instantiation
-  if (!smem_set) {
+  constexpr bool PERSIST = SCHED != kOneTile;
+  using C = WsConfig<D, BC, STAGES, PERSIST>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED>;
+  static int sms = 0;                  // one per instantiation
+  static int* tile_counter = nullptr;  // kDynamic's, zeroed on the stream before each launch
+  if (sms == 0) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
-    smem_set = true;
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    if (SCHED == kDynamic) CUDA_CHECK(cudaMalloc(&tile_counter, sizeof(int)));
   }
+  if (SCHED == kDynamic) CUDA_CHECK(cudaMemsetAsync(tile_counter, 0, sizeof(int), stream));
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
   const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
                     map_v = tma::head_tensor_map(v, bh, n, D, BC);
   record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
-  kernel<<<dim3((n + C::kBR - 1) / C::kBR, bh), 384, C::kSmem, stream>>>(o, lse, n, causal, scale_log2, map_q, map_k,
-                                                                        map_v);
+  const int q_tiles = (n + C::kBR - 1) / C::kBR;
+  const dim3 grid = PERSIST ? dim3(std::min(q_tiles * bh, sms)) : dim3(q_tiles, bh);
+  kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, tile_counter, bh, n, causal, scale_log2, map_q, map_k, map_v);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -1240,12 +1284,14 @@ template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
-  // version 5 (wgmma), tiles chosen by measurement on an H100 (kernels/RESULTS.md): 64 x 64 at
-  // d = 128 and 64 x 128 at d = 64, three blocks per SM, no intra-block pipeline
+  // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
+  // blocks per SM; version 6 at d = 64 was 15-20 % slower), d = 128 version 6 (128 x 128 tiles,
+  // warp-specialized, intra-warpgroup overlap and ping-pong, 2 stages, persistent blocks taking
+  // tiles from a counter)
   if (d == 64) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    hopper::launch_fwd<T, 128, 64, false, true>(q, k, v, o, lse, bh, n, causal, stream);
+    hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kDynamic>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
   }
@@ -1393,16 +1439,17 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V5(D, BC, PIPE, TMA)                                                       \
   {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
    hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
-#define FLASHSIM_V6(D, BC, ST, INTRA, PP)                                                                        \
-  {D, "v6 ws 128x" #BC " st" #ST " intra " #INTRA " pp " #PP, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, INTRA, PP>, \
-   hopper::launch_fwd_ws<__half, D, BC, ST, INTRA, PP>}
+#define FLASHSIM_V6(D, BC, ST, PP, SCHED)                                                                        \
+  {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " sched " #SCHED, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED>, \
+   hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
     FLASHSIM_V5(128, 64, false, true), FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, true),
     FLASHSIM_V5(128, 128, true, true),
-    FLASHSIM_V6(128, 128, 2, false, false), FLASHSIM_V6(128, 128, 2, true, false), FLASHSIM_V6(128, 128, 2, true, true),
-    FLASHSIM_V6(128, 128, 3, true, true),   FLASHSIM_V6(128, 64, 3, true, true),    FLASHSIM_V6(64, 128, 2, true, true),
+    FLASHSIM_V6(128, 128, 2, false, 0), FLASHSIM_V6(128, 128, 2, true, 0),  FLASHSIM_V6(128, 128, 3, true, 0),
+    FLASHSIM_V6(128, 64, 3, true, 0),   FLASHSIM_V6(128, 128, 2, false, 1), FLASHSIM_V6(128, 128, 2, true, 1),
+    FLASHSIM_V6(128, 128, 2, true, 2),  FLASHSIM_V6(64, 128, 2, true, 0),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
