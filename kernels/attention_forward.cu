@@ -1007,7 +1007,7 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // SCHED: kOneTile = one block per Q tile (the hardware hands out blocks as SMs free up); kStatic =
 // one persistent block per SM walking tiles blockIdx.x, + gridDim.x, ...; kDynamic = persistent
 // blocks whose producer takes the next tile from an atomic counter (zeroed before each launch) and
-// passes it to the consumers with Q. Tiles are numbered head-major (blocks in flight share heads, so
+// passes it to the consumers through shared memory between named barriers. Tiles are numbered head-major (blocks in flight share heads, so
 // K/V stay in L2), causal heaviest first within a head. Persistent, the producer loads the next
 // tile's Q and K/V while the consumers finish the last one (Q has its own "empty" barrier, O its
 // own staging buffer).
@@ -1059,8 +1059,9 @@ __global__ void __launch_bounds__(384, 1)
 
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const int first = PERSIST ? blockIdx.x : 0, step = PERSIST ? gridDim.x : 1, end = PERSIST ? q_tiles * bh : 1;
-  // kDynamic: the producer's next tile; the consumers read it from tile_slot
-  auto next_tile = [&](int t) { return SCHED == kDynamic ? atomicAdd(tile_counter, 1) : t + step; };
+  // kDynamic: warp 0 writes each tile it takes (-1: none left) to tile_slot between two named
+  // barriers with the 8 consumer warps (slot full, slot empty), 32 + 256 threads
+  constexpr int kSlotFull = 3, kSlotEmpty = 4;
   auto coords = [&](int t, int& q0, int& head) {  // heavy causal tiles first
     const int qt = PERSIST ? t % q_tiles : blockIdx.x;
     head = PERSIST ? t / q_tiles : blockIdx.y;
@@ -1084,41 +1085,49 @@ __global__ void __launch_bounds__(384, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-    if (threadIdx.x != 0) return;
-    int it = 0, local = 0;
-    for (int t = SCHED == kDynamic ? next_tile(0) : first;; t = next_tile(t), ++local) {
-      if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+    // kDynamic keeps warp 0 whole: its lanes join the slot's named barriers; thread 0 issues the loads
+    if (threadIdx.x >= (SCHED == kDynamic ? 32 : 1)) return;
+    const bool leader = threadIdx.x == 0;
+    int it = 0;
+    for (int local = 0;; ++local) {
+      int t = first + local * step;
       if constexpr (SCHED == kDynamic) {
-        asm volatile("st.shared.b32 [%0], %1;" ::"r"(tile_slot), "r"(t < end ? t : -1) : "memory");
-        if (t >= end) {
-          tma::mbar_arrive(q_full);  // releases the slot's -1 to the consumers
-          break;
+        if (local > 0) named_bar_sync(kSlotEmpty, 288);  // both consumers read the last slot
+        if (leader) {
+          t = atomicAdd(tile_counter, 1);
+          asm volatile("st.shared.b32 [%0], %1;" ::"r"(tile_slot), "r"(t < end ? t : -1) : "memory");
         }
-      } else if (t >= end) {
-        break;
+        t = __shfl_sync(0xffffffffu, t, 0);
+        named_bar_arrive(kSlotFull, 288);
       }
-      int q0, head;
-      coords(t, q0, head);
-      const int tiles = kv_tiles(q0);
-      tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
+      if (t >= end) break;
+      if (leader) {
+        if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+        int q0, head;
+        coords(t, q0, head);
+        const int tiles = kv_tiles(q0);
+        tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b)
-          tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
-      for (int j = 0; j < tiles; ++j, ++it) {
-        const int s = it % STAGES;
-        const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
-        tma::mbar_wait(k_empty(s), parity);
-        tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+          for (int b = 0; b < D / 64; ++b)
+            tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
+        for (int j = 0; j < tiles; ++j, ++it) {
+          const int s = it % STAGES;
+          const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
+          tma::mbar_wait(k_empty(s), parity);
+          tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
-        tma::mbar_wait(v_empty(s), parity);
-        tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+          for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+          tma::mbar_wait(v_empty(s), parity);
+          tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+          for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+        }
       }
+      if constexpr (SCHED == kDynamic) __syncwarp();  // reconverge for the next named barrier
     }
+    if constexpr (SCHED == kDynamic) named_bar_sync(kSlotEmpty, 288);  // their read of the final -1
     return;
   }
 
@@ -1145,13 +1154,14 @@ __global__ void __launch_bounds__(384, 1)
   int it = 0, local = 0;
   for (int t = first;; t += step, ++local) {
     if constexpr (SCHED == kDynamic) {
-      tma::mbar_wait(q_full, local & 1);
+      named_bar_sync(kSlotFull, 288);
       asm volatile("ld.shared.b32 %0, [%1];" : "=r"(t) : "r"(tile_slot) : "memory");
+      named_bar_arrive(kSlotEmpty, 288);
       if (t < 0) break;
-    } else {
-      if (t >= end) break;
-      tma::mbar_wait(q_full, local & 1);
+    } else if (t >= end) {
+      break;
     }
+    tma::mbar_wait(q_full, local & 1);
     int q0, head;
     coords(t, q0, head);
     const int tiles = kv_tiles(q0);
