@@ -1004,13 +1004,13 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // C7514); the SASS shows the 8 + 8 HGMMAs back to back, then WARPGROUP.DEPBAR.LE gsb0, 0x1.
 // PINGPONG: the two consumers take turns issuing their products (named barriers 1 and 2), so one's
 // softmax runs under the other's products.
-// SCHED: kOneTile = one block per Q tile (the hardware hands out blocks as SMs free up); kStatic =
-// one persistent block per SM walking tiles blockIdx.x, + gridDim.x, ...; kDynamic = persistent
-// blocks whose producer takes the next tile from an atomic counter (zeroed before each launch) and
-// passes it to the consumers through shared memory between named barriers. Tiles are numbered head-major (blocks in flight share heads, so
-// K/V stay in L2), causal heaviest first within a head. Persistent, the producer loads the next
-// tile's Q and K/V while the consumers finish the last one (Q has its own "empty" barrier, O its
-// own staging buffer).
+// SCHED: kOneTile = one block per Q tile (the hardware hands out blocks as SMs free up; causal:
+// heaviest tile of each head first); kStatic = one persistent block per SM walking tiles
+// blockIdx.x, + gridDim.x, ... (head-major, so the blocks in flight share heads and K/V stay in
+// L2): the producer loads the next tile's Q and K/V while the consumers finish the last one (Q has
+// its own "empty" barrier, O its own staging buffer). kStatic is for the full mask only: causal
+// tiles differ in length, the blocks drift apart, the tiles in flight span many heads and L2 no
+// longer holds their K/V (H100, N = 16384: 2.5 ms against 1.6 one tile per block).
 // Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
 
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
@@ -1020,7 +1020,7 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-enum WsSched { kOneTile = 0, kStatic = 1, kDynamic = 2 };
+enum WsSched { kOneTile = 0, kStatic = 1 };
 
 template <int D, int BC, int STAGES, bool PERSIST>
 struct WsConfig {
@@ -1028,7 +1028,7 @@ struct WsConfig {
   static constexpr int kQBytes = kBR * D * 2;
   static constexpr int kOBytes = PERSIST ? kQBytes : 0;  // else O is staged where Q was
   static constexpr int kKVBytes = BC * D * 2;
-  static constexpr int kBars = 3 + 4 * STAGES;  // q_full, q_empty, tile slot, k_full, v_full, k_empty, v_empty
+  static constexpr int kBars = 2 + 4 * STAGES;  // q_full, q_empty, k_full, v_full, k_empty, v_empty
   // Q | O | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
   static constexpr int kSmem = kQBytes + kOBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
   static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows");
@@ -1037,8 +1037,7 @@ struct WsConfig {
 
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
 __global__ void __launch_bounds__(384, 1)
-    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int* __restrict__ tile_counter, int bh, int n,
-                       bool causal, float scale_log2,
+    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
   constexpr bool PERSIST = SCHED != kOneTile;
@@ -1048,20 +1047,17 @@ __global__ void __launch_bounds__(384, 1)
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = PERSIST ? qs + C::kQBytes : qs;
   const std::uint32_t ks0 = qs + C::kQBytes + C::kOBytes, vs0 = ks0 + STAGES * C::kKVBytes;
   const std::uint32_t bars = vs0 + STAGES * C::kKVBytes;
-  const std::uint32_t q_full = bars, q_empty = bars + 8, tile_slot = bars + 16;  // kDynamic: the tile, -1 = done
-  auto k_full = [&](int s) { return bars + 8 * (3 + s); };
-  auto v_full = [&](int s) { return bars + 8 * (3 + STAGES + s); };
-  auto k_empty = [&](int s) { return bars + 8 * (3 + 2 * STAGES + s); };
-  auto v_empty = [&](int s) { return bars + 8 * (3 + 3 * STAGES + s); };
+  const std::uint32_t q_full = bars, q_empty = bars + 8;
+  auto k_full = [&](int s) { return bars + 8 * (2 + s); };
+  auto v_full = [&](int s) { return bars + 8 * (2 + STAGES + s); };
+  auto k_empty = [&](int s) { return bars + 8 * (2 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bars + 8 * (2 + 3 * STAGES + s); };
   // it: the block's running KV-tile count, over all its Q tiles (ring slot and phase)
   auto kbuf = [&](int it) { return ks0 + (it % STAGES) * C::kKVBytes; };
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
 
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const int first = PERSIST ? blockIdx.x : 0, step = PERSIST ? gridDim.x : 1, end = PERSIST ? q_tiles * bh : 1;
-  // kDynamic: warp 0 writes each tile it takes (-1: none left) to tile_slot between two named
-  // barriers with the 8 consumer warps (slot full, slot empty), 32 + 256 threads
-  constexpr int kSlotFull = 3, kSlotEmpty = 4;
   auto coords = [&](int t, int& q0, int& head) {  // heavy causal tiles first
     const int qt = PERSIST ? t % q_tiles : blockIdx.x;
     head = PERSIST ? t / q_tiles : blockIdx.y;
@@ -1085,49 +1081,34 @@ __global__ void __launch_bounds__(384, 1)
   const int wg = threadIdx.x / 128;
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
-    // kDynamic keeps warp 0 whole: its lanes join the slot's named barriers; thread 0 issues the loads
-    if (threadIdx.x >= (SCHED == kDynamic ? 32 : 1)) return;
-    const bool leader = threadIdx.x == 0;
+    if (threadIdx.x != 0) return;
     int it = 0;
     for (int local = 0;; ++local) {
-      int t = first + local * step;
-      if constexpr (SCHED == kDynamic) {
-        if (local > 0) named_bar_sync(kSlotEmpty, 288);  // both consumers read the last slot
-        if (leader) {
-          t = atomicAdd(tile_counter, 1);
-          asm volatile("st.shared.b32 [%0], %1;" ::"r"(tile_slot), "r"(t < end ? t : -1) : "memory");
-        }
-        t = __shfl_sync(0xffffffffu, t, 0);
-        named_bar_arrive(kSlotFull, 288);
-      }
+      const int t = first + local * step;
       if (t >= end) break;
-      if (leader) {
-        if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
-        int q0, head;
-        coords(t, q0, head);
-        const int tiles = kv_tiles(q0);
-        tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
+      if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+      int q0, head;
+      coords(t, q0, head);
+      const int tiles = kv_tiles(q0);
+      tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < 2; ++h)
 #pragma unroll
-          for (int b = 0; b < D / 64; ++b)
-            tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
-        for (int j = 0; j < tiles; ++j, ++it) {
-          const int s = it % STAGES;
-          const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
-          tma::mbar_wait(k_empty(s), parity);
-          tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+        for (int b = 0; b < D / 64; ++b)
+          tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
+      for (int j = 0; j < tiles; ++j, ++it) {
+        const int s = it % STAGES;
+        const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
+        tma::mbar_wait(k_empty(s), parity);
+        tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
 #pragma unroll
-          for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
-          tma::mbar_wait(v_empty(s), parity);
-          tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+        tma::mbar_wait(v_empty(s), parity);
+        tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
 #pragma unroll
-          for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
-        }
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
       }
-      if constexpr (SCHED == kDynamic) __syncwarp();  // reconverge for the next named barrier
     }
-    if constexpr (SCHED == kDynamic) named_bar_sync(kSlotEmpty, 288);  // their read of the final -1
     return;
   }
 
@@ -1153,14 +1134,7 @@ __global__ void __launch_bounds__(384, 1)
 
   int it = 0, local = 0;
   for (int t = first;; t += step, ++local) {
-    if constexpr (SCHED == kDynamic) {
-      named_bar_sync(kSlotFull, 288);
-      asm volatile("ld.shared.b32 %0, [%1];" : "=r"(t) : "r"(tile_slot) : "memory");
-      named_bar_arrive(kSlotEmpty, 288);
-      if (t < 0) break;
-    } else if (t >= end) {
-      break;
-    }
+    if (t >= end) break;
     tma::mbar_wait(q_full, local & 1);
     int q0, head;
     coords(t, q0, head);
@@ -1268,23 +1242,20 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST>;
   auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED>;
-  static int sms = 0;                  // one per instantiation
-  static int* tile_counter = nullptr;  // kDynamic's, zeroed on the stream before each launch
+  static int sms = 0;  // one per instantiation
   if (sms == 0) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
     int dev = 0;
     CUDA_CHECK(cudaGetDevice(&dev));
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    if (SCHED == kDynamic) CUDA_CHECK(cudaMalloc(&tile_counter, sizeof(int)));
   }
-  if (SCHED == kDynamic) CUDA_CHECK(cudaMemsetAsync(tile_counter, 0, sizeof(int), stream));
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
   const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
                     map_v = tma::head_tensor_map(v, bh, n, D, BC);
   record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const dim3 grid = PERSIST ? dim3(std::min(q_tiles * bh, sms)) : dim3(q_tiles, bh);
-  kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, tile_counter, bh, n, causal, scale_log2, map_q, map_k, map_v);
+  kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -1295,13 +1266,14 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
   // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
-  // blocks per SM; version 6 at d = 64 was 15-20 % slower), d = 128 version 6 (128 x 128 tiles,
-  // warp-specialized, intra-warpgroup overlap and ping-pong, 2 stages, persistent blocks taking
-  // tiles from a counter)
+  // blocks per SM; version 6 at d = 64 was 15-20 % slower); d = 128 version 6 (128 x 128 tiles,
+  // warp-specialized, intra-warpgroup overlap, 2 stages): full mask persistent (kStatic, ping-pong
+  // made no difference there), causal one block per tile with ping-pong
   if (d == 64) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kDynamic>(q, k, v, o, lse, bh, n, causal, stream);
+    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+    else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
   }
@@ -1459,7 +1431,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V5(128, 128, true, true),
     FLASHSIM_V6(128, 128, 2, false, 0), FLASHSIM_V6(128, 128, 2, true, 0),  FLASHSIM_V6(128, 128, 3, true, 0),
     FLASHSIM_V6(128, 64, 3, true, 0),   FLASHSIM_V6(128, 128, 2, false, 1), FLASHSIM_V6(128, 128, 2, true, 1),
-    FLASHSIM_V6(128, 128, 2, true, 2),  FLASHSIM_V6(64, 128, 2, true, 0),
+    FLASHSIM_V6(64, 128, 2, true, 0),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
