@@ -1266,7 +1266,7 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
   // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
-  // blocks per SM; version 6 at d = 64 was 15-20 % slower); d = 128 version 6 (128 x 128 tiles,
+  // blocks per SM; version 6 at d = 64 was 9-20 % slower); d = 128 version 6 (128 x 128 tiles,
   // warp-specialized, intra-warpgroup overlap, 2 stages): full mask persistent (kStatic, ping-pong
   // made no difference there), causal one block per tile with ping-pong
   if (d == 64) {
