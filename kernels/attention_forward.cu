@@ -27,6 +27,13 @@ version 3 is the FlashAttention-2 order (AttentionForward::FA2): one block per Q
 in registers while it loops over the visible KV tiles, then writes O and logsumexp (fp32) once.
 ./attention_forward 3
 
+The fast versions (bf16/fp16, tensor cores; attention_forward_fast, schedule attn-fa2-mma, same FA2
+order and HBM traffic) are described at their kernels below: version 4 (mma.sync), version 5
+(wgmma, one warpgroup per 64-row Q tile; used at d = 64) and version 6 (warp-specialized: a TMA
+producer warp and two consumer warpgroups on a 128-row Q tile, intra-warpgroup overlap of S_{j+1}
+with P_j V_j, ping-pong between the consumers; used at d = 128).
+./attention_forward 6
+
 CPU reference: kernels/reference.cpp attention_forward (double) on up to 2 heads (first and last);
 outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf16 1e-2.
 */
@@ -984,18 +991,289 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
   CUDA_CHECK_LAUNCH();
 }
 
+// ---- version 6: warp-specialized FA2 forward (FlashAttention-3's recipe) -------------------------
+//
+// 384 threads per 128-row Q tile: warpgroup 0 is the producer (one thread issues every TMA load:
+// Q, then K_j and V_j into a STAGES-deep ring, each buffer on its own "full" mbarrier, reused once
+// the 8 consumer warps arrive on its "empty" one); warpgroups 1 and 2 each own 64 rows of the tile
+// with v5's per-tile pieces (Tile: S = Q K^T and O += P V on wgmma, A from registers). setmaxnreg
+// moves registers from the producer (24) to the consumers (240).
+// FA3's intra-warpgroup overlap: S_j and P_{j-1} V_{j-1} are issued together and the softmax of
+// tile j runs while P_{j-1} V_{j-1} is in flight (wait_group 1). The loop is peeled so that no
+// branch sits between the issues and their waits (v5's PIPE had one there and ptxas serialized it,
+// C7514); the SASS shows the 8 + 8 HGMMAs back to back, then WARPGROUP.DEPBAR.LE gsb0, 0x1.
+// PINGPONG: the two consumers take turns issuing their products (named barriers 1 and 2), so one's
+// softmax runs under the other's products.
+// SCHED: kOneTile = one block per Q tile (the hardware hands out blocks as SMs free up; causal:
+// heaviest tile of each head first); kStatic = one persistent block per SM walking tiles
+// blockIdx.x, + gridDim.x, ... (head-major, so the blocks in flight share heads and K/V stay in
+// L2): the producer loads the next tile's Q and K/V while the consumers finish the last one (Q has
+// its own "empty" barrier, O its own staging buffer). kStatic is for the full mask only: causal
+// tiles differ in length, the blocks drift apart, the tiles in flight span many heads and L2 no
+// longer holds their K/V (H100, N = 16384: 2.5 ms against 1.6 one tile per block).
+// Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
+
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+enum WsSched { kOneTile = 0, kStatic = 1 };
+
+template <int D, int BC, int STAGES, bool PERSIST>
+struct WsConfig {
+  static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
+  static constexpr int kQBytes = kBR * D * 2;
+  static constexpr int kOBytes = PERSIST ? kQBytes : 0;  // else O is staged where Q was
+  static constexpr int kKVBytes = BC * D * 2;
+  static constexpr int kBars = 2 + 4 * STAGES;  // q_full, q_empty, k_full, v_full, k_empty, v_empty
+  // Q | O | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
+  static constexpr int kSmem = kQBytes + kOBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
+  static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows");
+  static_assert(kSmem <= 227 * 1024, "shared memory per block");
+};
+
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
+__global__ void __launch_bounds__(384, 1)
+    attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
+                       const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
+                       const __grid_constant__ CUtensorMap map_v) {
+  constexpr bool PERSIST = SCHED != kOneTile;
+  using C = WsConfig<D, BC, STAGES, PERSIST>;
+  using W = Tile<T, D, BC>;
+  extern __shared__ unsigned char smem_raw[];
+  const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = PERSIST ? qs + C::kQBytes : qs;
+  const std::uint32_t ks0 = qs + C::kQBytes + C::kOBytes, vs0 = ks0 + STAGES * C::kKVBytes;
+  const std::uint32_t bars = vs0 + STAGES * C::kKVBytes;
+  const std::uint32_t q_full = bars, q_empty = bars + 8;
+  auto k_full = [&](int s) { return bars + 8 * (2 + s); };
+  auto v_full = [&](int s) { return bars + 8 * (2 + STAGES + s); };
+  auto k_empty = [&](int s) { return bars + 8 * (2 + 2 * STAGES + s); };
+  auto v_empty = [&](int s) { return bars + 8 * (2 + 3 * STAGES + s); };
+  // it: the block's running KV-tile count, over all its Q tiles (ring slot and phase)
+  auto kbuf = [&](int it) { return ks0 + (it % STAGES) * C::kKVBytes; };
+  auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
+
+  const int q_tiles = (n + C::kBR - 1) / C::kBR;
+  const int first = PERSIST ? blockIdx.x : 0, step = PERSIST ? gridDim.x : 1, end = PERSIST ? q_tiles * bh : 1;
+  auto coords = [&](int t, int& q0, int& head) {  // heavy causal tiles first
+    const int qt = PERSIST ? t % q_tiles : blockIdx.x;
+    head = PERSIST ? t / q_tiles : blockIdx.y;
+    q0 = (causal ? q_tiles - 1 - qt : qt) * C::kBR;
+  };
+  auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
+
+  if (threadIdx.x == 0) {
+    tma::mbar_init(q_full, 1);
+    tma::mbar_init(q_empty, 8);  // lane 0 of each consumer warp, once its Q rows are in registers
+    for (int s = 0; s < STAGES; ++s) {
+      tma::mbar_init(k_full(s), 1);
+      tma::mbar_init(v_full(s), 1);
+      tma::mbar_init(k_empty(s), 8);
+      tma::mbar_init(v_empty(s), 8);
+    }
+    tma::mbar_init_fence();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128;
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (threadIdx.x != 0) return;
+    int it = 0;
+    for (int local = 0;; ++local) {
+      const int t = first + local * step;
+      if (t >= end) break;
+      if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+      int q0, head;
+      coords(t, q0, head);
+      const int tiles = kv_tiles(q0);
+      tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b)
+          tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
+      for (int j = 0; j < tiles; ++j, ++it) {
+        const int s = it % STAGES;
+        const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
+        tma::mbar_wait(k_empty(s), parity);
+        tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+        tma::mbar_wait(v_empty(s), parity);
+        tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+      }
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  const int c = wg - 1;  // which 64 rows of the tile
+  const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
+  const std::uint32_t qc = qs + c * (64 * D * 2), oc = os + c * (64 * D * 2);  // this warpgroup's rows
+  const int row_w = warp * 16;
+  auto full_parity = [](int it) { return static_cast<std::uint32_t>((it / STAGES) & 1); };
+  auto release = [&](std::uint32_t bar) {
+    if (lane == 0) tma::mbar_arrive(bar);
+  };
+  // PINGPONG: barrier 1 + c is "consumer c may issue"; the other one arrives on it
+  auto turn_wait = [&] {
+    if constexpr (PINGPONG) named_bar_sync(1 + c, 256);
+  };
+  auto turn_pass = [&] {
+    if constexpr (PINGPONG) named_bar_arrive(2 - c, 256);
+  };
+  if constexpr (PINGPONG) {
+    if (c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
+  }
+
+  int it = 0, local = 0;
+  for (int t = first;; t += step, ++local) {
+    if (t >= end) break;
+    tma::mbar_wait(q_full, local & 1);
+    int q0, head;
+    coords(t, q0, head);
+    const int tiles = kv_tiles(q0);
+    const int q0c = q0 + 64 * c;
+    const int q_row = q0c + row_w + g;
+
+    std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+    __syncwarp();  // every lane's Q reads are done before any lane writes O staged over them (kOneTile)
+    if constexpr (PERSIST) release(q_empty);
+
+    float acc_o[D / 2];
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
+    float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
+    float s[BC / 2];
+    std::uint32_t pa[BC / 16][4];
+
+    // prologue: S_0 and its softmax (O is still zero: no rescale)
+    tma::mbar_wait(k_full(it % STAGES), full_parity(it));
+    turn_wait();
+    wgmma::fence();
+    W::issue_s(s, qa, kbuf(it));
+    wgmma::commit();
+    turn_pass();
+    wgmma::wait<0>();
+    W::pin(s);
+    release(k_empty(it % STAGES));
+    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
+    W::pack(s, pa);
+    // steady state: S_j and P_{j-1} V_{j-1} in flight together
+    for (int j = 1; j < tiles; ++j) {
+      const int cur = it + j, prev = cur - 1;
+      tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
+      tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
+      W::pin(acc_o);
+      W::pin(pa);
+      turn_wait();
+      wgmma::fence();
+      W::issue_s(s, qa, kbuf(cur));
+      wgmma::commit();
+      W::issue_pv(acc_o, pa, vbuf(prev));
+      wgmma::commit();
+      turn_pass();
+      wgmma::wait<1>();  // S_j done; P V may still run
+      W::pin(s);
+      release(k_empty(cur % STAGES));
+      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
+      wgmma::wait<0>();
+      W::pin(acc_o);
+      W::pin(pa);
+      release(v_empty(prev % STAGES));
+      W::rescale(acc_o, alpha);
+      W::pack(s, pa);
+    }
+    // epilogue: the last P V
+    const int lastv = it + tiles - 1;
+    tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
+    W::pin(acc_o);
+    W::pin(pa);
+    turn_wait();
+    wgmma::fence();
+    W::issue_pv(acc_o, pa, vbuf(lastv));
+    wgmma::commit();
+    turn_pass();
+    wgmma::wait<0>();
+    W::pin(acc_o);
+    W::pin(pa);
+    release(v_empty(lastv % STAGES));
+    it += tiles;
+
+    // normalize; stage the warp's own rows (only this warp reads them back), 16-byte rows out
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float l = row_sum[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      const int r = row_w + g + 8 * h;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+      }
+      if (t4 == 0 && q0c + r < n)
+        lse[static_cast<std::size_t>(head) * n + q0c + r] =
+            l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
+    }
+    __syncwarp();
+    store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
+                             [&](int r, int ch) { return wgmma::sw128<64>(oc, r, ch); });
+    __syncwarp();  // the staging rows are rewritten by the next tile
+  }
+  if constexpr (PINGPONG) {
+    if (c == 0) named_bar_sync(1, 256);  // takes consumer 1's last pass, so both barriers end even
+  }
+}
+
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
+void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                   cudaStream_t stream) {
+  constexpr bool PERSIST = SCHED != kOneTile;
+  using C = WsConfig<D, BC, STAGES, PERSIST>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED>;
+  static int sms = 0;  // one per instantiation
+  if (sms == 0) {
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+    int dev = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  }
+  const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
+  const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
+                    map_v = tma::head_tensor_map(v, bh, n, D, BC);
+  record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
+  const int q_tiles = (n + C::kBR - 1) / C::kBR;
+  const dim3 grid = PERSIST ? dim3(std::min(q_tiles * bh, sms)) : dim3(q_tiles, bh);
+  kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
+  CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace hopper
 
 template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
-  // version 5 (wgmma), tiles chosen by measurement on an H100 (kernels/RESULTS.md): 64 x 64 at
-  // d = 128 and 64 x 128 at d = 64, three blocks per SM, no intra-block pipeline
+  // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
+  // blocks per SM; version 6 at d = 64 was 9-20 % slower); d = 128 version 6 (128 x 128 tiles,
+  // warp-specialized, intra-warpgroup overlap, 2 stages): full mask persistent (kStatic, ping-pong
+  // made no difference there), causal one block per tile with ping-pong
   if (d == 64) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    hopper::launch_fwd<T, 128, 64, false, true>(q, k, v, o, lse, bh, n, causal, stream);
+    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+    else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
   }
@@ -1143,14 +1421,21 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V5(D, BC, PIPE, TMA)                                                       \
   {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
    hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
+#define FLASHSIM_V6(D, BC, ST, PP, SCHED)                                                                        \
+  {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " sched " #SCHED, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED>, \
+   hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
     FLASHSIM_V5(128, 64, false, true), FLASHSIM_V5(128, 64, false, false), FLASHSIM_V5(128, 64, true, true),
     FLASHSIM_V5(128, 128, true, true),
+    FLASHSIM_V6(128, 128, 2, false, 0), FLASHSIM_V6(128, 128, 2, true, 0),  FLASHSIM_V6(128, 128, 3, true, 0),
+    FLASHSIM_V6(128, 64, 3, true, 0),   FLASHSIM_V6(128, 128, 2, false, 1), FLASHSIM_V6(128, 128, 2, true, 1),
+    FLASHSIM_V6(64, 128, 2, true, 0),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
 #undef FLASHSIM_V5
+#undef FLASHSIM_V6
 }  // namespace flashsim::gpu::fwd_variants
 #endif

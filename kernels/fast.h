@@ -2,7 +2,7 @@
 // the per-file drivers and bench_kernels share them. Each lives in the kernel file of its op:
 //   matmul.cu            v3  matmul_bf16_fast          (Hopper wgmma, inner-product schedule)
 //   softmax.cu           v3  softmax_online_fast       (online 2-pass, 16-byte loads)
-//   attention_forward.cu v5  attention_forward_fast    (FA2 order, Hopper wgmma + TMA; v4 on mma.sync kept)
+//   attention_forward.cu v5/v6 attention_forward_fast  (FA2 order, Hopper wgmma + TMA; v6 warp-specialized at d = 128)
 //   attention_backward.cu v5 attention_backward_fast   (FA2 backward, every product on Hopper wgmma, TMA loads)
 // Layouts are row-major. Attention tensors are [bh, n, d] with d = 64 or 128, any n >= 1;
 // softmax scale 1/sqrt(d); lse is the natural-log logsumexp per row, fp32 [bh, n].

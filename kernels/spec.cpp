@@ -36,8 +36,8 @@ const std::vector<ScheduleInfo> kSchedules = {
      "D, then one dK/dV kernel per KV block with atomic fp32 dQ accumulation"},
     {Schedule::SoftmaxFast, Op::Softmax, "softmax-fast", "softmax.cu", 3,
      "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
-    {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 5,
-     "FlashAttention-2 order on Hopper tensor cores (wgmma, TMA), 64-row Q tiles"},
+    {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 6,
+     "FlashAttention-2 order on Hopper tensor cores (wgmma, TMA): d 64 v5, 64-row Q tiles; d 128 v6, warp-specialized, 128-row Q tiles"},
     {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 5,
      "FlashAttention-2 backward on Hopper tensor cores (wgmma, TMA): dK/dV per 128-key tile, atomic fp32 dQ"},
 };
@@ -165,7 +165,7 @@ void apply_kernel_tiles(Spec& s) {
     case Schedule::SoftmaxThree:
     case Schedule::SoftmaxOnline: s.chunk = 4096; break;
     case Schedule::SoftmaxFast: s.chunk = 16384; break;
-    case Schedule::AttnFA2Mma: s.br = 64; s.bc = s.d == 128 ? 64 : 128; break;
+    case Schedule::AttnFA2Mma: s.br = s.d == 128 ? 128 : 64; s.bc = 128; break;  // v6 at d = 128, v5 at d = 64
     case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
     default: s.br = 64; s.bc = 64; break;
   }

@@ -27,7 +27,7 @@ enum class Schedule {
   BwdAtomic,      // attention_backward.cu v2: D, then one dK/dV kernel with atomic fp32 dQ
   // the fast versions (kernels/fast.h): same schedules, tensor cores / 16-byte accesses
   SoftmaxFast,    // softmax.cu v3: online 2-pass at the memory bandwidth (fp32)
-  AttnFA2Mma,     // attention_forward.cu v5: FA2 order on wgmma tensor cores (bf16/fp16, d 64/128)
+  AttnFA2Mma,     // attention_forward.cu v5 (d 64) / v6 (d 128): FA2 order on wgmma tensor cores (bf16/fp16)
   BwdMma,         // attention_backward.cu v3: FA2 backward on mma.sync + wgmma (dK/dV), atomic fp32 dQ (bf16/fp16, d 64/128)
 };
 

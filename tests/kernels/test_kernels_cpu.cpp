@@ -377,18 +377,18 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
   REQUIRE(specs.size() == 2);
   for (const auto& s : specs) {
     CHECK(s.schedule == Schedule::AttnFA2Mma);
-    CHECK(s.br == 64);
-    CHECK(s.bc == 64);
+    CHECK(s.br == 128);
+    CHECK(s.bc == 128);
   }
   CHECK(expand({Schedule::AttnFA2Mma}, parse_sizes("attn-fwd:2x100x64"), {}, {false}).front().bc == 128);
   CHECK(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front().chunk == 16384);
   CHECK(parse_dtype("fp16") == Dtype::F16);
   CHECK(std::string(dtype_name(Dtype::F16)) == "fp16");
-  // the fast FA2 moves what FA2 moves with its own tiles: K and V once per 64-row Q tile
+  // the fast FA2 moves what FA2 moves with its own tiles: K and V once per 128-row Q tile (d = 128)
   Spec s = specs.front();
   s.dtype = Dtype::BF16;
   const auto a = model_traffic(s);
-  CHECK(arr(a, "K").read == 2ull * 2 * 100 * 128 * 2);  // 2 heads x 2 Q tiles (rows 0-63, 64-99)
+  CHECK(arr(a, "K").read == 2ull * 1 * 100 * 128 * 2);  // 2 heads x 1 Q tile (rows 0-99)
   CHECK(arr(a, "O").written == 2ull * 100 * 128 * 2);
 }
 
