@@ -18,6 +18,7 @@
 #include "kernels/ring.h"
 #include "kernels/runner.h"
 #include "kernels/spec.h"
+#include "sim/csv_text.h"
 #include "sim/l2.h"
 #include "sim/main_guard.h"
 
@@ -56,18 +57,6 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 }  // namespace
 
-// Fields of a CSV line; "quoted" fields may hold commas.
-static std::vector<std::string> csv_split(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) out.emplace_back();
-    else out.back() += ch;
-  }
-  return out;
-}
-
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
 // bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions) {
@@ -75,18 +64,14 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   if (!in) throw std::invalid_argument("cannot open '" + path + "'");
   std::string line;
   std::getline(in, line);
-  const auto head = csv_split(line);
-  auto col = [&](const char* name) {
-    auto it = std::find(head.begin(), head.end(), name);
-    if (it == head.end()) throw std::invalid_argument(path + ":1: no column '" + std::string(name) + "' (not a compare CSV?)");
-    return static_cast<std::size_t>(it - head.begin());
-  };
+  const auto head = flashsim::sim::csv_split(line);
+  auto col = [&](const char* name) { return flashsim::sim::csv_column(head, name, path); };
   const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
   std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
   int rows = 0, within = 0;
   for (int n = 2; std::getline(in, line); ++n) {
-    const auto f = csv_split(line);
+    const auto f = flashsim::sim::csv_split(line);
     if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
     const Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
     Bytes meas;

@@ -13,6 +13,7 @@
 
 #include "isa/program.h"
 #include "sim/cli.h"
+#include "sim/csv_text.h"
 #include "sim/l2.h"
 #include "sim/launch.h"
 #include "sim/tile/schedules.h"
@@ -353,18 +354,6 @@ AttentionParams sweep_problem(const SweepArgs& a) {
   return p;
 }
 
-// Fields of one CSV line; "quoted" fields may hold commas.
-std::vector<std::string> csv_fields(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (char ch : line) {
-    if (ch == '"') quoted = !quoted;
-    else if (ch == ',' && !quoted) out.emplace_back();
-    else out.back() += ch;
-  }
-  return out;
-}
-
 // A measured point of `flashsim-gpu compare`: HBM bytes read + written on a GPU with that L2.
 struct Measured {
   std::string label;
@@ -384,12 +373,8 @@ Measured read_measured(const std::string& spec, const SweepArgs& a) {
   if (!in) throw std::invalid_argument("--measured: cannot open '" + path + "'");
   std::string line;
   std::getline(in, line);
-  const auto head = csv_fields(line);
-  auto col = [&](const std::string& name) {
-    auto it = std::find(head.begin(), head.end(), name);
-    if (it == head.end()) throw std::invalid_argument(path + ":1: not a flashsim-gpu compare CSV (no column '" + name + "')");
-    return static_cast<std::size_t>(it - head.begin());
-  };
+  const auto head = sim::csv_split(line);
+  auto col = [&](const char* name) { return sim::csv_column(head, name, path); };
   const std::size_t c_sched = col("schedule"), c_size = col("size"), c_dtype = col("dtype"), c_read = col("hbm_read"),
                     c_written = col("hbm_written"), c_occ = col("blocks_per_sm");
   const std::string size = std::to_string(a.heads) + "x" + std::to_string(a.n) + "x" + std::to_string(a.d) +
@@ -397,7 +382,7 @@ Measured read_measured(const std::string& spec, const SweepArgs& a) {
   const std::map<std::string, int> dtype_bytes = {{"fp32", 4}, {"bf16", 2}, {"fp16", 2}};
   const std::map<std::string, std::string> names = {{"attn-naive", "naive"}, {"attn-fa1", "FA1"}, {"attn-fa2", "FA2"}};
   for (std::size_t row = 2; std::getline(in, line); ++row) {
-    const auto f = csv_fields(line);
+    const auto f = sim::csv_split(line);
     if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(row) + ": too few fields");
     auto name = names.find(f[c_sched]);
     auto bytes = dtype_bytes.find(f[c_dtype]);

@@ -94,8 +94,7 @@ void L2Cache::evict(std::uint32_t s) {
   unlink(s);
 }
 
-void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
-  L2Counts& c = counts_[stream];
+std::uint32_t L2Cache::use_line(std::uint64_t line) {
   std::uint32_t s = find(line);
   if (s == kNone) {
     if (used_ < slots_) {
@@ -113,6 +112,12 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
     unlink(s);
     push_front(s);
   }
+  return s;
+}
+
+void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
+  L2Counts& c = counts_[stream];
+  const std::uint32_t s = use_line(line);
   const std::uint32_t present = valid_[s] & mask, absent = mask & ~valid_[s];
   c.hits += static_cast<std::uint64_t>(std::popcount(present));
   c.misses += static_cast<std::uint64_t>(std::popcount(absent));
@@ -162,23 +167,7 @@ void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_
 }
 
 std::uint32_t L2Cache::copy_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream) {
-  std::uint32_t s = find(line);
-  if (s == kNone) {
-    if (used_ < slots_) {
-      s = used_++;
-    } else {
-      s = tail_;
-      evict(s);
-    }
-    tag_[s] = line;
-    valid_[s] = 0;
-    dirty_[s] = 0;
-    insert_index(line, s);
-    push_front(s);
-  } else if (s != head_) {
-    unlink(s);
-    push_front(s);
-  }
+  const std::uint32_t s = use_line(line);
   const std::uint32_t absent = mask & ~valid_[s];
   counts_[stream].hits += static_cast<std::uint64_t>(std::popcount(mask & valid_[s]));
   valid_[s] |= mask;

@@ -65,6 +65,7 @@ class L2Cache {
   static constexpr std::uint32_t kNone = 0xffffffffu;
   void access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write);
   void touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write);
+  std::uint32_t use_line(std::uint64_t line);  // the line's slot, made most recent (allocated on a miss)
   std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
   void insert_index(std::uint64_t line, std::uint32_t slot);
   void erase_index(std::uint64_t line);

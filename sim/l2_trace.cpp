@@ -60,9 +60,10 @@ void TraceL2::replay(const Machine& m, std::uint64_t index) {
   const std::uint32_t array = in.array();
   const std::int64_t row = in.row(), col = in.col();
   const Span s = span(m, array, row, col);
-  const L2Counts before = total();
+  // Hits and misses count on the accessed array's stream (write-backs may land on others).
+  const L2Counts before = cache_->counts()[array];
   cache_->access_rows(s.addr, s.stride, s.rows, s.row_bytes, array, write);
-  const L2Counts after = total();
+  const L2Counts after = cache_->counts()[array];
   last_ = {true, write, after.hits - before.hits, after.misses - before.misses};
   if (write) return;
   const auto tile = static_cast<std::size_t>(row * m.program().arrays[array].tile_grid_cols() + col);

@@ -203,21 +203,12 @@ Traffic count_softmax(const SoftmaxParams& p, SoftmaxSchedule s, const sim::GpuM
 // Heads never share data, so without an L2 every head moves the same bytes: one head is generated
 // and run, and the result is multiplied by batch*heads (tests check this against running two
 // heads). Through an L2 the heads compete for it, so all of them run.
-Traffic count_attention_forward(const AttentionParams& p, AttentionForward s, const sim::GpuModel* gpu) {
-  tile::validate(p);
-  Counter c(gpu);
-  AttentionParams one = p;
-  if (!c.modelling()) one.batch_heads = 1;
-  tile::stream_attention_forward(one, s, kChunk, c.sink());
-  return c.result(c.modelling() ? 1 : static_cast<std::uint64_t>(p.batch_heads));
-}
-
 std::vector<Traffic> count_attention_forward(const AttentionParams& p, AttentionForward s,
                                              const std::vector<sim::GpuModel>& gpus) {
   tile::validate(p);
   std::vector<Traffic> out;
   if (gpus.empty()) return out;
-  // Record through the first model with an L2 (the record does not depend on the model).
+  // Record through a model with an L2 (the record does not depend on the model).
   const sim::GpuModel* recording = nullptr;
   for (const auto& g : gpus)
     if (g.l2.capacity_bytes > 0) recording = &g;
@@ -228,6 +219,13 @@ std::vector<Traffic> count_attention_forward(const AttentionParams& p, Attention
   const std::uint64_t multiplier = c.modelling() ? 1 : static_cast<std::uint64_t>(p.batch_heads);
   for (const auto& g : gpus) out.push_back(c.result(multiplier, &g));
   return out;
+}
+
+Traffic count_attention_forward(const AttentionParams& p, AttentionForward s, const sim::GpuModel* gpu) {
+  sim::GpuModel none;
+  none.l2.capacity_bytes = 0;  // requested bytes
+  if (gpu) sim::validate(*gpu);
+  return count_attention_forward(p, s, std::vector<sim::GpuModel>{gpu ? *gpu : none}).front();
 }
 
 Traffic count_attention_backward(const AttentionParams& p, AttentionBackward s, const sim::GpuModel* gpu) {

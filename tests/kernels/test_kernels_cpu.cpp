@@ -655,3 +655,21 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   rows[0].rel_err = NAN;
   CHECK_FALSE(rows[0].ok());
 }
+
+TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted with two L2 partitions", "[kernels][l2]") {
+  Spec s = spec_from_row("attn-fa2", "4x1024x64 causal", "bf16");
+  CHECK(s.schedule == Schedule::AttnFA2);
+  CHECK(s.bh == 4);
+  CHECK(s.seq == 1024);
+  CHECK(s.d == 64);
+  CHECK(s.causal);
+  CHECK(s.dtype == Dtype::BF16);
+  CHECK_THROWS_WITH(spec_from_row("attn-fa9", "4x1024x64", "bf16"), Catch::Contains("attn-fa9"));
+  CHECK_THROWS_WITH(spec_from_row("attn-fa2", "4x1024x64", "fp8"), Catch::Contains("unknown dtype 'fp8'"));
+  CHECK_THROWS(spec_from_row("attn-fa2", "4x1024", "bf16"));
+  // 4 heads of K/V (1 MiB) fit a 50 MiB L2 split in two: Q, K, V read once, O and L written once.
+  auto p = predicted(spec_from_row("attn-fa2", "4x1024x64", "bf16"), 50ull << 20, 132, 3, nullptr, nullptr, 2);
+  REQUIRE(p);
+  CHECK(p->read == 3ull * 4 * 1024 * 64 * 2);
+  CHECK(p->written == 4ull * 1024 * 64 * 2 + 4ull * 1024 * 4);
+}
