@@ -96,6 +96,11 @@ std::string l2_geometry_error(const L2Geometry& g) {
   if (g.capacity_bytes != 0 && g.capacity_bytes < g.line_bytes)
     return "an L2 of " + std::to_string(g.capacity_bytes) + " bytes holds no " + std::to_string(g.line_bytes) + "-byte line";
   if (g.capacity_bytes / g.line_bytes >= (std::uint64_t{1} << 31)) return "the L2 is too large to model (at most 2^31 lines)";
+  if (g.capacity_bytes != 0 && g.ways > g.capacity_bytes / g.line_bytes)
+    return "an L2 of " + std::to_string(g.capacity_bytes / g.line_bytes) + " lines cannot have " + std::to_string(g.ways) +
+           " ways";
+  if (g.dirty_ways > (g.ways ? g.ways : g.capacity_bytes / g.line_bytes))
+    return "the L2's dirty-line limit (" + std::to_string(g.dirty_ways) + ") exceeds the lines of a set";
   return "";
 }
 

@@ -201,6 +201,11 @@ struct L2Geometry {
   std::uint64_t capacity_bytes = 0;  // 0: no cache
   std::uint32_t line_bytes = 128;
   std::uint32_t sector_bytes = 32;
+  // Lines a set holds, addresses hashed onto sets (0: fully associative, one set).
+  std::uint32_t ways = 0;
+  // Dirty lines a set may hold; one more makes its least recently used dirty line written back
+  // (it stays, clean). 0: no limit, dirty lines leave only when evicted.
+  std::uint32_t dirty_ways = 0;
   bool operator==(const L2Geometry&) const = default;
 };
 // Why the geometry cannot be modelled ("" when it can): line and sector powers of two, at most

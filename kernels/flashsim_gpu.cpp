@@ -4,6 +4,8 @@
 //   flashsim-gpu list
 //   flashsim-gpu compare [--schedules LIST] [--sizes LIST] [--dtype LIST] [--causal no|yes|both]
 //                        [--repeats N] [--no-profile] [--no-check] [--seed N] [--csv FILE] [--json FILE]
+//   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
+//   flashsim-gpu l2probe [--patterns reread,rmw] [--fractions LIST] [--passes N] [--csv FILE]
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -14,6 +16,8 @@
 #include <fstream>
 #include <iostream>
 
+#include "kernels/l2_probe.h"
+#include "kernels/profiler.h"
 #include "kernels/report.h"
 #include "kernels/ring.h"
 #include "kernels/runner.h"
@@ -59,7 +63,8 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
 // bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
-static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions) {
+static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
+                        std::uint32_t dirty_ways) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("cannot open '" + path + "'");
   std::string line;
@@ -83,7 +88,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       continue;  // a row without a measurement or an occupancy: nothing to compare
     }
     std::string why;
-    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions);
+    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways);
     if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
@@ -94,8 +99,92 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(), fmt_rw(meas).c_str(),
                 fmt_rw(*p).c_str(), fmt_ratio_rw(meas, *p).c_str(), ok ? "" : "  > 10 %");
   }
-  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s)\n", within, rows,
-              static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s");
+  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u)\n", within, rows,
+              static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
+              ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways);
+  return 0;
+}
+
+
+// The L2 probes (kernels/l2_probe.h) on this GPU against the L2 model with the same grid: one row
+// per pattern and buffer size, measured and predicted HBM bytes per pass.
+static int probe_main(const std::string& patterns, const std::string& fractions, int passes, const std::string& csv) {
+  std::vector<ProbePattern> pats;
+  for (const auto& p : flashsim::sim::csv_split(patterns)) {
+    if (p == "reread") pats.push_back(ProbePattern::Reread);
+    else if (p == "rmw") pats.push_back(ProbePattern::Rmw);
+    else throw std::invalid_argument("--patterns: '" + p + "' is not reread or rmw");
+  }
+  probe_sizes(fractions, 1 << 20);  // bad input is refused before looking for a GPU
+  const DeviceInfo dev = device_info();
+  if (!dev.have_device) {
+    std::fprintf(stderr, "flashsim-gpu l2probe: no CUDA device: %s\n", dev.why.c_str());
+    return 1;
+  }
+  const auto sizes = probe_sizes(fractions, dev.l2_bytes);
+  CUDA_CHECK(cudaSetDevice(0));
+  HbmProfiler prof;
+  std::string why;
+  if (!prof.init(&why)) {
+    std::fprintf(stderr, "flashsim-gpu l2probe: HBM counters unavailable: %s\n", why.c_str());
+    return 1;
+  }
+  L2Flusher flusher(dev.l2_bytes);
+  const int occ = probe_blocks_per_sm();
+  const int grid = dev.sms * occ;
+  // The write-back of a range with nothing dirty (a flush after a flush): subtracted, as compare does.
+  auto base = prof.measure("write-back baseline", [&] { flusher.flush(); }, [&] {
+    flusher.flush();
+    flusher.flush();
+  }, &why);
+  const double baseline = base ? base->dram_write_bytes : 0.0;
+  std::uint64_t max_bytes = 0;
+  for (auto b : sizes) max_bytes = std::max(max_bytes, b);
+  DevBuf buf(max_bytes), sink(sizeof(float));
+  CUDA_CHECK(cudaMemset(buf.get(), 0, max_bytes));
+  std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s)\n",
+              dev.name.c_str(), dev.l2_bytes / 1048576.0, dev.sms, occ, passes, dev.l2_partitions);
+  std::printf("HBM MiB per pass beyond the first pass's compulsory W (0 = the L2 kept everything)\n");
+  std::printf("%-7s %9s %6s %12s %12s %12s %12s\n", "pattern", "W MiB", "xL2", "meas R", "pred R", "meas W", "pred W");
+  std::string rows = "pattern,bytes,l2_bytes,passes,hbm_read,hbm_written,writeback,pred_read,pred_written\n";
+  for (auto pat : pats)
+    for (auto bytes : sizes) {
+      ProbeCase c{pat, bytes, passes};
+      const bool rmw = pat == ProbePattern::Rmw;
+      // After a flush the range runs every pass; a second, unmeasured run of the same passes, then
+      // the write-back range catches the dirty lines the passes left in L2.
+      auto m = prof.measure(std::string("probe ") + probe_name(pat), [&] { flusher.flush(); }, [&] {
+        for (int p = 0; p < passes; ++p) probe_pass(pat, buf.get(), bytes, grid, sink.as<float>());
+      }, &why);
+      if (!m) throw std::runtime_error("probe not measured: " + why);
+      double wb = 0;
+      if (rmw) {
+        auto w = prof.measure("probe write-back", [&] {
+          flusher.flush();
+          for (int p = 0; p < passes; ++p) probe_pass(pat, buf.get(), bytes, grid, sink.as<float>());
+        }, [&] {
+          flusher.flush();
+          flusher.flush();
+        }, &why);
+        if (!w) throw std::runtime_error("probe write-back not measured: " + why);
+        wb = std::max(0.0, w->dram_write_bytes - baseline);
+      }
+      const ProbeTraffic pred = probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions);
+      const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
+      const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
+      // Beyond the compulsory: the first pass's read, and (rmw) the one write-back of each line.
+      auto extra = [&](double x) { return std::max(0.0, x - w) / per; };
+      std::printf("%-7s %9.1f %6.2f %12.2f %12.2f %12.2f %12.2f\n", probe_name(pat), w / mib, w / dev.l2_bytes,
+                  extra(mr), extra(static_cast<double>(pred.read)), rmw ? extra(mw) : mw / per,
+                  rmw ? extra(static_cast<double>(pred.written)) : pred.written / per);
+      std::fflush(stdout);
+      char line[256];
+      std::snprintf(line, sizeof line, "%s,%llu,%llu,%d,%.0f,%.0f,%.0f,%llu,%llu\n", probe_name(pat),
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(dev.l2_bytes), passes, mr,
+                    mw, wb, static_cast<unsigned long long>(pred.read), static_cast<unsigned long long>(pred.written));
+      rows += line;
+    }
+  if (!csv.empty() && !write_to(csv, [&](std::ostream& o) { o << rows; })) return 1;
   return 0;
 }
 
@@ -144,6 +233,21 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
+  std::uint32_t pred_ways = 0, pred_dirty = 0;
+  pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative)")->capture_default_str();
+  pred->add_option("--l2-dirty-ways", pred_dirty, "dirty lines a set keeps before writing its oldest back (0: no limit)")
+      ->capture_default_str();
+
+  auto* probe = app.add_subcommand(
+      "l2probe", "sweep two access patterns (reread, read-modify-write) over buffer sizes around the L2: measured HBM bytes against the L2 model's");
+  std::string probe_patterns = "reread,rmw", probe_fractions = "0.25,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.1,1.25,1.5,2.0", probe_csv;
+  int probe_passes = 5;
+  probe->add_option("--patterns", probe_patterns, "comma list of reread, rmw")->capture_default_str();
+  probe->add_option("--fractions", probe_fractions, "buffer sizes as fractions of the L2")->capture_default_str();
+  probe->add_option("--passes", probe_passes, "launches over the buffer in the measured range")
+      ->check(CLI::Range(2, 100))
+      ->capture_default_str();
+  probe->add_option("--csv", probe_csv, "also write CSV to FILE ('-' for stdout)");
 
   auto* ring = app.add_subcommand("ring", "ring attention over --gpus P GPUs through NCCL: validate, counted vs posted bytes, overlap, scaling");
   RingOptions ring_opt;
@@ -168,7 +272,8 @@ static int run_main(int argc, char** argv) {
 #endif
   }
 
-  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions);
+  if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
+  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty);
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())

@@ -16,7 +16,14 @@ L2Cache::L2Cache(const L2Config& config, std::size_t streams) : cfg_(config), co
   sectors_per_line_ = cfg_.line_bytes / cfg_.sector_bytes;
   line_shift_ = static_cast<std::uint32_t>(std::countr_zero(cfg_.line_bytes));
   sector_shift_ = static_cast<std::uint32_t>(std::countr_zero(cfg_.sector_bytes));
-  slots_ = static_cast<std::uint32_t>(cfg_.capacity_bytes / cfg_.line_bytes);
+  const auto lines = static_cast<std::uint32_t>(cfg_.capacity_bytes / cfg_.line_bytes);
+  ways_ = cfg_.ways && cfg_.ways < lines ? cfg_.ways : lines;
+  sets_ = ways_ ? lines / ways_ : 0;
+  slots_ = sets_ * ways_;  // a set-associative L2 of lines not divisible by its ways drops the rest
+  head_.assign(sets_, kNone);
+  tail_.assign(sets_, kNone);
+  set_used_.assign(sets_, 0);
+  set_dirty_lines_.assign(sets_, 0);
   tag_.resize(slots_);
   valid_.resize(slots_);
   dirty_.resize(slots_);
@@ -70,18 +77,20 @@ void L2Cache::erase_index(std::uint64_t line) {
 }
 
 void L2Cache::unlink(std::uint32_t s) {
+  const std::uint32_t set = s / ways_;
   if (prev_[s] != kNone) next_[prev_[s]] = next_[s];
-  else head_ = next_[s];
+  else head_[set] = next_[s];
   if (next_[s] != kNone) prev_[next_[s]] = prev_[s];
-  else tail_ = prev_[s];
+  else tail_[set] = prev_[s];
 }
 
 void L2Cache::push_front(std::uint32_t s) {
+  const std::uint32_t set = s / ways_;
   prev_[s] = kNone;
-  next_[s] = head_;
-  if (head_ != kNone) prev_[head_] = s;
-  head_ = s;
-  if (tail_ == kNone) tail_ = s;
+  next_[s] = head_[set];
+  if (head_[set] != kNone) prev_[head_[set]] = s;
+  head_[set] = s;
+  if (tail_[set] == kNone) tail_[set] = s;
 }
 
 void L2Cache::evict(std::uint32_t s) {
@@ -89,18 +98,32 @@ void L2Cache::evict(std::uint32_t s) {
     const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
     counts_[owner_[s]].hbm_written += n << sector_shift_;
     dirty_sectors_ -= n;
+    --set_dirty_lines_[s / ways_];
   }
   erase_index(tag_[s]);
   unlink(s);
 }
 
+std::uint32_t L2Cache::set_of_line(std::uint64_t line) const {
+  if (sets_ == 1) return 0;
+  // A hash unlike bucket_of's and the partitions', so that sets, slices and the index spread
+  // lines independently.
+  std::uint64_t h = (line + 0x632be59bd9b4e019ULL) * 0x9e6c63d0676a9a99ULL;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 32;
+  return static_cast<std::uint32_t>(h % sets_);
+}
+
 std::uint32_t L2Cache::use_line(std::uint64_t line) {
   std::uint32_t s = find(line);
   if (s == kNone) {
-    if (used_ < slots_) {
-      s = used_++;
+    const std::uint32_t set = set_of_line(line);
+    if (set_used_[set] < ways_) {
+      s = set * ways_ + set_used_[set]++;
+      ++used_;
     } else {
-      s = tail_;
+      s = tail_[set];
       evict(s);
     }
     tag_[s] = line;
@@ -108,11 +131,23 @@ std::uint32_t L2Cache::use_line(std::uint64_t line) {
     dirty_[s] = 0;
     insert_index(line, s);
     push_front(s);
-  } else if (s != head_) {
+  } else if (s != head_[s / ways_]) {
     unlink(s);
     push_front(s);
   }
   return s;
+}
+
+void L2Cache::clean_oldest_dirty(std::uint32_t set) {
+  for (std::uint32_t s = tail_[set]; s != kNone; s = prev_[s]) {
+    if (!dirty_[s]) continue;
+    const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
+    counts_[owner_[s]].hbm_written += n << sector_shift_;
+    dirty_sectors_ -= n;
+    dirty_[s] = 0;
+    --set_dirty_lines_[set];
+    return;
+  }
 }
 
 void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
@@ -124,8 +159,13 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
   valid_[s] |= mask;
   if (write) {
     dirty_sectors_ += static_cast<std::uint64_t>(std::popcount(mask & ~dirty_[s]));
+    const bool newly_dirty = dirty_[s] == 0;
     dirty_[s] |= mask;
     owner_[s] = stream;
+    if (newly_dirty) {
+      const std::uint32_t set = s / ways_;
+      if (++set_dirty_lines_[set] > cfg_.dirty_ways && cfg_.dirty_ways) clean_oldest_dirty(set);
+    }
   } else {
     c.hbm_read += static_cast<std::uint64_t>(std::popcount(absent)) << sector_shift_;
   }
@@ -260,10 +300,13 @@ std::uint64_t L2Cache::resident_sectors(std::uint64_t addr, std::uint64_t bytes)
 }
 
 void L2Cache::flush() {
-  for (std::uint32_t s = head_; s != kNone; s = next_[s]) {
-    if (!dirty_[s]) continue;
-    counts_[owner_[s]].hbm_written += static_cast<std::uint64_t>(std::popcount(dirty_[s])) << sector_shift_;
-    dirty_[s] = 0;
+  for (std::uint32_t set = 0; set < sets_; ++set) {
+    for (std::uint32_t s = head_[set]; s != kNone; s = next_[s]) {
+      if (!dirty_[s]) continue;
+      counts_[owner_[s]].hbm_written += static_cast<std::uint64_t>(std::popcount(dirty_[s])) << sector_shift_;
+      dirty_[s] = 0;
+    }
+    set_dirty_lines_[set] = 0;
   }
   dirty_sectors_ = 0;
 }

@@ -1,15 +1,17 @@
 // A second memory level between the machine and DRAM: a last-level cache modelled on a GPU's L2.
 //
-// What it models: one fully associative cache of `capacity_bytes`, in lines of `line_bytes` made
-// of sectors of `sector_bytes` (Hopper: 128-byte lines, 32-byte sectors). A read brings in only
-// the sectors it touches (a sector miss costs one sector of HBM read); a write allocates the line
-// without reading HBM and marks its sectors dirty; a dirty sector costs one sector of HBM write
-// when its line is evicted or at flush(). Replacement is least-recently-used over lines.
+// What it models: a cache of `capacity_bytes`, in lines of `line_bytes` made of sectors of
+// `sector_bytes` (Hopper: 128-byte lines, 32-byte sectors). A read brings in only the sectors it
+// touches (a sector miss costs one sector of HBM read); a write allocates the line without reading
+// HBM and marks its sectors dirty; a dirty sector costs one sector of HBM write when its line is
+// evicted or at flush(). Replacement is least-recently-used over the lines of a set: one set of
+// every line by default (fully associative), or sets of `ways` lines with line addresses hashed
+// onto them. With `dirty_ways`, a set holding more dirty lines than that writes its least recently
+// used dirty line back early (the line stays, clean), as a GPU's L2 does when much of it is dirty.
 //
-// What a Hopper L2 does differently, and this model does not: it is split into two partitions,
-// each set-associative, with addresses hashed onto sets; data homed in the far partition can be
-// cached in the near one as well; its replacement policy is not documented (not pure LRU); and
-// streaming stores can be written back before eviction. See kernels/RESULTS.md for what that costs.
+// What a Hopper L2 does differently: its replacement policy and set hash are not documented, and
+// it is split into two partitions (PartitionedL2 below). `flashsim-gpu l2probe` measures what a
+// GPU's L2 keeps; kernels/RESULTS.md has the figures.
 #pragma once
 
 #include <cstdint>
@@ -66,6 +68,8 @@ class L2Cache {
   void access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write);
   void touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write);
   std::uint32_t use_line(std::uint64_t line);  // the line's slot, made most recent (allocated on a miss)
+  std::uint32_t set_of_line(std::uint64_t line) const;
+  void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
   std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
   void insert_index(std::uint64_t line, std::uint32_t slot);
   void erase_index(std::uint64_t line);
@@ -77,9 +81,11 @@ class L2Cache {
   std::uint32_t sectors_per_line_ = 4;
   std::uint32_t line_shift_ = 7, sector_shift_ = 5;
   std::uint32_t slots_ = 0, used_ = 0;
+  std::uint32_t ways_ = 0, sets_ = 0;  // set k owns slots [k ways_, (k + 1) ways_)
   std::vector<std::uint64_t> tag_;
   std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
-  std::uint32_t head_ = kNone, tail_ = kNone;  // most and least recently used
+  std::vector<std::uint32_t> head_, tail_;  // per set: most and least recently used
+  std::vector<std::uint32_t> set_used_, set_dirty_lines_;
   // Open addressing with linear probing: line -> slot + 1 (0 marks an empty bucket).
   std::vector<std::uint64_t> index_key_;
   std::vector<std::uint32_t> index_slot_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/l2_probe.h"
 #include "kernels/reference.h"
 #include "kernels/report.h"
 #include "kernels/spec.h"
@@ -672,4 +673,32 @@ TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted wit
   REQUIRE(p);
   CHECK(p->read == 3ull * 4 * 1024 * 64 * 2);
   CHECK(p->written == 4ull * 1024 * 64 * 2 + 4ull * 1024 * 4);
+}
+
+TEST_CASE("l2probe: the model's side of the probes on hand-computed cases", "[kernels][l2]") {
+  const std::uint64_t l2 = 8ull << 20;  // 8 MiB, one partition: an LRU over 65536 lines
+  // Half the L2 read three times: the first pass misses, the other two hit.
+  auto p = probe_predicted(ProbeCase{ProbePattern::Reread, l2 / 2, 3}, l2, 4, 2, 1);
+  CHECK(p.read == l2 / 2);
+  CHECK(p.written == 0);
+  // Twice the L2 in address order, through an LRU: nothing survives to the next pass.
+  p = probe_predicted(ProbeCase{ProbePattern::Reread, 2 * l2, 3}, l2, 4, 2, 1);
+  CHECK(p.read == 3 * 2 * l2);
+  // Read-modify-write within the L2: read once, each dirty line written back once at the end.
+  p = probe_predicted(ProbeCase{ProbePattern::Rmw, l2 / 2, 4}, l2, 4, 2, 1);
+  CHECK(p.read == l2 / 2);
+  CHECK(p.written == l2 / 2);
+  // ... and beyond it: every pass reads and writes the whole buffer.
+  p = probe_predicted(ProbeCase{ProbePattern::Rmw, 2 * l2, 2}, l2, 4, 2, 1);
+  CHECK(p.read == 2 * 2 * l2);
+  CHECK(p.written == 2 * 2 * l2);
+  CHECK_THROWS(probe_predicted(ProbeCase{ProbePattern::Reread, 1000, 2}, l2, 4, 2, 1));
+
+  const auto sizes = probe_sizes("0.5,1,1.5", l2);
+  REQUIRE(sizes.size() == 3);
+  CHECK(sizes[0] == l2 / 2);
+  CHECK(sizes[2] == 3 * l2 / 2);
+  CHECK_THROWS_WITH(probe_sizes("0.5,abc", l2), Catch::Contains("'abc'"));
+  CHECK_THROWS_WITH(probe_sizes("-1", l2), Catch::Contains("'-1'"));
+  CHECK_THROWS_WITH(probe_sizes("0.5x", l2), Catch::Contains("'0.5x'"));
 }

@@ -1,0 +1,52 @@
+// L2 probes: two elementary access patterns swept over buffer sizes around the L2 capacity, run on
+// the GPU (HBM bytes from CUPTI) and through the tile machine's L2 model (sim/launch.h) with the
+// same grid, so that the model's cache is checked on the GPU's own behaviour, apart from any
+// schedule:
+//   reread  a buffer of W bytes read in `passes` launches: HBM reads beyond the first pass's W are
+//           what the L2 did not keep from one pass to the next.
+//   rmw     a buffer of W bytes read-modified-written in `passes` launches: HBM reads beyond W are
+//           what the L2 lost between passes; HBM writes (with the write-back of what the range left
+//           dirty) beyond W are dirty lines that went out before the last pass.
+// The range starts after an L2 flush, so the first pass always reads W from HBM.
+// Each probe kernel is a persistent grid of sms x blocks_per_sm blocks of 256 threads walking the
+// buffer in 16-byte loads, grid-stride: block b touches 4 KiB chunk b, b + grid, b + 2 grid, ...
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace flashsim::gpu {
+
+enum class ProbePattern { Reread, Rmw };
+const char* probe_name(ProbePattern p);
+
+struct ProbeCase {
+  ProbePattern pattern = ProbePattern::Reread;
+  std::uint64_t bytes = 0;  // W, a multiple of 4096
+  int passes = 2;           // launches inside the measured range
+};
+
+// The probe kernels' grid: blocks of 256 threads, each a 4 KiB chunk per step.
+constexpr std::uint64_t kProbeChunk = 4096;
+
+struct ProbeTraffic {
+  std::uint64_t read = 0, written = 0;
+};
+
+// What the L2 model predicts for the measured range of `c`, dirty lines written back at the end.
+// `ways`, `dirty_ways`: the L2's sets (sim/l2.h; 0: fully associative, no dirty limit).
+ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
+                             int l2_partitions, std::uint32_t ways = 0, std::uint32_t dirty_ways = 0);
+
+// "0.25,0.5,1.5" (fractions of the L2) -> buffer sizes, each rounded to a multiple of 4 KiB.
+// Throws std::invalid_argument naming the field that is not a positive number below 16.
+std::vector<std::uint64_t> probe_sizes(const std::string& fractions, std::uint64_t l2_bytes);
+
+}  // namespace flashsim::gpu
+
+namespace flashsim::gpu {
+// GPU side (kernels/l2_probe.cu): the kernels' occupancy (the smaller of the two), and one pass.
+int probe_blocks_per_sm();
+void probe_pass(ProbePattern pattern, void* buf, std::uint64_t bytes, int grid, float* sink);
+}  // namespace flashsim::gpu
