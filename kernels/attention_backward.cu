@@ -72,13 +72,35 @@ thread per tile. H100, 2026-11-23: d = 128 N = 16384 416 TFLOP/s (v4 361, PyTorc
 512), d = 64 376 (v4 323); 1.29-1.62x FA2 and 0.70-1.04x cuDNN on the 40 shapes of bench_kernels.
 Tried and dropped: the dQ block staged in shared memory and added by 64 row-wise bulk reductions
 (cp.reduce.async.bulk) instead of float2 atomics: 3-5 % slower at N >= 4096.
+version 6 (kernels/fast.h attention_backward_fast; FLASHSIM_BWD_VERSION=5 in the environment selects
+version 5 instead, read once per process, for A/B runs of one binary) is version 5 warp-specialized
+as in FlashAttention-3: 384 threads per 128-key tile. Warpgroup 0 gives its registers away
+(setmaxnreg 24): one thread loads K and V once and each query tile's Q, dO and statistics into a
+2-stage ring (full / empty mbarriers, so loads run ahead as soon as a stage's last product is done),
+and one warp is the dQ writer. Warpgroups 1 and 2 (setmaxnreg 240) do version 5's products for
+their 64 keys; dS^T is double-buffered, so the two consumers meet once per tile (a named barrier
+before dQ = dS K reads both halves) instead of two __syncthreads. Each consumer stages its 64 x 64
+fp32 dQ block in shared memory and the writer adds it to the accumulator with one 16 KB
+cp.reduce.async.bulk, so no atomics or reduction waits sit in the consumers' loop. The accumulator
+is kept in that staging order (one contiguous chunk per head and query tile) and a last kernel
+un-permutes, scales and converts it. Same schedule and bytes as version 5 (dQ accumulator traffic
+included). ptxas: 0 spill bytes (consumer loop re-reads its shared-memory base each tile and masks
+with one compare per element to stay within 240 registers at d = 64).
+First H100 run, one call, same binary (2026-11-24, bf16, 16k tokens x 16 heads, --variants; raw
+kernels/results/2026-11-24-h100-bwd-v6-*.txt): d = 128 N = 16384 527 TFLOP/s (v5 415), causal 523
+(390); d = 64 463 (376), causal 462 (348); 1.16-1.38x v5 on all 16 bf16 shapes of the driver; full
+checks, compute-sanitizer memcheck / racecheck / synccheck (--sanitize) clean. Not yet re-measured
+next to cuDNN. A 3-stage Q / dO ring at d = 128 (launch_bwd PRODUCTS = 5): -6 to +9 % against 2
+stages, no consistent gain; kept as a --variants row only.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).
 */
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <sstream>
 #include <stdexcept>
@@ -473,6 +495,11 @@ __device__ __forceinline__ float fast_exp2(float x) {
   return y;
 }
 
+__device__ __forceinline__ float2 ld_shared_f2(std::uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+  return v;
+}
 __device__ __forceinline__ void st_shared_b32(std::uint32_t addr, std::uint32_t v) {
   asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(addr), "r"(v));
 }
@@ -500,7 +527,9 @@ std::size_t stat_rows(int n) { return (static_cast<std::size_t>(n) + kStatPad - 
 
 // Preprocessing, D/8 threads per row of the padded [bh, n_pad] statistics: D = rowsum(dO * O) from
 // 16-byte loads, lse copied in log2 units (+inf on padding rows, so that P = 0 there), and the
-// fp32 dQ accumulator row zeroed.
+// fp32 dQ accumulator zeroed: all bh * n_pad * D floats of it, 8 a thread in address order (version 5
+// uses the first bh * n * D as [bh][n][D], version 6 the first bh * ceil(n / BR) * BR * D as one
+// chunk per query tile).
 template <class T, int D>
 __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                             const float* __restrict__ lse, float* __restrict__ dq_acc,
@@ -523,10 +552,10 @@ __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict_
     unpack8(dv, b, T{});
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc = fmaf(a[i], b[i], acc);
-    float4* z = reinterpret_cast<float4*>(dq_acc + off);
-    z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-    z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
+  float4* z = reinterpret_cast<float4*>(dq_acc + static_cast<std::size_t>(id) * 8);
+  z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+  z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll
   for (int s = kLanes / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
   if (part == 0) {
@@ -559,10 +588,11 @@ __device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, 
 }
 
 // dK and dV staged in the K and V tiles (row-XOR swizzle) out to rows kv0 + r < n, 16 bytes a thread.
+// tid: the thread's index among the THREADS that share the work.
 template <int D, int BC, int THREADS, class T>
-__device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T* dk, T* dv, int kv0, int n) {
+__device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T* dk, T* dv, int kv0, int n, int tid) {
   constexpr int kChunks = D / 8;
-  for (int x = threadIdx.x; x < BC * kChunks; x += THREADS) {
+  for (int x = tid; x < BC * kChunks; x += THREADS) {
     const int r = x / kChunks, c = x % kChunks;
     if (kv0 + r >= n) continue;
     uint4 a, b;
@@ -903,7 +933,7 @@ __global__ void __launch_bounds__(NW * 32, 1)
     }
   }
   __syncthreads();
-  store_dkdv<D, BC, C::kThreads>(ks, vs, dk, dv, kv0, n);
+  store_dkdv<D, BC, C::kThreads>(ks, vs, dk, dv, kv0, n, threadIdx.x);
 }
 
 // Version 4: every product on wgmma. One block of two warpgroups per 128-key tile; warpgroup wg
@@ -1137,7 +1167,7 @@ __global__ void __launch_bounds__(256, 1)
     }
   }
   __syncthreads();
-  store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n);
+  store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x);
 }
 
 // dQ = scale * accumulator, 8 elements (two float4 loads, one 16-byte store) per thread.
@@ -1156,16 +1186,339 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
   }
 }
 
+// ---- version 6: warp-specialized backward (FlashAttention-3's recipe) -----------------------------
+//
+// 384 threads per 128-key tile. Warpgroup 0 is the producer (setmaxnreg 24): one thread of warp 0
+// loads K and V once (TMA, kv_full), then each query tile's Q, dO (TMA) and lse2 / D rows (bulk
+// copies) into a STAGES-deep ring (full[s] / empty[s] mbarriers); warp 1 is the dQ writer. Warpgroups
+// 1 and 2 (setmaxnreg 240) are version 5's two consumers, warpgroup 1 + c owning keys 64c..64c+63.
+// Per query tile, consumer c:
+//   wait full[s]; S^T, dP^T (wgmma ss); P^T, dS^T in registers; dS^T (its 64 key rows) to the
+//   double-buffered dS^T tile; dV += P^T dO, dK += dS^T Q (wgmma rs, one group);
+//   named barrier kBarDs (256 consumers: both halves of dS^T written);
+//   dQ block = dS K (wgmma ss, its own group); wait for dV / dK -> lane 0 of each warp arrives on
+//   empty[s] (the stage's Q, dO and statistics are no longer read); wait for dQ;
+//   [named barrier kBarDqEmpty + c, after the first tile] its 64 x 64 fp32 dQ block to shared memory
+//   (8 float4 a thread, conflict-free), fence.proxy.async, bar.arrive kBarDqFull + c.
+// The writer warp, per query tile and consumer c: bar.sync kBarDqFull + c; lane 0 issues one
+// cp.reduce.async.bulk .add.f32 of the 16 KB block into the accumulator and waits until it has read
+// shared memory (wait_group.read); bar.arrive kBarDqEmpty + c (not after the block's last tile, so
+// that every named barrier ends the kernel with its arrivals matched).
+// dS^T is double-buffered, so the buffer a tile writes was last read by the dQ product two tiles
+// back, which both consumers finished before they met at the previous tile's kBarDs.
+// The dQ accumulator is one contiguous chunk of BR * D floats per (head, query tile) in the order
+// the consumers stage it: [consumer c][float4 k = 0..7][thread 0..127] of 4 floats, float4 k of a
+// thread holding its accumulator d[4k..4k+3] (rows 16w + g and + 8, columns 8k + 2t, + 1 of the
+// consumer's 64 x 64 block; w, g, t as in wgmma.cuh). bwd_ws_dq_kernel undoes the permutation.
+template <int D, int BR, int BC, int STAGES>
+struct WsBwdConfig {
+  static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
+  static constexpr int kDQBytes = BR * D * 4;  // two 64 x 64 fp32 blocks, one per consumer
+  static constexpr int kBars = 1 + 2 * STAGES;  // kv_full, full[STAGES], empty[STAGES]
+  // K | V | Q ring | dO ring | dS^T x 2 | dQ staging | statistics ring | mbarriers, + 1024 of slack
+  // for the 1024-byte alignment of the swizzled tiles
+  static constexpr int kOffV = kKVBytes, kOffQ = 2 * kKVBytes, kOffDO = kOffQ + STAGES * kQBytes;
+  static constexpr int kOffDS = kOffDO + STAGES * kQBytes, kOffDQ = kOffDS + 2 * kDSBytes;
+  static constexpr int kOffStat = kOffDQ + kDQBytes, kOffBars = kOffStat + STAGES * kStatBytes;
+  static constexpr int kSmem = kOffBars + 8 * kBars + 1024;
+  static constexpr int kDQQueryBlocks = BR / 64;
+  static_assert(BC == 128, "two consumer warpgroups of 64 keys");
+  static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per consumer");
+  static_assert(kSmem <= 227 * 1024, "shared memory per block");
+};
+// named barriers of version 6 (0 is __syncthreads)
+constexpr int kBarDs = 1;       // 256 consumer threads: dS^T complete
+constexpr int kBarDqFull = 2;   // + c: consumer c (128) arrives, the writer warp (32) syncs
+constexpr int kBarDqEmpty = 4;  // + c: the writer warp arrives, consumer c syncs
+constexpr int kBarEpi = 6;      // 256 consumer threads: K, V no longer read; dK, dV staged
+constexpr int kDqBarCount = 128 + 32;
+
+template <class T, int D, int BR, int BC, int STAGES>
+__global__ void __launch_bounds__(384, 1)
+    attn_bwd_ws_kernel(const float* __restrict__ lse2, const float* __restrict__ dsum, float* __restrict__ dq_acc,
+                       T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh, int heads_per_group,
+                       bool causal, float scale, float scale_log2, const __grid_constant__ CUtensorMap map_q,
+                       const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
+                       const __grid_constant__ CUtensorMap map_v) {
+  using C = WsBwdConfig<D, BR, BC, STAGES>;
+  extern __shared__ __align__(128) unsigned char smem[];
+  // every shared address is base + a C::kOff* constant (K at 0); the consumers re-read base through
+  // an opaque move each tile, so that the addresses are not all held in registers over the loop
+  const std::uint32_t base = (mma::smem_addr(smem) + 1023) & ~1023u;
+  auto kv_full = [](std::uint32_t b) { return b + C::kOffBars; };
+  auto full = [](std::uint32_t b, int s) { return b + C::kOffBars + 8 * (1 + s); };
+  auto empty = [](std::uint32_t b, int s) { return b + C::kOffBars + 8 * (1 + STAGES + s); };
+
+  const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
+  const int head = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
+  advance(static_cast<std::size_t>(head) * n_pad, lse2, dsum);  // (dk, dv: in the epilogue, not held over the loop)
+  // this head's accumulator chunks, one per query tile (i_end = the head's query-tile count)
+  dq_acc += static_cast<std::size_t>(head) * i_end * BR * D;
+
+  if (threadIdx.x == 0) {
+    tma::mbar_init(kv_full(base), 1);
+    for (int s = 0; s < STAGES; ++s) {
+      tma::mbar_init(full(base, s), 1);
+      tma::mbar_init(empty(base, s), 8);  // lane 0 of each consumer warp
+    }
+    tma::mbar_init_fence();
+  }
+  __syncthreads();
+
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32;
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+    if (warp == 0) {  // producer
+      if (lane != 0) return;
+      tma::mbar_arrive_expect_tx(kv_full(base), 2 * C::kKVBytes);  // whole boxes, zero-filled rows too
+#pragma unroll
+      for (int b = 0; b < D / 64; ++b) {
+        tma::load_3d(base + b * BC * 128, &map_k, kv_full(base), b * 64, kv0, head);
+        tma::load_3d(base + C::kOffV + b * BC * 128, &map_v, kv_full(base), b * 64, kv0, head);
+      }
+      for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+        const int s = it % STAGES;
+        const std::uint32_t bar = full(base, s);
+        tma::mbar_wait(empty(base, s), ((it / STAGES) & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
+        tma::mbar_arrive_expect_tx(bar, 2 * C::kQBytes + C::kStatBytes);
+#pragma unroll
+        for (int b = 0; b < D / 64; ++b) {
+          tma::load_3d(base + C::kOffQ + s * C::kQBytes + b * BR * 128, &map_q, bar, b * 64, i * BR, head);
+          tma::load_3d(base + C::kOffDO + s * C::kQBytes + b * BR * 128, &map_do, bar, b * 64, i * BR, head);
+        }
+        tma::copy(base + C::kOffStat + s * C::kStatBytes, lse2 + i * BR, BR * 4, bar);
+        tma::copy(base + C::kOffStat + s * C::kStatBytes + BR * 4, dsum + i * BR, BR * 4, bar);
+      }
+    } else if (warp == 1) {  // dQ writer
+      for (int i = i_begin; i < i_end; ++i) {
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
+          if (lane == 0) {
+            tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D + c * 64 * 64,
+                                base + C::kOffDQ + c * 64 * 64 * 4, 64 * 64 * 4);
+            tma::bulk_commit();
+            tma::bulk_wait_read<0>();
+          }
+          __syncwarp();
+          if (i + 1 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+        }
+      }
+      if (lane == 0) tma::bulk_wait<0>();  // the reductions are done before the block's shared memory goes
+    }
+    return;
+  }
+
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  const int c = wg - 1, g = lane / 4, t = lane % 4;
+  const int row_w = warp * 16;  // this warp's 16 rows of the consumer's 64
+  const std::uint32_t key_rows = c * 64 * 128;  // the consumer's 64 rows inside each K / V box
+  const int key_row = kv0 + c * 64 + row_w + g;  // this thread's first key (the second is + 8)
+  // dQ block of this consumer: queries 64 qb .., columns 64 cb ..
+  const int dq_qb = C::kDQQueryBlocks == 2 ? c : 0, dq_cb = C::kDQQueryBlocks == 2 ? 0 : c;
+  // this thread's float4 k of the staged dQ block: base + kOffDQ + dq_stage + k * 2048
+  const std::uint32_t dq_stage = c * (64 * 64 * 4) + (threadIdx.x % 128) * 16;
+
+  float acc_dk[D / 2], acc_dv[D / 2];
+#pragma unroll
+  for (int x = 0; x < D / 2; ++x) acc_dk[x] = acc_dv[x] = 0.f;
+  auto pin = [](auto& x) {
+#pragma unroll
+    for (int e = 0; e < static_cast<int>(sizeof(x) / sizeof(x[0])); ++e) wgmma::reg_fence(x[e]);
+  };
+  auto pin_frag = [](std::uint32_t (&x)[BR / 16][4]) {
+#pragma unroll
+    for (int i = 0; i < BR / 16; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+  };
+  tma::mbar_wait(kv_full(base), 0);
+
+  for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+    const int s_ = it % STAGES;
+    std::uint32_t b;
+    asm volatile("mov.u32 %0, %1;" : "=r"(b) : "r"(base));
+    tma::mbar_wait(full(b, s_), (it / STAGES) & 1);  // Q, dO, statistics of tile i
+    const std::uint32_t ks = b, vs = b + C::kOffV, qs = b + C::kOffQ + s_ * C::kQBytes;
+    const std::uint32_t dos = b + C::kOffDO + s_ * C::kQBytes, dss = b + C::kOffDS + (it & 1) * C::kDSBytes;
+    const std::uint32_t st_lse = b + C::kOffStat + s_ * C::kStatBytes, st_d = st_lse + BR * 4;
+    const int q0 = i * BR;
+
+    float s[BR / 2], dp[BR / 2];
+    // x = (the consumer's rows of a key tile) (a query tile)^T, both K-major in shared memory; one group
+    auto keys_by_queries = [&](float (&x)[BR / 2], std::uint32_t key_tile, std::uint32_t query_tile) {
+#pragma unroll
+      for (int kk = 0; kk < D / 16; ++kk)
+        wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, x,
+                           wgmma::desc128(key_tile + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
+                           wgmma::desc128(query_tile + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+      wgmma::commit();
+    };
+    wgmma::fence();
+    keys_by_queries(s, ks, qs);    // S^T = K Q^T
+    keys_by_queries(dp, vs, dos);  // dP^T = V dO^T
+    wgmma::wait<1>();
+    pin(s);
+
+    // P^T = exp2(S^T scale log2e - lse2) as in version 5 (element 4j + 2h + e: key key_row + 8h,
+    // query q0 + 8j + 2t + e; padding queries have lse2 = +inf). Masked (padding key, or causal
+    // key > query, i.e. 8j + e < key - q0 - 2t) where 8j + e < lim[h]: one compare per element
+    // against one register per row, which keeps d = 64 within 240 registers.
+    const bool masked = kv0 + BC > n || (causal && kv0 + BC - 1 > q0);
+    int lim[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int key = key_row + 8 * h;
+      lim[h] = key >= n ? INT_MAX : causal ? key - q0 - 2 * t : INT_MIN;
+    }
+#pragma unroll
+    for (int j = 0; j < BR / 8; ++j) {
+      const float2 l2 = ld_shared_f2(st_lse + (8 * j + 2 * t) * 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], scale_log2, -(e ? l2.y : l2.x)));
+          if (masked && 8 * j + e < lim[h]) p = 0.f;
+          s[4 * j + 2 * h + e] = p;
+        }
+    }
+    std::uint32_t pa[BR / 16][4], da[BR / 16][4];  // P^T packed for dV while dP^T is in flight
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pa[kk][e] = mma::pack2<T>(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+    wgmma::wait<0>();
+    pin(dp);
+    // dS^T = P^T (dP^T - D); kept in registers for dK and stored (key rows, query columns) for dQ
+#pragma unroll
+    for (int j = 0; j < BR / 8; ++j) {
+      const float2 dd = ld_shared_f2(st_d + (8 * j + 2 * t) * 4);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float ds0 = s[4 * j + 2 * h] * (dp[4 * j + 2 * h] - dd.x);
+        const float ds1 = s[4 * j + 2 * h + 1] * (dp[4 * j + 2 * h + 1] - dd.y);
+        const std::uint32_t packed = mma::pack2<T>(ds0, ds1);
+        da[j / 2][(j % 2) * 2 + h] = packed;
+        st_shared_b32(wgmma::sw128<BC>(dss, c * 64 + row_w + g + 8 * h, j) + 4 * t, packed);
+      }
+    }
+    wgmma::fence_proxy_async();  // st.shared -> wgmma's reads of dS^T
+
+    // dV += P^T dO, dK += dS^T Q: one group, the last readers of the stage
+    pin(acc_dv);
+    pin(acc_dk);
+    pin_frag(pa);
+    pin_frag(da);
+    wgmma::fence();
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+      wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, acc_dv, pa[kk], wgmma::desc128(dos + kk * 16 * 128, BR * 128, 1024), 1);
+#pragma unroll
+    for (int kk = 0; kk < BR / 16; ++kk)
+      wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, acc_dk, da[kk], wgmma::desc128(qs + kk * 16 * 128, BR * 128, 1024), 1);
+    wgmma::commit();
+    tma::named_bar_sync(kBarDs, 256);  // both consumers' halves of dS^T written
+
+    // dQ block = dS K: A = dS^T (stored [key][query]) read transposed, B = K (stored [key][d]) MN-major
+    float dq[32];
+#pragma unroll
+    for (int kk = 0; kk < BC / 16; ++kk)
+      wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<64>{}, T{}, dq,
+                            wgmma::desc128(dss + dq_qb * (BC * 128) + kk * 16 * 128, BC * 128, 1024),
+                            wgmma::desc128(ks + dq_cb * (BC * 128) + kk * 16 * 128, BC * 128, 1024), kk > 0);
+    wgmma::commit();
+    wgmma::wait<1>();  // dV, dK done: Q, dO and the statistics of stage s_ are free
+    pin(acc_dv);
+    pin(acc_dk);
+    pin_frag(pa);
+    pin_frag(da);
+    if (lane == 0) tma::mbar_arrive(empty(b, s_));
+    wgmma::wait<0>();
+    pin(dq);
+
+    if (i > i_begin) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);  // the writer has read the last block
+#pragma unroll
+    for (int k4 = 0; k4 < 8; ++k4)
+      asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(b + C::kOffDQ + dq_stage + k4 * 2048), "f"(dq[4 * k4]),
+                   "f"(dq[4 * k4 + 1]), "f"(dq[4 * k4 + 2]), "f"(dq[4 * k4 + 3])
+                   : "memory");
+    wgmma::fence_proxy_async();  // st.shared -> the bulk reduction's reads
+    tma::named_bar_arrive(kBarDqFull + c, kDqBarCount);
+  }
+
+  tma::named_bar_sync(kBarEpi, 256);  // both consumers are done with K (dQ reads all 128 keys) and V
+  const std::uint32_t ks = base, vs = base + C::kOffV;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = c * 64 + row_w + g + 8 * h;
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+      st_shared_b32(mma::swizzled<D>(ks, r, j) + 4 * t,
+                    mma::pack2<T>(acc_dk[4 * j + 2 * h] * scale, acc_dk[4 * j + 2 * h + 1] * scale));
+      st_shared_b32(mma::swizzled<D>(vs, r, j) + 4 * t, mma::pack2<T>(acc_dv[4 * j + 2 * h], acc_dv[4 * j + 2 * h + 1]));
+    }
+  }
+  tma::named_bar_sync(kBarEpi, 256);
+  advance(static_cast<std::size_t>(head) * n * D, dk, dv);
+  store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x - 128);
+}
+
+// Version 6's dQ = scale * accumulator: one thread per 16 consecutive floats of a chunk (4 float4
+// loads), which are 8 columns of two rows (16w + g and + 8) of one consumer's 64 x 64 block; the
+// 8 lanes of a row group take its 8 column chunks, so each row's 128 bytes go out together.
+template <class T, int D, int BR>
+__global__ void __launch_bounds__(256) bwd_ws_dq_kernel(const float* __restrict__ acc, T* __restrict__ dq, int n,
+                                                        int q_tiles, std::size_t groups, float scale) {
+  constexpr int kGroupsPerChunk = BR * D / 16;  // 256 per 64 x 64 block
+  for (std::size_t x = blockIdx.x * 256ULL + threadIdx.x; x < groups; x += static_cast<std::size_t>(gridDim.x) * 256) {
+    const std::size_t chunk = x / kGroupsPerChunk;
+    const int in_chunk = static_cast<int>(x % kGroupsPerChunk);
+    const int c = in_chunk / 256, y = in_chunk % 256;
+    const int k = y % 8, rg = y / 8;  // column chunk; row group 8w + g
+    const int w = rg / 8, g = rg % 8;
+    const int head = static_cast<int>(chunk / q_tiles), qt = static_cast<int>(chunk % q_tiles);
+    const float4* src = reinterpret_cast<const float4*>(acc + chunk * (BR * D) + c * 4096 + (32 * k + rg) * 16);
+    float4 a[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) a[u] = src[u];
+    const int row0 = qt * BR + (BR == 128 ? 64 * c : 0) + 16 * w + g;
+    const int col = (BR == 128 ? 0 : 64 * c) + 8 * k;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + 8 * h;
+      if (row >= n) continue;
+      uint4 out;
+      out.x = mma::pack2<T>((h ? a[0].z : a[0].x) * scale, (h ? a[0].w : a[0].y) * scale);
+      out.y = mma::pack2<T>((h ? a[1].z : a[1].x) * scale, (h ? a[1].w : a[1].y) * scale);
+      out.z = mma::pack2<T>((h ? a[2].z : a[2].x) * scale, (h ? a[2].w : a[2].y) * scale);
+      out.w = mma::pack2<T>((h ? a[3].z : a[3].x) * scale, (h ? a[3].w : a[3].y) * scale);
+      *reinterpret_cast<uint4*>(dq + (static_cast<std::size_t>(head) * n + row) * D + col) = out;
+    }
+  }
+}
+
+
+// Version 6's Q / dO ring depth: 2 (d = 128: 194 KB of shared memory, d = 64: 195 KB); PRODUCTS = 5
+// is version 6 with 3 stages, which fits at d = 128 only (226.6 of 227 KB).
+template <int PRODUCTS>
+constexpr int ws_stages() {
+  return PRODUCTS == 5 ? 3 : 2;
+}
 
 // PRODUCTS: 0 = all on mma.sync (2026-11-22), 1 = dK / dV on wgmma (version 3), 2 = all on wgmma
-// (version 4; NW and DQ_MT unused), 3 = version 4 with Q, dO and statistics through TMA (version 5).
+// (version 4; NW and DQ_MT unused), 3 = version 4 with Q, dO and statistics through TMA (version 5),
+// 4 = warp-specialized, dQ by bulk reductions (version 6; NW and DQ_MT unused), 5 = version 6 with a
+// 3-stage Q / dO ring (d = 128 only; an experiment for the bench driver's --variants).
+// Workspace: the fp32 dQ accumulator (bh * n_pad * D floats: [bh][n][D] for PRODUCTS <= 3, one chunk
+// per query tile for 4 and 5), then lse2 and D ([bh][n_pad] each).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
   const int n_pad = static_cast<int>(stat_rows(n));
   const std::size_t elems = static_cast<std::size_t>(bh) * n * D;
   float* dq_acc = static_cast<float*>(workspace);
-  float* lse2 = dq_acc + elems;
+  float* lse2 = dq_acc + static_cast<std::size_t>(bh) * n_pad * D;
   float* dsum = lse2 + static_cast<std::size_t>(bh) * n_pad;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
 
@@ -1178,7 +1531,27 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
   static bool smem_set = false;  // one per instantiation
-  if constexpr (PRODUCTS >= 2) {
+  if constexpr (PRODUCTS >= 4) {
+    using C = WsBwdConfig<D, BR, BC, ws_stages<PRODUCTS>()>;
+    auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>()>;
+    if (!smem_set) {
+      CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+      smem_set = true;
+    }
+    const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, BR), map_do = tma::head_tensor_map(dout, bh, n, D, BR),
+                      map_k = tma::head_tensor_map(k, bh, n, D, BC), map_v = tma::head_tensor_map(v, bh, n, D, BC);
+    record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
+    kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, dk, dv, n, n_pad, bh, group,
+                                                                   causal, scale, scale * kLog2e, map_q, map_do,
+                                                                   map_k, map_v);
+    CUDA_CHECK_LAUNCH();
+    const int q_tiles = (n + BR - 1) / BR;
+    const std::size_t groups = static_cast<std::size_t>(bh) * q_tiles * (BR * D / 16);
+    const std::size_t blocks = std::min<std::size_t>((groups + 255) / 256, 132 * 16);
+    bwd_ws_dq_kernel<T, D, BR><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dq_acc, dq, n, q_tiles, groups, scale);
+    CUDA_CHECK_LAUNCH();
+    return;
+  } else if constexpr (PRODUCTS >= 2) {
     constexpr bool kTmaLoads = PRODUCTS == 3;
     auto kernel = attn_bwd_wgmma_kernel<T, D, BR, BC, kTmaLoads>;
     constexpr int smem = WgBwdConfig<D, BR, BC>::kSmem;
@@ -1205,19 +1578,31 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
     kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
                                                                    bh, group, causal, scale, scale * kLog2e);
   }
-  CUDA_CHECK_LAUNCH();
+  if constexpr (PRODUCTS <= 3) {  // version 6 converts its own accumulator layout above
+    CUDA_CHECK_LAUNCH();
+    const std::size_t chunks = elems / 8;
+    const std::size_t blocks = std::min<std::size_t>((chunks + 255) / 256, 132 * 16);
+    bwd_fast_dq_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dq_acc, dq, chunks, scale);
+    CUDA_CHECK_LAUNCH();
+  }
+}
 
-  const std::size_t chunks = elems / 8;
-  const std::size_t blocks = std::min<std::size_t>((chunks + 255) / 256, 132 * 16);
-  bwd_fast_dq_kernel<T><<<static_cast<unsigned>(blocks), 256, 0, stream>>>(dq_acc, dq, chunks, scale);
-  CUDA_CHECK_LAUNCH();
+// The kernel attention_backward_fast runs: 6, or 5 when FLASHSIM_BWD_VERSION=5 (read once; for
+// A/B runs of the same binary).
+int selected_version() {
+  static const int version = [] {
+    const char* env = std::getenv("FLASHSIM_BWD_VERSION");
+    return env != nullptr && std::strtol(env, nullptr, 10) == 5 ? 5 : 6;
+  }();
+  return version;
 }
 
 }  // namespace bwd_fast
 
 std::size_t attention_backward_fast_workspace_bytes(int bh, int n, int d) {
   if (bh < 1 || n < 1 || d < 1) throw std::invalid_argument("attention_backward_fast_workspace_bytes: need bh, n, d >= 1");
-  return (static_cast<std::size_t>(bh) * n * d + 2 * static_cast<std::size_t>(bh) * bwd_fast::stat_rows(n)) *
+  // the dQ accumulator with its rows padded like the statistics (version 6 keeps whole query tiles)
+  return (static_cast<std::size_t>(bh) * bwd_fast::stat_rows(n) * d + 2 * static_cast<std::size_t>(bh) * bwd_fast::stat_rows(n)) *
          sizeof(float);
 }
 
@@ -1231,14 +1616,17 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
     if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
       throw std::invalid_argument("attention_backward_fast: tensors and workspace must be non-null and 16-byte aligned");
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
-  // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step, dQ in 32-row warp
-  // slabs, dK/dV on wgmma; chosen by measurement on an H100 (kernels/RESULTS.md)
-  if (d == 64)
-    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-  else if (d == 128)
-    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-  else
-    throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
+  if (d != 64 && d != 128) throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
+  // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step; chosen by measurement
+  // on an H100 (kernels/RESULTS.md). Version 6 unless FLASHSIM_BWD_VERSION=5.
+  const bool v6 = bwd_fast::selected_version() == 6;
+  if (d == 64) {
+    if (v6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    else bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+  } else {
+    if (v6) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    else bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+  }
 }
 
 template void attention_backward_fast<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
@@ -1259,6 +1647,16 @@ namespace flashsim::gpu::bwd_fast {
 #define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, PRODUCTS)                                                  \
   template void launch_bwd<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(const T*, const T*, const T*, const T*, const T*, const float*, \
                                                         T*, T*, T*, void*, int, int, bool, cudaStream_t);
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6 (also the launcher's)
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 4)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 4)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 4)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 5)  // version 6 with a 3-stage Q / dO ring
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 5)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 3)  // version 5 (the launcher's under FLASHSIM_BWD_VERSION=5)
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 3)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 3)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 3)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 0)  // all products on mma.sync
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 0)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 0)

@@ -1,5 +1,5 @@
 // Hopper's asynchronous copies for the fast kernels: mbarriers, TMA tensor loads (2-D and 3-D,
-// 128-byte swizzle), plain bulk copies, and the host-side tensor-map
+// 128-byte swizzle), plain bulk copies and bulk fp32 reductions, named barriers, and the host-side tensor-map
 // encoder (reached through the runtime, so nothing links libcuda).
 #pragma once
 
@@ -78,6 +78,24 @@ __device__ __forceinline__ void copy(std::uint32_t dst, const void* src, unsigne
                : "memory");
 }
 __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Adds `bytes` (a multiple of 16, both addresses 16-byte aligned) of fp32 from shared memory into
+// global memory, element by element at L2 (as red.add.f32 would), as one bulk operation of the
+// calling thread's current bulk group (bulk_commit / bulk_wait_read / bulk_wait below).
+__device__ __forceinline__ void reduce_add_f32(float* dst, std::uint32_t src, unsigned bytes) {
+  asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], %2;" ::"l"(dst), "r"(src),
+               "r"(bytes)
+               : "memory");
+}
+// Named barriers (bar 1..15; 0 is __syncthreads), whole warps only: sync waits until `count`
+// threads (a multiple of 32) have arrived or synced, arrive only counts itself in. They order
+// memory like __syncthreads between the threads that meet there (generic proxy: pair them with
+// fence.proxy.async where the async proxy reads what was written before).
+__device__ __forceinline__ void named_bar_sync(int id, int count) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+__device__ __forceinline__ void named_bar_arrive(int id, int count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
 // Waits until at most N committed bulk groups still have to read their shared-memory source.
 template <int N>
 __device__ __forceinline__ void bulk_wait_read() {

@@ -1,14 +1,16 @@
-// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 5),
+// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 6, or
+// version 5 with FLASHSIM_BWD_VERSION=5 in the environment),
 // standalone (no runner, no CUPTI). CMake builds it as the target bench_attention_backward_fast
 // (`ninja -C build/default bench_attention_backward_fast`); by hand, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_BWD_FAST_ONLY -o build/bwdfast/bench_attention_backward_fast kernels/tools/bench_attention_backward_fast.cu kernels/attention_backward.cu kernels/reference.cpp
+//   (add -Xptxas -v to see registers and spills per kernel)
 // Run:
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape
 //                                            (checked on sampled rows) with its time and TFLOP/s
 //   bench_attention_backward_fast --small    only the small full checks
-//   bench_attention_backward_fast --variants the launcher (version 5) against versions 4, 3 and the all-
-//                                            mma.sync kernel: full checks of each at small sizes, then
-//                                            each timed (bf16)
+//   bench_attention_backward_fast --variants the launcher (version 6, or 5) against the other of versions
+//                                            6 / 5, versions 4, 3 and the all-mma.sync kernel: full
+//                                            checks of each at small sizes, then each timed (bf16)
 //   bench_attention_backward_fast --one D N CAUSAL   one bf16 problem run twice (for ncu)
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
 //                                            dtypes), for compute-sanitizer memcheck / racecheck
@@ -48,6 +50,7 @@ namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the 
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream);
+int selected_version();  // the launcher's: 6, or 5 under FLASHSIM_BWD_VERSION=5
 }  // namespace flashsim::gpu::bwd_fast
 
 namespace fg = flashsim::gpu;
@@ -383,18 +386,33 @@ bool small_checks(std::uint64_t seed, bool tiny) {
 }  // namespace
 
 static int run_main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 5) vs earlier kernels
+  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 6 or 5) vs other kernels
     namespace bf = fg::bwd_fast;
     struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
+    const bool v6 = bf::selected_version() == 6;
+    // the launcher, then the other of versions 6 and 5 (so the two are timed side by side)
+    const V other64 = v6 ? V{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
+                             bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>}
+                         : V{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
+                             bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4>};
+    const V other128 = v6 ? V{128, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 3>,
+                              bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>}
+                          : V{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
+                              bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
+    const char* launcher = v6 ? "  [launcher: v6, warp-specialized, bulk dQ]" : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
     const V vs[] = {
-        {64, "  [launcher: v5, TMA loads]", nullptr, nullptr},
+        {64, launcher, nullptr, nullptr},
+        other64,
         {64, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 2>},
         {64, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 1>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 1>},
         {64, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 0>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 0>},
-        {128, "  [launcher: v5, TMA loads]", nullptr, nullptr},
+        {128, launcher, nullptr, nullptr},
+        other128,
+        {128, "  [v6, 3-stage Q/dO ring]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 5>,
+         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
         {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
         {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
@@ -429,7 +447,8 @@ static int run_main(int argc, char** argv) {
   const bool small_only = sanitize || (argc > 1 && std::strcmp(argv[1], "--small") == 0);
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::printf("device: %s, %d SMs; attention_backward_fast runs version %d\n", prop.name, prop.multiProcessorCount,
+              fg::bwd_fast::selected_version());
   const std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   bool ok = small_checks<__nv_bfloat16>(seed, sanitize) & small_checks<__half>(seed + 1000, sanitize);
