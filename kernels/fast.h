@@ -20,10 +20,13 @@
 namespace flashsim::gpu {
 
 // C[m,n] = A[m,k] B[k,n] in bf16 with fp32 accumulation (as cublasGemmEx with CUBLAS_COMPUTE_32F).
-// Any m, n, k >= 0. When k or n is not a multiple of 8 (or a pointer is not 16-byte aligned) the
-// operands go through padded copies in `workspace` (matmul_bf16_fast_workspace_bytes; 0 for
-// aligned shapes, where workspace may be null). The form without workspace takes one
-// stream-ordered (cudaMallocAsync) when it needs it.
+// Any m, n, k >= 0. `workspace` (16-byte aligned, content on entry irrelevant) holds padded copies
+// of A and B when k or n is not a multiple of 8 (or a pointer is not 16-byte aligned), and the fp32
+// partials and counters of a split-k plan (grids that fill at most half the SMs; the environment
+// variable FLASHSIM_MATMUL_SPLITK overrides, see matmul.cu). matmul_bf16_fast_workspace_bytes
+// gives the size for the current device; a workspace without room for the partials runs the
+// shape unsplit; one without room for the copies is an error (null is fine where neither is
+// needed). The form without workspace takes one stream-ordered (cudaMallocAsync) when it needs it.
 std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k);
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
                       void* workspace, std::size_t workspace_bytes, cudaStream_t stream);

@@ -27,11 +27,36 @@ row-major [k][n] layout as an MN-major operand (wgmma's transpose-B flag), keepi
 group in flight while the next stage arrives. The epilogue rounds the fp32 accumulators (128 a
 thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
 C) while the consumers already start the next tile; storing straight from registers instead cost
-25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A, B
-and C go through zero-padded copies in a workspace (launcher comment). Tensor maps come from
-cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda).
-Grids that would leave much of a last wave of 128x256 tiles empty run 128x128 tiles instead
-(m64n128k16, 6 stages; rule in matmul_fast_narrow_tiles).
+25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A and
+B go through zero-padded copies in a workspace (one pad_operands_kernel launch for both) and C,
+or a C that is not 16-byte aligned, is stored from the staging chunks with bounded 2-byte stores
+instead of TMA (kDirectC), so that no copy of C goes back. Tensor maps come from
+cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda), through a
+32-entry cache keyed on pointer, shape and box (bf16_tensor_map). Grids that would leave much of a
+last wave of 128x256 tiles empty run 128x128 tiles instead (m64n128k16, 6 stages; rule in
+matmul_fast_narrow_tiles).
+
+Split-k / stream-k (v3::Sched, MatmulPlan). A grid whose tiles fill at most half the SMs (1000 x
+1000 x 8192: 64 tiles of 128x128 on 132 SMs) gets its k loop split: the plan runs s x tiles blocks,
+each taking one s-th of one tile's k-iterations (plan_sk with grid = s x tiles). The general form,
+reachable only by forcing it, is stream-k with a data-parallel head: the last one to two waves of
+tiles have their (tile, k-iteration) pairs cut into equal contiguous ranges, one per block, tiles
+before them run whole. A tile shared by several blocks is fixed up in fp32 (sk_fixup): each
+consumer warpgroup of each block publishes its 64 x BN partial into a workspace slot and bumps a
+per-tile counter; the last to arrive adds all partials in block (= k) order, so the result does
+not depend on arrival order and repeats bit for bit, and stores C. No block waits on another. The
+launcher clears the counters (one cudaMemsetAsync) and takes the slots from the workspace
+(matmul_bf16_fast_workspace_bytes includes them; a workspace too small for them runs the
+data-parallel plan). choose_plan estimates each plan's time in k-iterations of a 128x256 tile from
+the tile count, the waves on the device's SM count (read from the device) and fixup costs, and
+splits only for an estimate 10 % below the data-parallel plan's; grids that fill more than half
+the SMs, square shapes among them, keep the plan of before. The constants were fitted by hand to
+`bench_matmul_fast --plans` runs during development; recorded measurements (RESULTS.md) are
+pending, and `bench_matmul_fast --ab` prints, per shape, split-k off against auto against cuBLAS.
+FLASHSIM_MATMUL_SPLITK overrides the plan, read once per process: unset, empty or "auto": the
+estimate decides; 0 (or 1): never split; s >= 2: always stream-k on min(SMs, s x tiles) blocks
+(s is the k-split of each tile when s x tiles <= SMs), the tile width by the estimate.
+
 Checked and timed against cuBLAS by kernels/tools/bench_matmul_fast.cu (build line in its header):
 H100 SXM, 2026-11-22, 8192^3 in 1.59 ms = 693 TFLOP/s, 1.03x cuBLAS's speed.
 
@@ -40,7 +65,10 @@ spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative 
 */
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
@@ -169,6 +197,7 @@ struct Cfg {
   // ring + two chunk buffers per consumer + slack to align everything to 1024 bytes: <= 225 KB of 227
   static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
+
 };
 
 using mma::smem_addr;
@@ -259,18 +288,199 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
   tn = r / rows;
 }
 
+// The grid's work (host side: MatmulPlan). Tiles 0 .. dp_tiles-1 are data-parallel: block b takes
+// tiles b, b + G, ... whole (G = gridDim.x; dp_tiles is a multiple of G). The sk_tiles tiles after
+// them are stream-k: their sk_iters = sk_tiles x nk k-iterations, in tile order, are cut into G
+// equal contiguous ranges, block b taking [b I / G, (b+1) I / G). A tile whose iterations fall to
+// more than one block is fixed up in fp32: `partials` holds, per block, two 64 x BN slots per
+// consumer warpgroup (kind 0: the block's first piece, which starts where its range starts; kind 1:
+// its last piece, which starts at a tile's first iteration), and `counters` one int per stream-k
+// tile and warpgroup, zero at launch (the launcher clears them).
+struct Sched {
+  int tiles_m, tiles_n, nk;
+  int dp_tiles, sk_tiles;
+  long long sk_iters;
+  float* partials;
+  int* counters;
+};
+
+__device__ __forceinline__ long long sk_start(const Sched& s, int b) {
+  return static_cast<long long>(b) * s.sk_iters / gridDim.x;
+}
+// The block whose range holds stream-k iteration g: the largest b with sk_start(b) <= g.
+__device__ __forceinline__ int sk_block_of(const Sched& s, long long g) {
+  return static_cast<int>(((g + 1) * gridDim.x + s.sk_iters - 1) / s.sk_iters - 1);
+}
+
+// A block's pieces of work in order: (tile, k-iterations kb0 .. kb1-1); rel is the tile's index
+// among the stream-k tiles, -1 for data-parallel ones. The producer and the consumers walk the same
+// sequence.
+struct UnitIter {
+  int t = 0, kb0 = 0, kb1 = 0, rel = -1;
+  int dp_next;
+  long long g, end;
+  __device__ explicit UnitIter(const Sched& s) : dp_next(blockIdx.x) {
+    g = s.sk_tiles > 0 ? sk_start(s, blockIdx.x) : 0;
+    end = s.sk_tiles > 0 ? sk_start(s, blockIdx.x + 1) : 0;
+  }
+  __device__ bool next(const Sched& s) {
+    if (dp_next < s.dp_tiles) {
+      t = dp_next;
+      kb0 = 0;
+      kb1 = s.nk;
+      rel = -1;
+      dp_next += gridDim.x;
+      return true;
+    }
+    if (g >= end) return false;
+    rel = static_cast<int>(g / s.nk);
+    kb0 = static_cast<int>(g - static_cast<long long>(rel) * s.nk);
+    kb1 = static_cast<int>(min(static_cast<long long>(s.nk), kb0 + (end - g)));
+    t = s.dp_tiles + rel;
+    g += kb1 - kb0;
+    return true;
+  }
+};
+
+__device__ __forceinline__ int ld_acquire_gpu(const int* p) {
+  int v;
+  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+  return v;
+}
+
+__device__ __forceinline__ void cp_async16(float4* dst, const float4* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// The address of block b's partial for stream-k tile rel (first iteration t0), at this thread's
+// first float4 (a slot is [kVec][128 threads] float4).
+template <int BN>
+__device__ __forceinline__ float4* sk_slot(const Sched& s, long long t0, int b, int half) {
+  const int kind = sk_start(s, b) >= t0 ? 0 : 1;
+  return reinterpret_cast<float4*>(s.partials + static_cast<std::size_t>((b * 2 + kind) * 2 + half) * (64 * BN)) +
+         threadIdx.x % 128;
+}
+
+// acc = the sum, in block order, of the partials of blocks blo..bhi (this block's own in acc). The
+// others' partials stream through this warpgroup's two C staging chunks (stage, 16 KB) with
+// cp.async, two pieces of 4 float4 a thread in flight; each thread reads back only what it copied
+// itself, so no barrier is needed between copy and use. (Streaming them through the idle 192 KB
+// ring on a block's last piece instead, 96 KB a warpgroup in flight, measured the same on the H100:
+// the reads are not what a split costs.)
+constexpr int kRedChunk = 4;  // float4 a thread per piece: 8 KB a warpgroup
+constexpr int kRedSlots = 2;  // pieces in flight
+static_assert(kRedSlots * kRedChunk * 16 * 128 <= 2 * kCChunkBytes, "sk_reduce's pieces fit a warpgroup's C chunks");
+template <int BN>
+__device__ __forceinline__ void sk_reduce(float (&acc)[BN / 2], const Sched& s, long long t0, int blo, int bhi,
+                                          int half, unsigned char* stage) {
+  constexpr int kVec = BN / 8;  // float4 per thread: 64 x BN fp32 over 128 threads
+  const int self = blockIdx.x, others = bhi - blo;
+  float4* buf = reinterpret_cast<float4*>(stage) + threadIdx.x % 128;
+  // piece i = (chunk i / others, the (i % others)-th other block) into slot i % kRedSlots
+  auto issue = [&](int i) {
+    if (i < (kVec / kRedChunk) * others) {
+      const int c = i / others, r = i % others, b = blo + r + (blo + r >= self ? 1 : 0);
+      const float4* src = sk_slot<BN>(s, t0, b, half) + c * kRedChunk * 128;
+#pragma unroll
+      for (int j = 0; j < kRedChunk; ++j) cp_async16(buf + ((i % kRedSlots) * kRedChunk + j) * 128, src + j * 128);
+    }
+    cp_async_commit();  // one group per piece, empty past the end: the group count stays regular
+  };
+#pragma unroll
+  for (int i = 0; i < kRedSlots; ++i) issue(i);
+  int piece = 0;
+#pragma unroll
+  for (int c0 = 0; c0 < kVec; c0 += kRedChunk) {
+    float4 sum[kRedChunk];
+#pragma unroll
+    for (int j = 0; j < kRedChunk; ++j) sum[j] = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int b = blo; b <= bhi; ++b) {
+      float4 v[kRedChunk];
+      if (b == self) {
+#pragma unroll
+        for (int j = 0; j < kRedChunk; ++j)
+          v[j] = make_float4(acc[4 * (c0 + j)], acc[4 * (c0 + j) + 1], acc[4 * (c0 + j) + 2], acc[4 * (c0 + j) + 3]);
+      } else {
+        cp_async_wait<kRedSlots - 1>();  // piece `piece` has landed
+#pragma unroll
+        for (int j = 0; j < kRedChunk; ++j) v[j] = buf[((piece % kRedSlots) * kRedChunk + j) * 128];
+      }
+#pragma unroll
+      for (int j = 0; j < kRedChunk; ++j) {
+        sum[j].x += v[j].x;
+        sum[j].y += v[j].y;
+        sum[j].z += v[j].z;
+        sum[j].w += v[j].w;
+      }
+      if (b != self) issue(piece++ + kRedSlots);  // the slot just read gets a later piece
+    }
+#pragma unroll
+    for (int j = 0; j < kRedChunk; ++j) {
+      acc[4 * (c0 + j)] = sum[j].x;
+      acc[4 * (c0 + j) + 1] = sum[j].y;
+      acc[4 * (c0 + j) + 2] = sum[j].z;
+      acc[4 * (c0 + j) + 3] = sum[j].w;
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// Stream-k fixup of one consumer warpgroup's 64 x BN half of a tile that several blocks share
+// (this block computed iterations u.kb0 .. u.kb1-1 of it into acc). The last of the tile's blocks to
+// get here reduces: it adds every block's fp32 partial in block order (= k order, so the sum does
+// not depend on who arrives last) and returns true with the tile's sum in acc; the others publish
+// their partial (st.cg, fence, then an atomic on the tile's counter) and return false. A block that
+// finds all the others already counted skips publishing its own. Nobody waits on anybody: no
+// deadlock whatever the order in which blocks run.
+template <int BN>
+__device__ __forceinline__ bool sk_fixup(float (&acc)[BN / 2], const Sched& s, const UnitIter& u, int half,
+                                         volatile int* sk_last, unsigned char* cbuf) {
+  constexpr int kVec = BN / 8;  // float4 per thread: 64 x BN fp32 over 128 threads
+  const int tid = threadIdx.x % 128;
+  const long long t0 = static_cast<long long>(u.rel) * s.nk;
+  const int blo = sk_block_of(s, t0), bhi = sk_block_of(s, t0 + s.nk - 1);
+  int* counter = s.counters + 2 * u.rel + half;
+  if (tid == 0) bulk_wait_read<0>();  // the C stores that read this warpgroup's staging chunks are done
+  named_barrier(1 + half);            // ... and everyone has read sk_last from the last fixup
+  if (tid == 0) sk_last[half] = ld_acquire_gpu(counter) == bhi - blo;
+  named_barrier(1 + half);
+  if (!sk_last[half]) {
+    float4* mine = sk_slot<BN>(s, t0, blockIdx.x, half);
+#pragma unroll
+    for (int i = 0; i < kVec; ++i)
+      __stcg(mine + i * 128, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
+    __threadfence();
+    named_barrier(1 + half);
+    if (tid == 0) sk_last[half] = atomicAdd(counter, 1) == bhi - blo;
+    named_barrier(1 + half);
+    if (!sk_last[half]) return false;
+  }
+  __threadfence();
+  sk_reduce<BN>(acc, s, t0, blo, bhi, half, cbuf + half * 2 * kCChunkBytes);
+  return true;
+}
+
 // Persistent, warp-specialized: warpgroup 0 (one thread) streams A and B k-panels with TMA into a
 // kStages ring; warpgroups 1 and 2 each multiply a 64 x BN half of the 128 x BN tile with wgmma.
 // full[s]: the stage's bytes landed (TMA transaction count); empty[s]: all 8 consumer warps are done
-// reading it. Every block walks tiles blockIdx.x, +gridDim.x, ... in the same order in both roles.
-template <int BN>
+// reading it. Every block walks its pieces of work (UnitIter) in the same order in both roles.
+// kDirectC: C is stored from the staging buffers with plain bounded 2-byte stores (any n, any
+// alignment; c_direct with row stride ldc, n_c columns) instead of TMA through map_c.
+template <int BN, bool kDirectC>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_bf16_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
-                             const __grid_constant__ CUtensorMap map_c, int m, int n, int k) {
+                             const __grid_constant__ CUtensorMap map_c, int m, const Sched sched,
+                             __nv_bfloat16* __restrict__ c_direct, int n_c, long long ldc) {
   using C = Cfg<BN>;
   constexpr int kBN = C::kBN, kStages = C::kStages, kStageBytes = C::kStageBytes;
   extern __shared__ unsigned char smem_raw[];
   __shared__ alignas(8) std::uint64_t full[kStages], empty[kStages];
+  __shared__ int sk_last[kConsumers];
   // 128-byte swizzle repeats every 1024 bytes; wgmma and TMA agree on it only from 1024-aligned bases
   unsigned char* ring = reinterpret_cast<unsigned char*>((reinterpret_cast<std::uintptr_t>(smem_raw) + 1023) & ~std::uintptr_t(1023));
   auto stage_a = [&](int s) { return ring + s * kStageBytes; };
@@ -287,17 +497,17 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   __syncthreads();
 
-  const int tiles_m = (m + kBM - 1) / kBM, tiles_n = (n + kBN - 1) / kBN, tiles = tiles_m * tiles_n;
-  const int nk = (k + kBK - 1) / kBK;
+  const int tiles_m = sched.tiles_m, tiles_n = sched.tiles_n;
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
     if (threadIdx.x != 0) return;
     int it = 0;
-    for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+    UnitIter u(sched);
+    while (u.next(sched)) {
       int tm, tn;
-      tile_coords(t, tiles_m, tiles_n, tm, tn);
-      for (int kb = 0; kb < nk; ++kb, ++it) {
+      tile_coords(u.t, tiles_m, tiles_n, tm, tn);
+      for (int kb = u.kb0; kb < u.kb1; ++kb, ++it) {
         const int s = it % kStages;
         mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
         tma::mbar_arrive_expect_tx(smem_addr(&full[s]), kStageBytes);  // whole boxes count, zero-filled parts too
@@ -318,10 +528,11 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
   int it = 0;
-  for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+  UnitIter u(sched);
+  while (u.next(sched)) {
     int tm, tn;
-    tile_coords(t, tiles_m, tiles_n, tm, tn);
-    for (int kb = 0; kb < nk; ++kb, ++it) {
+    tile_coords(u.t, tiles_m, tiles_n, tm, tn);
+    for (int kb = u.kb0; kb < u.kb1; ++kb, ++it) {
       const int s = it % kStages;
       mbar_wait(&full[s], (it / kStages) & 1);
       const std::uint32_t a0 = smem_addr(stage_a(s)) + half * 64 * 128;
@@ -331,19 +542,24 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kk = 0; kk < kBK / 16; ++kk)
         if constexpr (BN == 256)
           wgmma_m64n256k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
-                           kb > 0 || kk > 0);
+                           kb > u.kb0 || kk > 0);
         else
           wgmma_m64n128k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
-                           kb > 0 || kk > 0);
+                           kb > u.kb0 || kk > 0);
       wgmma::commit();
       // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
       wgmma::wait<1>();
-      if (kb > 0 && lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
+      if (kb > u.kb0 && lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
     }
     wgmma::wait<0>();
     if (lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) reg_fence(acc[i]);
+
+    // a piece of a tile that other blocks share: only the last to finish stores it
+    if (u.rel >= 0 && u.kb1 - u.kb0 != sched.nk &&
+        !sk_fixup<BN>(acc, sched, u, half, sk_last, cbuf))
+      continue;
 
     // Epilogue: fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns
     // 8j + 2(l%4) + {0,1}) of the warp's 16 rows, 4j + {2,3} the same columns 8 rows lower. Each
@@ -355,7 +571,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
     for (int q = 0; q < kBN / 64; ++q) {
       unsigned char* buf = cbuf + (half * 2 + (q & 1)) * kCChunkBytes;
-      if (threadIdx.x % 128 == 0) bulk_wait_read<1>();  // the store that last read `buf` is done
+      if (!kDirectC && threadIdx.x % 128 == 0) bulk_wait_read<1>();  // the store that last read `buf` is done
       named_barrier(1 + half);
 #pragma unroll
       for (int jj = 0; jj < 8; ++jj) {
@@ -367,16 +583,59 @@ __global__ void __launch_bounds__(kThreads, 1)
               __floats2bfloat162_rn(acc[4 * j + 2 * h], acc[4 * j + 2 * h + 1]);
         }
       }
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // st.shared -> TMA's reads
-      named_barrier(1 + half);
-      if (threadIdx.x % 128 == 0) {
-        tma::store_2d(&map_c, smem_addr(buf), tn * kBN + q * 64, tm * kBM + half * 64);
-        tma::bulk_commit();
+      if constexpr (kDirectC) {
+        // each row of the chunk by 64 consecutive threads: 128 contiguous bytes, bounded
+        named_barrier(1 + half);
+        const int tid = threadIdx.x % 128, cc = tid % 64, row0 = tm * kBM + half * 64;
+        const int col = tn * kBN + q * 64 + cc, rows = min(64, m - row0);
+        if (col < n_c) {
+          unsigned short* dst = reinterpret_cast<unsigned short*>(c_direct) + (row0 + tid / 64) * ldc + col;
+          const unsigned char* src = buf + (tid / 64) * 128 + (cc % 8) * 2;
+#pragma unroll 4
+          for (int r = tid / 64; r < rows; r += 2, dst += 2 * ldc, src += 256)
+            *dst = *reinterpret_cast<const unsigned short*>(src + ((cc / 8) ^ (r % 8)) * 16);
+        }
+      } else {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // st.shared -> TMA's reads
+        named_barrier(1 + half);
+        if (threadIdx.x % 128 == 0) {
+          tma::store_2d(&map_c, smem_addr(buf), tn * kBN + q * 64, tm * kBM + half * 64);
+          tma::bulk_commit();
+        }
       }
     }
   }
   // shared memory must outlive the stores' reads of it
-  if (threadIdx.x % 128 == 0) tma::bulk_wait<0>();
+  if (!kDirectC && threadIdx.x % 128 == 0) tma::bulk_wait<0>();
+}
+
+// Zero-padded copies for TMA: dst [rows][cols_to] from src [rows][cols] (any alignment), columns
+// past cols zero. Each thread writes 8 elements (16 bytes; cols_to is a multiple of 8). Both
+// operands in one launch.
+struct PadJob {
+  const unsigned short* src;
+  uint4* dst;
+  int rows, cols, cols_to;
+};
+
+__global__ void __launch_bounds__(256) pad_operands_kernel(const PadJob j0, const PadJob j1) {
+  const long long v0 = static_cast<long long>(j0.rows) * (j0.cols_to / 8);
+  const long long total = v0 + static_cast<long long>(j1.rows) * (j1.cols_to / 8);
+  for (long long v = blockIdx.x * static_cast<long long>(blockDim.x) + threadIdx.x; v < total;
+       v += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const bool first = v < v0;
+    const long long u = first ? v : v - v0;
+    const unsigned short* src = first ? j0.src : j1.src;
+    uint4* dst = first ? j0.dst : j1.dst;
+    const int cols = first ? j0.cols : j1.cols, per_row = (first ? j0.cols_to : j1.cols_to) / 8;
+    const long long r = u / per_row;
+    const int c0 = static_cast<int>(u - r * per_row) * 8;
+    unsigned short e[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) e[i] = c0 + i < cols ? src[r * cols + c0 + i] : 0;
+    dst[u] = make_uint4(e[0] | (unsigned(e[1]) << 16), e[2] | (unsigned(e[3]) << 16), e[4] | (unsigned(e[5]) << 16),
+                        e[6] | (unsigned(e[7]) << 16));
+  }
 }
 
 }  // namespace v3
@@ -411,7 +670,7 @@ namespace {
 using tma::tensor_map_encoder;
 
 // Row-major bf16 matrix rows x cols as a 2-D tensor map with box_rows x 64 boxes, 128-byte swizzle.
-CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_rows) {
+CUtensorMap encode_bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_rows) {
   CUtensorMap map{};
   const cuuint64_t dims[2] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows)};
   const cuuint64_t strides[1] = {static_cast<cuuint64_t>(cols) * 2};  // bytes; the innermost stride is implied
@@ -425,7 +684,39 @@ CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_
   return map;
 }
 
-// Multiprocessor count of the current device; raises the kernel's shared-memory limit there on
+// The same through a small cache: encoding is a host-side driver call, three per matmul, and
+// calls that repeat their operands (timing loops, a model's layers step after step) find their maps
+// here. A map holds only the address, the sizes and the box, so an entry stays valid when its
+// buffer is freed and the address reused.
+CUtensorMap bf16_tensor_map(const __nv_bfloat16* p, int rows, int cols, int box_rows) {
+  struct Entry {
+    const void* p;
+    int rows, cols, box_rows;
+    CUtensorMap map;
+  };
+  constexpr int kEntries = 32;
+  static std::mutex mu;
+  static Entry cache[kEntries];
+  static int used = 0, next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (int i = 0; i < used; ++i) {
+    const Entry& e = cache[i];
+    if (e.p == p && e.rows == rows && e.cols == cols && e.box_rows == box_rows) return e.map;
+  }
+  const CUtensorMap map = encode_bf16_tensor_map(p, rows, cols, box_rows);
+  cache[next] = Entry{p, rows, cols, box_rows, map};
+  next = (next + 1) % kEntries;
+  used = std::min(used + 1, kEntries);
+  return map;
+}
+
+template <int BN, bool kDirectC>
+void set_v3_smem_limit() {
+  CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel<BN, kDirectC>,
+                                  cudaFuncAttributeMaxDynamicSharedMemorySize, v3::Cfg<BN>::kSmemBytes));
+}
+
+// Multiprocessor count of the current device; raises the kernels' shared-memory limit there on
 // first use. Cached per device: these driver calls would otherwise sit in every timed call.
 int prepare_device_for_v3() {
   static std::mutex mu;
@@ -437,13 +728,24 @@ int prepare_device_for_v3() {
   if (sms_by_device[dev] == 0) {
     int sms = 0;
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel<256>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    v3::Cfg<256>::kSmemBytes));
-    CUDA_CHECK(cudaFuncSetAttribute(v3::matmul_bf16_wgmma_kernel<128>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    v3::Cfg<128>::kSmemBytes));
+    set_v3_smem_limit<256, false>();
+    set_v3_smem_limit<256, true>();
+    set_v3_smem_limit<128, false>();
+    set_v3_smem_limit<128, true>();
     sms_by_device[dev] = sms;
   }
   return sms_by_device[dev];
+}
+
+// The same count without touching the kernels or failing: 0 where there is no device (the
+// workspace query may run before one is in use).
+int current_device_sms() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return sms;
 }
 
 }  // namespace
@@ -451,13 +753,14 @@ int prepare_device_for_v3() {
 namespace {
 
 // Where a shape breaks TMA's rules (row strides and bases in multiples of 16 bytes), the operand
-// goes through a padded copy: A' [m, kp] and B' [k, np] with zero columns past k and n, and C'
-// [m, np] copied back. Rows need no padding: TMA zero-fills loads past the last row and clips
-// stores there. The aligned case uses none of this.
+// goes through a padded copy: A' [m, kp] and B' [k, np] with zero columns past k and n (one
+// pad_operands_kernel launch for both). C is then stored by the kernel itself with bounded plain
+// stores (direct_c). Rows need no padding: TMA zero-fills loads past the last row. The aligned case
+// uses none of this.
 struct FastLayout {
   int kp, np;
-  bool pad_a, pad_b, pad_c;
-  std::size_t off_b, off_c, bytes;  // byte offsets of B' and C' in the workspace; total
+  bool pad_a, pad_b, direct_c;
+  std::size_t off_b, bytes;  // byte offset of B' in the workspace; total
 };
 
 constexpr std::size_t round256(std::size_t x) { return (x + 255) / 256 * 256; }
@@ -468,13 +771,11 @@ FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned
   l.np = (n + 7) / 8 * 8;
   l.pad_a = k % 8 != 0 || a_misaligned;
   l.pad_b = n % 8 != 0 || b_misaligned;
-  l.pad_c = n % 8 != 0 || c_misaligned;
+  l.direct_c = n % 8 != 0 || c_misaligned;
   const std::size_t a_bytes = l.pad_a ? round256(std::size_t(m) * l.kp * 2) : 0;
   const std::size_t b_bytes = l.pad_b ? round256(std::size_t(k) * l.np * 2) : 0;
-  const std::size_t c_bytes = l.pad_c ? round256(std::size_t(m) * l.np * 2) : 0;
   l.off_b = a_bytes;
-  l.off_c = a_bytes + b_bytes;
-  l.bytes = a_bytes + b_bytes + c_bytes;
+  l.bytes = a_bytes + b_bytes;
   return l;
 }
 
@@ -491,6 +792,166 @@ bool matmul_fast_narrow_tiles(int m, int n, int sms) {
   return 3 * waves128 < 4 * waves256;
 }
 
+// ----------------------------------------------------------------------------
+// The grid's plan: tile width, grid size, and which tiles run data-parallel or stream-k (v3::Sched).
+//
+// Estimated time in units of one k-iteration (64 deep) of a 128x256 tile on one SM (~0.74 us at
+// 8192^3). Constants fitted by hand to `bench_matmul_fast --plans` on one H100 (2026-11-24; the
+// header comment says what was measured), for choosing, not predicting:
+//   kNarrowIter: a 128x128 tile's iteration / a 128x256 one's (a wave of each, 5120x1000x3000);
+//   kBusyIter: the cost of an iteration when more than half the SMs stream at once / when at most
+//     half do (a 2048x512x16384 tile's 256 iterations took 0.61 us each on 32 SMs; split 4 ways
+//     on 128 SMs, its 64 took ~1.1 us each);
+//   kSplitFixed: what any split adds (the counters' memset, publishing partials, the fixup's tail);
+//   kPartialRead: each further block's 128x256 fp32 partial (128 KB; half for 128x128 tiles) that
+//     a tile's reducing block adds in; 2-way splits beat 3- and 4-way ones on every shape measured.
+constexpr double kNarrowIter = 0.72;
+constexpr double kBusyIter = 1.4;
+constexpr double kTileEpilogue = 1.0;
+constexpr double kSplitFixed = 8.0;
+constexpr double kPartialRead = 10.0;
+// Auto switches to a split only for an estimate this much below the data-parallel plan's.
+constexpr double kSwitchMargin = 0.9;
+
+struct MatmulPlan {
+  int bn = 256, grid = 1;
+  int tiles_m = 0, tiles_n = 0, nk = 0;
+  int dp_tiles = 0, sk_tiles = 0;
+  double est = 0;
+  long long tiles() const { return static_cast<long long>(tiles_m) * tiles_n; }
+  bool stream_k() const { return sk_tiles > 0; }
+  // fp32 partials, two slots per block and consumer warpgroup; one counter per tile and warpgroup
+  std::size_t partial_bytes() const { return stream_k() ? round256(std::size_t(grid) * 4 * 64 * bn * 4) : 0; }
+  std::size_t counter_bytes() const { return stream_k() ? round256(std::size_t(sk_tiles) * 2 * sizeof(int)) : 0; }
+  std::size_t workspace_bytes() const { return partial_bytes() + counter_bytes(); }
+};
+
+double iter_cost(int bn, long long grid, int sms) {
+  return (bn == 256 ? 1.0 : kNarrowIter) * (2 * grid > sms ? kBusyIter : 1.0);
+}
+
+MatmulPlan plan_base(int m, int n, int k, int bn) {
+  MatmulPlan p;
+  p.bn = bn;
+  p.tiles_m = (m + v3::kBM - 1) / v3::kBM;
+  p.tiles_n = (n + bn - 1) / bn;
+  p.nk = (k + v3::kBK - 1) / v3::kBK;
+  return p;
+}
+
+// Whole tiles, blocks = min(tiles, SMs).
+MatmulPlan plan_dp(int m, int n, int k, int bn, int sms) {
+  MatmulPlan p = plan_base(m, n, k, bn);
+  const long long tiles = p.tiles();
+  p.grid = static_cast<int>(std::min<long long>(tiles, sms));
+  p.dp_tiles = static_cast<int>(tiles);
+  const long long waves = (tiles + sms - 1) / sms;
+  p.est = waves * (p.nk + kTileEpilogue) * iter_cost(bn, p.grid, sms);
+  return p;
+}
+
+// Stream-k on `grid` blocks: all but the last full wave and the part-wave after it run
+// data-parallel, the rest (between one and two waves of tiles) stream-k. With grid = s x tiles
+// (<= SMs) that is a plain s-way split of every tile's k range.
+MatmulPlan plan_sk(int m, int n, int k, int bn, long long grid, int sms) {
+  MatmulPlan p = plan_base(m, n, k, bn);
+  const long long tiles = p.tiles();
+  grid = std::max<long long>(1, std::min<long long>(grid, tiles * p.nk));  // every block gets an iteration
+  p.grid = static_cast<int>(grid);
+  const long long dp = std::max<long long>(0, tiles / grid - 1) * grid, sk = tiles - dp;
+  p.dp_tiles = static_cast<int>(dp);
+  p.sk_tiles = static_cast<int>(sk);
+  const long long iters = sk * p.nk;
+  const double per_block = static_cast<double>(iters) / grid;
+  // blocks sharing a tile: s for an s-way split, else about one more than a block's share spans
+  long long contrib;
+  if (grid % sk == 0)
+    contrib = grid / sk;
+  else
+    contrib = std::min<long long>(p.nk, static_cast<long long>(std::ceil(p.nk / per_block)) + 1);
+  const double fixup = kSplitFixed + (contrib - 1) * kPartialRead * bn / 256.0;
+  const double c = iter_cost(bn, grid, sms);
+  p.est = static_cast<double>(dp / grid) * (p.nk + kTileEpilogue) * c +
+          (std::ceil(per_block) + std::ceil(static_cast<double>(sk) / grid) * kTileEpilogue) * c + fixup;
+  return p;
+}
+
+// mode: -1 auto, 0 data-parallel only (the rule of matmul_fast_narrow_tiles), s >= 2 stream-k on
+// min(SMs, s x tiles) blocks; force_bn 128 / 256 fixes the tile width (0: chosen).
+//
+// Auto considers only s-way splits of every tile (grid = s x tiles <= SMs, so only grids whose
+// tiles fill at most half the SMs), against the data-parallel plan. On the H100, stream-k over all
+// 132 SMs with ranges that do not line up with the tiles lost to data-parallel on 777x4096x4096
+// and 4000x3000x2048 and tied on 5120x1000x3000 and 3072^3; forced s >= 2 still reaches it.
+MatmulPlan choose_plan(int m, int n, int k, int sms, int mode, int force_bn) {
+  sms = std::max(sms, 1);
+  if (m <= 0 || n <= 0 || k <= 0) return plan_base(std::max(m, 0), std::max(n, 0), std::max(k, 0), 256);  // nothing to run
+  const int rule_bn = matmul_fast_narrow_tiles(m, n, sms) ? 128 : 256;
+  const MatmulPlan dp = plan_dp(m, n, k, force_bn ? force_bn : rule_bn, sms);
+  if (mode == 0) return dp;
+  const int widths[2] = {force_bn ? force_bn : 256, force_bn ? force_bn : 128};
+  MatmulPlan best;
+  best.est = INFINITY;
+  if (mode > 0) {
+    for (int bn : widths) {
+      const MatmulPlan p = plan_sk(m, n, k, bn, std::min<long long>(sms, mode * plan_base(m, n, k, bn).tiles()), sms);
+      if (p.est < best.est) best = p;
+    }
+    return best;
+  }
+  for (int bn : widths) {
+    const MatmulPlan base = plan_base(m, n, k, bn);
+    for (long long s = 2; s * base.tiles() <= sms && s <= base.nk; ++s) {
+      const MatmulPlan p = plan_sk(m, n, k, bn, s * base.tiles(), sms);
+      if (p.est < best.est) best = p;
+    }
+  }
+  return best.est < kSwitchMargin * dp.est ? best : dp;
+}
+
+[[maybe_unused]] std::string describe(const MatmulPlan& p) {
+  std::ostringstream o;
+  if (!p.stream_k())
+    o << "dp" << p.bn << " g" << p.grid;
+  else
+    o << "sk" << p.bn << " g" << p.grid << " dp" << p.dp_tiles << "+sk" << p.sk_tiles;
+  return o.str();
+}
+
+// FLASHSIM_MATMUL_SPLITK: unset, empty or "auto": the plan above (-1); 0 or 1: never stream-k (0);
+// s >= 2: always stream-k, min(SMs, s x tiles) blocks. Read once.
+int splitk_mode_from_env() {
+  static const int mode = [] {
+    const char* v = std::getenv("FLASHSIM_MATMUL_SPLITK");
+    if (v == nullptr || *v == '\0' || std::string(v) == "auto") return -1;
+    char* end = nullptr;
+    const long s = std::strtol(v, &end, 10);
+    if (end == v || *end != '\0' || s < 0 || s > 1024)
+      throw std::invalid_argument(std::string("FLASHSIM_MATMUL_SPLITK must be auto or a whole number 0..1024, got '") +
+                                  v + "'");
+    return s <= 1 ? 0 : static_cast<int>(s);
+  }();
+  return mode;
+}
+
+// For kernels/tools/bench_matmul_fast.cu, which compiles this file into itself to compare plans in
+// one process: splitk overrides FLASHSIM_MATMUL_SPLITK (kSplitkFromEnv: the variable decides), bn
+// forces the tile width (0: chosen). Not part of the library's interface.
+constexpr int kSplitkFromEnv = -2;
+std::atomic<int> g_splitk_override{kSplitkFromEnv};
+std::atomic<int> g_bn_override{0};
+
+int splitk_mode() {
+  const int o = g_splitk_override.load(std::memory_order_relaxed);
+  return o == kSplitkFromEnv ? splitk_mode_from_env() : o;
+}
+
+// The plan for m x n x k on a device with `sms` multiprocessors; n and k as the kernel sees them.
+MatmulPlan matmul_fast_plan(int m, int n, int k, int sms) {
+  const FastLayout l = fast_layout(m, n, k, false, false, false);
+  return choose_plan(m, l.np, l.kp, sms, splitk_mode(), g_bn_override.load(std::memory_order_relaxed));
+}
+
 void check_shape(int m, int n, int k) {
   if (m < 0 || n < 0 || k < 0) {
     std::ostringstream o;
@@ -499,21 +960,24 @@ void check_shape(int m, int n, int k) {
   }
 }
 
-// Copies rows x cols bf16 from a row-major matrix with `cols` columns into one with `cols_to`
-// columns, zeroing the columns past `cols` (values there would turn 0 * garbage into NaN).
-void pad_copy(__nv_bfloat16* dst, int cols_to, const __nv_bfloat16* src, int rows, int cols, cudaStream_t stream) {
-  CUDA_CHECK(cudaMemcpy2DAsync(dst, std::size_t(cols_to) * 2, src, std::size_t(cols) * 2, std::size_t(cols) * 2, rows,
-                               cudaMemcpyDeviceToDevice, stream));
-  if (cols_to > cols)
-    CUDA_CHECK(cudaMemset2DAsync(dst + cols, std::size_t(cols_to) * 2, 0, std::size_t(cols_to - cols) * 2, rows, stream));
+template <int BN, bool kDirectC>
+void launch_v3(const MatmulPlan& p, const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int m,
+               const v3::Sched& sched, __nv_bfloat16* c, int n, cudaStream_t stream) {
+  v3::matmul_bf16_wgmma_kernel<BN, kDirectC><<<p.grid, v3::kThreads, v3::Cfg<BN>::kSmemBytes, stream>>>(
+      map_a, map_b, map_c, m, sched, c, n, n);
 }
 
 }  // namespace
 
 std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k) {
   check_shape(m, n, k);
-  // the worst case over pointer alignments, so that one size fits any buffers
-  return fast_layout(m, n, k, true, true, true).bytes;
+  // padded copies: the worst case over pointer alignments, so that one size fits any buffers
+  std::size_t bytes = fast_layout(m, n, k, true, true, true).bytes;
+  if (m > 0 && n > 0 && k > 0) {
+    const int sms = current_device_sms();
+    if (sms > 0) bytes += matmul_fast_plan(m, n, k, sms).workspace_bytes();
+  }
+  return bytes;
 }
 
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
@@ -527,60 +991,84 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   }
   if (a == nullptr || b == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
   const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
-  if (l.bytes > 0 && (workspace == nullptr || workspace_bytes < l.bytes || misaligned16(workspace))) {
+  const bool ws_ok = workspace != nullptr && !misaligned16(workspace);
+  if (l.bytes > 0 && (!ws_ok || workspace_bytes < l.bytes)) {
     std::ostringstream o;
     o << "matmul_bf16_fast: " << m << "x" << n << "x" << k << " needs a 16-byte aligned workspace of " << l.bytes
       << " bytes (matmul_bf16_fast_workspace_bytes), got " << workspace_bytes;
     throw std::invalid_argument(o.str());
   }
+  const int sms = prepare_device_for_v3();
+  // the kernel sees n and k rounded up to 8 where it reads padded copies; where it does not they
+  // are multiples of 8 already, so the plan is the same either way
+  MatmulPlan plan = matmul_fast_plan(m, n, k, sms);
+  // too little workspace for stream-k's partials (a caller that sized it without them): whole tiles
+  if (plan.stream_k() && (!ws_ok || workspace_bytes < l.bytes + plan.workspace_bytes()))
+    plan = choose_plan(m, l.np, l.kp, sms, 0, g_bn_override.load(std::memory_order_relaxed));
+
   auto* ws = static_cast<unsigned char*>(workspace);
   const __nv_bfloat16* a_use = a;
   const __nv_bfloat16* b_use = b;
-  __nv_bfloat16* c_use = c;
-  if (l.pad_a) {
-    auto* ap = reinterpret_cast<__nv_bfloat16*>(ws);
-    pad_copy(ap, l.kp, a, m, k, stream);
-    a_use = ap;
+  if (l.pad_a || l.pad_b) {
+    v3::PadJob ja{}, jb{};
+    if (l.pad_a) {
+      ja = v3::PadJob{reinterpret_cast<const unsigned short*>(a), reinterpret_cast<uint4*>(ws), m, k, l.kp};
+      a_use = reinterpret_cast<const __nv_bfloat16*>(ws);
+    }
+    if (l.pad_b) {
+      jb = v3::PadJob{reinterpret_cast<const unsigned short*>(b), reinterpret_cast<uint4*>(ws + l.off_b), k, n, l.np};
+      b_use = reinterpret_cast<const __nv_bfloat16*>(ws + l.off_b);
+    }
+    const long long vecs = static_cast<long long>(ja.rows) * (ja.cols_to / 8) + static_cast<long long>(jb.rows) * (jb.cols_to / 8);
+    const int blocks = static_cast<int>(std::min<long long>((vecs + 255) / 256, 16LL * sms));
+    v3::pad_operands_kernel<<<blocks, 256, 0, stream>>>(ja, jb);
+    CUDA_CHECK_LAUNCH();
   }
-  if (l.pad_b) {
-    auto* bp = reinterpret_cast<__nv_bfloat16*>(ws + l.off_b);
-    pad_copy(bp, l.np, b, k, n, stream);
-    b_use = bp;
-  }
-  if (l.pad_c) c_use = reinterpret_cast<__nv_bfloat16*>(ws + l.off_c);
-  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b || l.pad_c ? l.np : n;
+  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b ? l.np : n;  // nb == np: n % 8 == 0 unless B is padded
 
   // B keeps k rows: TMA zero-fills rows k..kp, which meet A's zero columns
   const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM);  // boxes of 128 rows x 64 k
-  const CUtensorMap map_b = bf16_tensor_map(b_use, k, l.pad_b ? l.np : n, v3::kBK);  // 64 k-rows x 64 columns
-  const CUtensorMap map_c = bf16_tensor_map(c_use, m, l.pad_c ? l.np : n, 64);        // output chunks of 64 x 64
-  const int sms = prepare_device_for_v3();
-  const bool narrow = matmul_fast_narrow_tiles(m, nb, sms);
-  const long long tiles = static_cast<long long>((m + v3::kBM - 1) / v3::kBM) * ((nb + (narrow ? 127 : 255)) / (narrow ? 128 : 256));
-  const int grid = static_cast<int>(std::min<long long>(tiles, sms));
-  if (narrow)
-    v3::matmul_bf16_wgmma_kernel<128><<<grid, v3::kThreads, v3::Cfg<128>::kSmemBytes, stream>>>(map_a, map_b, map_c, m, nb, ka);
+  const CUtensorMap map_b = bf16_tensor_map(b_use, k, nb, v3::kBK);  // 64 k-rows x 64 columns
+  const CUtensorMap map_c = l.direct_c ? CUtensorMap{} : bf16_tensor_map(c, m, n, 64);  // output chunks of 64 x 64
+
+  v3::Sched sched{};
+  sched.tiles_m = plan.tiles_m;
+  sched.tiles_n = plan.tiles_n;
+  sched.nk = plan.nk;
+  sched.dp_tiles = plan.dp_tiles;
+  sched.sk_tiles = plan.sk_tiles;
+  sched.sk_iters = static_cast<long long>(plan.sk_tiles) * plan.nk;
+  if (plan.stream_k()) {
+    sched.partials = reinterpret_cast<float*>(ws + l.bytes);
+    sched.counters = reinterpret_cast<int*>(ws + l.bytes + plan.partial_bytes());
+    CUDA_CHECK(cudaMemsetAsync(sched.counters, 0, std::size_t(plan.sk_tiles) * 2 * sizeof(int), stream));
+  }
+  if (plan.bn == 128)
+    l.direct_c ? launch_v3<128, true>(plan, map_a, map_b, map_c, m, sched, c, n, stream)
+               : launch_v3<128, false>(plan, map_a, map_b, map_c, m, sched, c, n, stream);
   else
-    v3::matmul_bf16_wgmma_kernel<256><<<grid, v3::kThreads, v3::Cfg<256>::kSmemBytes, stream>>>(map_a, map_b, map_c, m, nb, ka);
+    l.direct_c ? launch_v3<256, true>(plan, map_a, map_b, map_c, m, sched, c, n, stream)
+               : launch_v3<256, false>(plan, map_a, map_b, map_c, m, sched, c, n, stream);
   CUDA_CHECK_LAUNCH();
-  if (l.pad_c)
-    CUDA_CHECK(cudaMemcpy2DAsync(c, std::size_t(n) * 2, c_use, std::size_t(l.np) * 2, std::size_t(n) * 2, m,
-                                 cudaMemcpyDeviceToDevice, stream));
 }
 
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
                       cudaStream_t stream) {
   check_shape(m, n, k);
-  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
-  if (l.bytes == 0 || m == 0 || n == 0 || k == 0) {
+  std::size_t bytes = 0;
+  if (m > 0 && n > 0 && k > 0) {
+    const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+    bytes = l.bytes + matmul_fast_plan(m, n, k, prepare_device_for_v3()).workspace_bytes();
+  }
+  if (bytes == 0) {
     matmul_bf16_fast(a, b, c, m, n, k, nullptr, 0, stream);
     return;
   }
   // stream-ordered, so that the buffer lives exactly as long as this call's work
   void* ws = nullptr;
-  CUDA_CHECK(cudaMallocAsync(&ws, l.bytes, stream));
+  CUDA_CHECK(cudaMallocAsync(&ws, bytes, stream));
   try {
-    matmul_bf16_fast(a, b, c, m, n, k, ws, l.bytes, stream);
+    matmul_bf16_fast(a, b, c, m, n, k, ws, bytes, stream);
   } catch (...) {
     cudaFreeAsync(ws, stream);
     throw;

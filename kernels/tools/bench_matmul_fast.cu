@@ -5,14 +5,28 @@
 // Build: `ninja -C build/default bench_matmul_fast`, or by hand from the repository root:
 //   mkdir -p build/mmfast-bin && /usr/local/cuda/bin/nvcc -std=c++20 -O3 -lineinfo -gencode=arch=compute_90a,code=sm_90a -I. kernels/tools/bench_matmul_fast.cu kernels/reference.cpp -lcublas -o build/mmfast-bin/bench_matmul_fast
 // Run:
-//   ./bench_matmul_fast                 correctness sweep (aligned, ragged and misaligned) + timing table
-//   ./bench_matmul_fast --check M N K   one correctness check, no cuBLAS (for compute-sanitizer); any M, N, K >= 0
+//   ./bench_matmul_fast                 correctness sweep (aligned, ragged, misaligned; every shape
+//                                       with stream-k off, auto and forced) + timing table
+//   ./bench_matmul_fast --check M N K   one shape's checks in every plan mode, aligned and with
+//                                       misaligned pointers, no cuBLAS (for compute-sanitizer)
 //   ./bench_matmul_fast --time M N K    one timing row
+//   ./bench_matmul_fast --ab [M N K]    per shape one line: ours with stream-k off, ours auto, cuBLAS
+//                                       (the timed list without M N K)
+//   ./bench_matmul_fast --plans M N K   every candidate plan (tile width x stream-k grid) timed, with
+//                                       the heuristic's estimate beside it (to fit its constants)
+//   ./bench_matmul_fast --explain [SMS] the plan chosen for each listed shape at SMS multiprocessors
+//                                       (default 132); host only, needs no GPU
+// FLASHSIM_MATMUL_SPLITK (matmul.cu's header) applies to the default run and --time; --ab, --plans
+// and the checks set the mode themselves.
 //
-// Checks: fresh random inputs in [-1, 1) for every check, C poisoned (NaN) before each run, every
-// element of C must be finite, sampled rows against the float64 CPU reference (relative L2 <= 1e-2),
-// and the whole of C against cuBLAS's C. Timing: 10 warm-up calls, then ours and cuBLAS alternate
-// for 30 repetitions, each timed with CUDA events; medians. TFLOP/s counts 2mnk.
+// Checks: fresh random inputs in [-1, 1) for every shape, C (NaN) and the workspace (0xff) poisoned
+// before each run, every element of C must be finite, sampled rows against the float64 CPU reference
+// (relative L2 <= 1e-2, bf16's tolerance), the whole of C against cuBLAS's C (1e-2), and every
+// stream-k plan's C against the plan without it element by element: |x - y| <= 2^-7 |y| + 1e-4 rms
+// (the two round fp32 sums of different order to bf16: at most an ulp apart), plus bitwise equality
+// of two runs of the same plan (the fixup adds partials in a fixed order). Timing: 10 warm-up
+// calls, then the contenders alternate for 30 repetitions, each timed with CUDA events; medians.
+// TFLOP/s counts 2mnk.
 #define FLASHSIM_MATMUL_FAST_ONLY
 #include "kernels/matmul.cu"
 
@@ -99,50 +113,145 @@ void cublas_matmul(cublasHandle_t h, const bf16* a, const bf16* b, bf16* c, int 
                "cublasGemmEx");
 }
 
-struct CheckResult {
-  std::size_t nonfinite = 0;
-  double err_ref = 0, err_cublas = -1;
-  std::size_t rows = 0;
+// Plan modes: the FLASHSIM_MATMUL_SPLITK values (-1 auto, 0 off, s >= 2 forced) and a tile width.
+struct Mode {
+  int splitk = -1, bn = 0;
 };
+constexpr Mode kOff{0, 0}, kAuto{-1, 0};
 
-// One correctness check on fresh inputs; h == nullptr skips cuBLAS. `shift` > 0 offsets A, B and C
-// by that many elements (2 bytes each), off TMA's 16-byte alignment.
-CheckResult check(cublasHandle_t h, int m, int n, int k, int shift = 0) {
+void set_mode(Mode md) {
+  fg::g_splitk_override = md.splitk;
+  fg::g_bn_override = md.bn;
+}
+void clear_mode() {
+  fg::g_splitk_override = fg::kSplitkFromEnv;
+  fg::g_bn_override = 0;
+}
+
+int device_sms() {
+  int dev = 0, sms = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  return sms;
+}
+
+std::string plan_of(Mode md, int m, int n, int k) {
+  set_mode(md);
+  const std::string d = fg::describe(fg::matmul_fast_plan(m, n, k, device_sms()));
+  clear_mode();
+  return d;
+}
+
+std::string mode_name(Mode md) {
+  std::string s = md.splitk < 0 ? "auto" : md.splitk == 0 ? "off" : "s=" + std::to_string(md.splitk);
+  if (md.bn) s += " bn" + std::to_string(md.bn);
+  return s;
+}
+
+// The workspace that fits every listed mode.
+std::size_t workspace_for(const std::vector<Mode>& modes, int m, int n, int k) {
+  std::size_t w = 16;
+  for (Mode md : modes) {
+    set_mode(md);
+    w = std::max(w, fg::matmul_bf16_fast_workspace_bytes(m, n, k));
+  }
+  clear_mode();
+  return w;
+}
+
+// One shape's checks on one set of fresh inputs, in each of `modes` (modes[0] must be kOff: the
+// others are compared with it element by element); h == nullptr skips cuBLAS. `shift` > 0 offsets
+// A, B and C by that many elements (2 bytes each), off TMA's 16-byte alignment.
+bool check_shape_modes(cublasHandle_t h, int m, int n, int k, const std::vector<Mode>& modes, int shift = 0) {
   const std::size_t na = std::size_t(m) * k, nb = std::size_t(k) * n, nc = std::size_t(m) * n;
   Buf a_buf((na + shift) * 2), b_buf((nb + shift) * 2), c_buf((nc + shift) * 2);
-  Buf ws(fg::matmul_bf16_fast_workspace_bytes(m, n, k));
+  const std::size_t ws_bytes = workspace_for(modes, m, n, k);
+  Buf ws(ws_bytes);
   bf16 *pa = a_buf.h() + shift, *pb = b_buf.h() + shift, *pc = c_buf.h() + shift;
   fill_ptr(pa, na);
   fill_ptr(pb, nb);
-  CUDA_CHECK(cudaMemset(c_buf.p, 0xff, (nc + shift) * 2));  // NaN everywhere
-  fg::matmul_bf16_fast(pa, pb, pc, m, n, k, ws.p, fg::matmul_bf16_fast_workspace_bytes(m, n, k), nullptr);
-  CUDA_CHECK(cudaDeviceSynchronize());
-  CheckResult r;
-  const auto got_all = to_float_ptr(pc, nc);
-  for (float v : got_all) r.nonfinite += !std::isfinite(v);
   const auto ha = to_float_ptr(pa, na), hb = to_float_ptr(pb, nb);
-  const auto rows = fg::ref::pick_indices(m, nc > (1u << 22) ? 16 : 256);
-  r.rows = rows.size();
-  std::vector<float> want(rows.size() * n), got;
+  // the float64 reference on sampled rows: at most ~5e8 multiply-adds
+  const long long max_rows = std::max<long long>(4, std::min<long long>(256, 500000000LL / std::max<long long>(1, (long long)n * k)));
+  const auto rows = fg::ref::pick_indices(m, max_rows);
+  std::vector<float> want(rows.size() * n);
   fg::ref::matmul_rows(ha.data(), hb.data(), n, k, rows, want.data());
-  for (auto row : rows) got.insert(got.end(), got_all.begin() + row * n, got_all.begin() + (row + 1) * n);
-  r.err_ref = fg::ref::rel_error(got, want);
+  std::vector<float> cublas_c;
   if (h && nc > 0) {  // cuBLAS refuses leading dimensions of 0
     Buf c2(nc * 2);
     CUDA_CHECK(cudaMemset(c2.p, 0xff, nc * 2));
     cublas_matmul(h, pa, pb, c2.h(), m, n, k);
     CUDA_CHECK(cudaDeviceSynchronize());
-    r.err_cublas = fg::ref::rel_error(got_all, to_float(c2, nc));
+    cublas_c = to_float(c2, nc);
   }
-  return r;
+  auto run = [&](Mode md, bool with_ws) {
+    CUDA_CHECK(cudaMemset(c_buf.p, 0xff, (nc + shift) * 2));  // NaN everywhere
+    CUDA_CHECK(cudaMemset(ws.p, 0xff, ws_bytes));             // garbage partials and counters
+    set_mode(md);
+    if (with_ws)
+      fg::matmul_bf16_fast(pa, pb, pc, m, n, k, ws.p, ws_bytes, nullptr);
+    else
+      fg::matmul_bf16_fast(pa, pb, pc, m, n, k, nullptr);  // its own stream-ordered workspace
+    clear_mode();
+    CUDA_CHECK(cudaDeviceSynchronize());
+    return to_float_ptr(pc, nc);
+  };
+  bool all_ok = true;
+  std::vector<float> base;
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    const Mode md = modes[i];
+    const auto got_all = run(md, true);
+    std::size_t nonfinite = 0;
+    for (float v : got_all) nonfinite += !std::isfinite(v);
+    std::vector<float> got;
+    for (auto row : rows) got.insert(got.end(), got_all.begin() + row * n, got_all.begin() + (row + 1) * n);
+    const double err_ref = fg::ref::rel_error(got, want);
+    const double err_cublas = cublas_c.empty() ? -1 : fg::ref::rel_error(got_all, cublas_c);
+    bool ok = nonfinite == 0 && err_ref <= 1e-2 && (err_cublas < 0 || err_cublas <= 1e-2);
+    std::string extra;
+    if (i == 0) {
+      base = got_all;
+    } else {
+      // against the data-parallel plan: at most an ulp apart, element by element
+      double ss = 0;
+      for (float v : base) ss += double(v) * v;
+      const double rms = nc ? std::sqrt(ss / nc) : 0;
+      std::size_t off = 0;
+      for (std::size_t e = 0; e < nc; ++e)
+        off += !(std::fabs(double(got_all[e]) - base[e]) <= std::ldexp(std::fabs(double(base[e])), -7) + 1e-4 * rms);
+      // the same plan again, and through the form that allocates its own workspace: same bits
+      const auto again = run(md, i % 2 == 1);
+      const bool same = nc == 0 || std::memcmp(again.data(), got_all.data(), nc * sizeof(float)) == 0;
+      ok &= off == 0 && same;
+      extra = ", " + std::to_string(off) + " elements off the no-split C, rerun " + (same ? "identical" : "DIFFERS");
+    }
+    std::printf("check %5dx%5dx%5d%s %-8s %-26s: %zu non-finite, rel err vs fp64 ref %.2e (%zu rows), vs cuBLAS %.2e%s  %s\n",
+                m, n, k, shift ? " (+2 B)" : "", mode_name(md).c_str(), plan_of(md, m, n, k).c_str(), nonfinite,
+                err_ref, rows.size(), err_cublas, extra.c_str(), ok ? "PASS" : "FAIL");
+    all_ok &= ok;
+  }
+  return all_ok;
 }
 
-bool report_check(cublasHandle_t h, int m, int n, int k, int shift = 0) {
-  const CheckResult r = check(h, m, n, k, shift);
-  // an empty C (m or n = 0) has nothing to compare; rel_error of empty vectors is 0
-  const bool ok = r.nonfinite == 0 && r.err_ref <= 1e-2 && (r.err_cublas < 0 || r.err_cublas <= 1e-2);
-  std::printf("check %5dx%5dx%5d%s: %zu non-finite, rel err vs fp64 ref %.2e (%zu rows), vs cuBLAS %.2e  %s\n", m, n,
-              k, shift ? " (pointers +2 bytes)" : "", r.nonfinite, r.err_ref, r.rows, r.err_cublas, ok ? "PASS" : "FAIL");
+// A workspace sized without stream-k's partials: the launcher must fall back to whole tiles.
+bool check_small_workspace(int m, int n, int k) {
+  const std::size_t nc = std::size_t(m) * n;
+  Buf a(std::size_t(m) * k * 2), b(std::size_t(k) * n * 2), c(nc * 2), c_off(nc * 2);
+  fill(a, std::size_t(m) * k);
+  fill(b, std::size_t(k) * n);
+  set_mode(kOff);
+  const std::size_t small = fg::matmul_bf16_fast_workspace_bytes(m, n, k);
+  Buf ws(small);
+  fg::matmul_bf16_fast(a.h(), b.h(), c_off.h(), m, n, k, ws.p, small, nullptr);
+  set_mode(Mode{4, 0});
+  CUDA_CHECK(cudaMemset(c.p, 0xff, nc * 2));
+  fg::matmul_bf16_fast(a.h(), b.h(), c.h(), m, n, k, ws.p, small, nullptr);
+  clear_mode();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const auto x = to_float(c, nc), y = to_float(c_off, nc);
+  const bool ok = nc == 0 || std::memcmp(x.data(), y.data(), nc * sizeof(float)) == 0;
+  std::printf("check %dx%dx%d s=4 with a workspace without room for partials runs whole tiles: %s\n", m, n, k,
+              ok ? "PASS" : "FAIL");
   return ok;
 }
 
@@ -161,65 +270,177 @@ double median(std::vector<float> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-void time_row(cublasHandle_t h, int m, int n, int k) {
-  const std::size_t na = std::size_t(m) * k, nb = std::size_t(k) * n, nc = std::size_t(m) * n;
-  Buf a(na * 2), b(nb * 2), c(nc * 2), c2(nc * 2);
-  fill(a, na);
-  fill(b, nb);
-  Buf ws(fg::matmul_bf16_fast_workspace_bytes(m, n, k));
-  auto ours = [&] {
-    fg::matmul_bf16_fast(a.h(), b.h(), c.h(), m, n, k, ws.p, fg::matmul_bf16_fast_workspace_bytes(m, n, k), nullptr);
-  };
-  auto theirs = [&] { cublas_matmul(h, a.h(), b.h(), c2.h(), m, n, k); };
-  for (int i = 0; i < 10; ++i) {
-    ours();
-    theirs();
+// Medians (ms) of the contenders, timed alternately: each contender is a plan mode (nullopt:
+// whatever FLASHSIM_MATMUL_SPLITK says), the last one cuBLAS.
+struct Inputs {
+  int m, n, k;
+  Buf a, b, c, c2;
+  Inputs(int m_, int n_, int k_)
+      : m(m_), n(n_), k(k_), a(std::size_t(m_) * k_ * 2), b(std::size_t(k_) * n_ * 2), c(std::size_t(m_) * n_ * 2),
+        c2(std::size_t(m_) * n_ * 2) {
+    fill(a, std::size_t(m) * k);
+    fill(b, std::size_t(k) * n);
   }
+};
+
+std::vector<double> time_modes(cublasHandle_t h, Inputs& in, const std::vector<Mode>& modes, bool env_mode) {
+  const int m = in.m, n = in.n, k = in.k;
+  std::vector<Mode> for_ws = modes;
+  std::size_t ws_bytes = workspace_for(for_ws, m, n, k);
+  if (env_mode) ws_bytes = std::max(ws_bytes, fg::matmul_bf16_fast_workspace_bytes(m, n, k));
+  Buf ws(ws_bytes);
+  const int contenders = static_cast<int>(modes.size()) + 1;
+  auto call = [&](int i) {
+    if (i + 1 == contenders) {
+      cublas_matmul(h, in.a.h(), in.b.h(), in.c2.h(), m, n, k);
+      return;
+    }
+    if (!env_mode) set_mode(modes[i]);
+    fg::matmul_bf16_fast(in.a.h(), in.b.h(), in.c.h(), m, n, k, ws.p, ws_bytes, nullptr);
+    if (!env_mode) clear_mode();
+  };
+  for (int w = 0; w < 10; ++w)
+    for (int i = 0; i < contenders; ++i) call(i);
   CUDA_CHECK(cudaDeviceSynchronize());
   cudaEvent_t e0, e1;
   CUDA_CHECK(cudaEventCreate(&e0));
   CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> t_ours, t_cublas;
+  std::vector<std::vector<float>> t(contenders);
   for (int rep = 0; rep < 30; ++rep) {
-    for (int which = 0; which < 2; ++which) {
+    for (int i = 0; i < contenders; ++i) {
       CUDA_CHECK(cudaEventRecord(e0));
-      which == 0 ? ours() : theirs();
+      call(i);
       CUDA_CHECK(cudaEventRecord(e1));
       CUDA_CHECK(cudaEventSynchronize(e1));
       float ms = 0;
       CUDA_CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      (which == 0 ? t_ours : t_cublas).push_back(ms);
+      t[i].push_back(ms);
     }
   }
   CUDA_CHECK(cudaEventDestroy(e0));
   CUDA_CHECK(cudaEventDestroy(e1));
-  const double mo = median(t_ours), mc = median(t_cublas), flop = 2.0 * m * n * k;
-  std::printf("%-16s %9.3f %9.1f %11.3f %11.1f %7.3f\n",
-              (std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k)).c_str(), mo,
-              flop / (mo * 1e-3) / 1e12, mc, flop / (mc * 1e-3) / 1e12, mc / mo);
+  std::vector<double> med;
+  for (auto& v : t) med.push_back(median(v));
+  return med;
+}
+
+std::string shape_name(int m, int n, int k) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+}
+
+// ours as FLASHSIM_MATMUL_SPLITK says (default: auto) against cuBLAS
+void time_row(cublasHandle_t h, int m, int n, int k) {
+  Inputs in(m, n, k);
+  const auto med = time_modes(h, in, {kAuto}, true);
+  const double mo = med[0], mc = med[1], flop = 2.0 * m * n * k;
+  std::printf("%-16s %9.3f %9.1f %11.3f %11.1f %7.3f  %s\n", shape_name(m, n, k).c_str(), mo, flop / (mo * 1e-3) / 1e12,
+              mc, flop / (mc * 1e-3) / 1e12, mc / mo, fg::describe(fg::matmul_fast_plan(m, n, k, device_sms())).c_str());
+}
+
+void ab_header() {
+  std::printf("\n%-16s %-26s %9s %9s %9s %8s %8s\n", "m x n x k", "auto plan", "off ms", "auto ms", "cuBLAS ms",
+              "off/cub", "auto/cub");
+}
+// one line: stream-k off, auto, cuBLAS
+void ab_row(cublasHandle_t h, int m, int n, int k) {
+  Inputs in(m, n, k);
+  const auto med = time_modes(h, in, {kOff, kAuto}, false);
+  std::printf("%-16s %-26s %9.4f %9.4f %9.4f %8.3f %8.3f\n", shape_name(m, n, k).c_str(), plan_of(kAuto, m, n, k).c_str(),
+              med[0], med[1], med[2], med[2] / med[0], med[2] / med[1]);
+}
+
+// every candidate plan of one shape, timed, with the model's estimate
+void plans_table(cublasHandle_t h, int m, int n, int k) {
+  const int sms = device_sms();
+  std::vector<Mode> modes;
+  for (int bn : {256, 128})
+    for (int s : {0, 2, 3, 4, 6, 8, 1024}) modes.push_back(Mode{s, bn});
+  modes.push_back(kAuto);
+  Inputs in(m, n, k);
+  const auto med = time_modes(h, in, modes, false);
+  const double cub = med.back();
+  std::printf("\n%s on %d SMs; est = the heuristic's estimate (k-iterations of a 128x256 tile); est/ms compares them\n",
+              shape_name(m, n, k).c_str(), sms);
+  std::printf("%-12s %-26s %8s %9s %8s %9s\n", "mode", "plan", "est", "ms", "est/ms", "vs cuBLAS");
+  for (std::size_t i = 0; i < modes.size(); ++i) {
+    set_mode(modes[i]);
+    const auto p = fg::matmul_fast_plan(m, n, k, sms);
+    clear_mode();
+    std::printf("%-12s %-26s %8.1f %9.4f %8.1f %9.3f\n", mode_name(modes[i]).c_str(), fg::describe(p).c_str(), p.est,
+                med[i], p.est / med[i], cub / med[i]);
+  }
+  std::printf("%-12s %-26s %8s %9.4f\n", "cuBLAS", "", "", cub);
+}
+
+const std::vector<std::array<int, 3>> kTimed = {
+    {8192, 8192, 8192}, {4096, 4096, 4096}, {8192, 8192, 1024}, {4000, 3000, 2048}, {5120, 1000, 3000},
+    {3000, 8192, 1000}, {1000, 1000, 8192}, {1000, 777, 300},   {2048, 512, 16384}, {777, 4096, 4096},
+    {3840, 2560, 1024}, {2048, 2048, 2048}};
+
+void explain(int sms) {
+  std::vector<std::array<int, 3>> shapes = kTimed;
+  for (auto s : std::vector<std::array<int, 3>>{{1024, 1024, 1024}, {1536, 1536, 1536}, {3072, 3072, 3072},
+                                                {6144, 6144, 6144}, {16384, 16384, 1024}, {200, 136, 72},
+                                                {1000, 1000, 1000}, {512, 512, 65536}, {128, 128, 100000}})
+    shapes.push_back(s);
+  std::printf("plans at %d SMs (est: k-iterations of a 128x256 tile)\n", sms);
+  std::printf("%-18s %-24s %8s %-26s %8s\n", "m x n x k", "off", "est", "auto", "est");
+  for (auto [m, n, k] : shapes) {
+    set_mode(kOff);
+    const auto off = fg::matmul_fast_plan(m, n, k, sms);
+    set_mode(kAuto);
+    const auto au = fg::matmul_fast_plan(m, n, k, sms);
+    clear_mode();
+    std::printf("%-18s %-24s %8.1f %-26s %8.1f\n", shape_name(m, n, k).c_str(), fg::describe(off).c_str(), off.est,
+                fg::describe(au).c_str(), au.est);
+  }
 }
 
 }  // namespace
 
 static int run_main(int argc, char** argv) {
-  const bool one = argc == 5 && (std::strcmp(argv[1], "--check") == 0 || std::strcmp(argv[1], "--time") == 0);
-  if (argc != 1 && !one)
-    throw std::invalid_argument("usage: bench_matmul_fast [--check M N K | --time M N K]");
+  const std::string cmd = argc > 1 ? argv[1] : "";
+  const bool sized = argc == 5 && (cmd == "--check" || cmd == "--time" || cmd == "--ab" || cmd == "--plans");
+  const bool ok_args = argc == 1 || sized || (argc == 2 && cmd == "--ab") || (cmd == "--explain" && argc <= 3);
+  if (!ok_args)
+    throw std::invalid_argument(
+        "usage: bench_matmul_fast [--check M N K | --time M N K | --ab [M N K] | --plans M N K | --explain [SMS]]");
+  if (cmd == "--explain") {
+    explain(argc == 3 ? std::max(1, parse_size(argv[2])) : 132);
+    return 0;
+  }
   int dims[3] = {0, 0, 0};
-  if (one)
+  if (sized)
     for (int i = 0; i < 3; ++i) dims[i] = parse_size(argv[2 + i]);
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
-  if (one && std::strcmp(argv[1], "--check") == 0) {
-    const bool ok = report_check(nullptr, dims[0], dims[1], dims[2]) && report_check(nullptr, dims[0], dims[1], dims[2], 1);
+  const std::vector<Mode> all_modes = {kOff, kAuto, Mode{2, 0}, Mode{3, 0}, Mode{2, 128}, Mode{1024, 256}};
+  if (cmd == "--check") {
+    // fewer modes than the sweep: compute-sanitizer runs this
+    const std::vector<Mode> modes = {kOff, kAuto, Mode{3, 0}};
+    const bool ok = check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes) &&
+                    check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes, 1);
     return ok ? 0 : 1;
   }
 
   cublasHandle_t h;
   cublas_check(cublasCreate(&h), "cublasCreate");
-  if (one) {
+  if (cmd == "--time") {
     time_row(h, dims[0], dims[1], dims[2]);
+    return 0;
+  }
+  if (cmd == "--ab") {
+    ab_header();
+    if (sized)
+      ab_row(h, dims[0], dims[1], dims[2]);
+    else
+      for (const auto& s : kTimed) ab_row(h, s[0], s[1], s[2]);
+    std::printf("ratios = cuBLAS ms / ours ms (ours' speed over cuBLAS's); median of 30, CUDA events, alternating\n");
+    return 0;
+  }
+  if (cmd == "--plans") {
+    plans_table(h, dims[0], dims[1], dims[2]);
     return 0;
   }
 
@@ -229,10 +450,18 @@ static int run_main(int argc, char** argv) {
                            {8192, 8192, 1024}, {8192, 8192, 8192},
                            // ragged: no multiple of 8 (padded copies), single rows/columns, empty C
                            {1000, 777, 300}, {1, 1, 1}, {3, 5, 7}, {129, 257, 65}, {77, 1000, 13}, {1000, 9, 4097},
-                           {5120, 1000, 3000}, {3000, 8192, 1000}, {1000, 1000, 8192}, {0, 8, 8}, {8, 0, 8}};
-  for (const auto& s : shapes) ok &= report_check(h, s[0], s[1], s[2]);
-  for (const auto& s : {std::array<int, 3>{200, 136, 72}, std::array<int, 3>{129, 257, 65}})
-    ok &= report_check(h, s[0], s[1], s[2], 1);  // misaligned pointers take the padded path
+                           {5120, 1000, 3000}, {3000, 8192, 1000}, {1000, 1000, 8192}, {0, 8, 8}, {8, 0, 8},
+                           // stream-k: k not a multiple of the split (8200 = 128 x 64 + 8), k below a split
+                           // (64 and 100: one or two k-iterations), m and n off multiples of 8 and 16,
+                           // a grid with data-parallel waves before the stream-k ones (3840x2560)
+                           {2048, 512, 16384}, {777, 4096, 4096}, {1000, 1000, 8200}, {300, 200, 100},
+                           {256, 256, 64}, {1001, 999, 1000}, {999, 1000, 3001}, {3840, 2560, 1024},
+                           {520, 1000, 4104}};
+  for (const auto& s : shapes) ok &= check_shape_modes(h, s[0], s[1], s[2], all_modes);
+  for (const auto& s : {std::array<int, 3>{200, 136, 72}, std::array<int, 3>{129, 257, 65},
+                        std::array<int, 3>{1000, 1000, 4096}})
+    ok &= check_shape_modes(h, s[0], s[1], s[2], all_modes, 1);  // misaligned pointers take the padded path
+  ok &= check_small_workspace(1000, 1000, 1024);
   // k = 0 is an empty sum: C must come back all zeros
   {
     Buf a(16), b(16), c(64 * 2);
@@ -256,13 +485,9 @@ static int run_main(int argc, char** argv) {
     ok &= threw;
   }
 
-  std::printf("\n%-16s %9s %9s %11s %11s %7s\n", "m x n x k", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s",
-              "ratio");
-  for (const auto& s : {std::array<int, 3>{8192, 8192, 8192}, std::array<int, 3>{4096, 4096, 4096},
-                        std::array<int, 3>{8192, 8192, 1024}, std::array<int, 3>{4000, 3000, 2048},
-                        std::array<int, 3>{5120, 1000, 3000}, std::array<int, 3>{3000, 8192, 1000},
-                        std::array<int, 3>{1000, 1000, 8192}, std::array<int, 3>{1000, 777, 300}})
-    time_row(h, s[0], s[1], s[2]);
+  std::printf("\n%-16s %9s %9s %11s %11s %7s  %s\n", "m x n x k", "ours ms", "TFLOP/s", "cuBLAS ms", "TFLOP/s", "ratio",
+              "plan");
+  for (const auto& s : kTimed) time_row(h, s[0], s[1], s[2]);
   std::printf("ratio = ours speed / cuBLAS speed (cuBLAS ms / ours ms); median of 30, CUDA events\n");
   cublas_check(cublasDestroy(h), "cublasDestroy");
   std::printf("%s\n", ok ? "ALL CHECKS PASS" : "SOME CHECKS FAILED");

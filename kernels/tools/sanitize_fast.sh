@@ -4,7 +4,8 @@
 #   flashsim-gpu compare (softmax-fast, attn-fa2-mma, bwd-mma; fp32/bf16/fp16, attention 2x77x128),
 #   the attention drivers' --sanitize runs (every launcher and forward variant, n = 77 / 100),
 #   bench_matmul_fast --check on edge shapes (no cuBLAS in the checked run; each shape with aligned
-#   and with misaligned pointers; ragged shapes take the padded copies and 128-wide tiles).
+#   and with misaligned pointers, split-k off, auto and forced to s=3, which takes the stream-k
+#   fixup; ragged shapes take the padded copies, the direct C stores and 128-wide tiles).
 # Usage: kernels/tools/sanitize_fast.sh BIN_DIR OUT_DIR
 #   BIN_DIR holds flashsim-gpu, bench_attention_forward_fast, bench_attention_backward_fast and
 #   bench_matmul_fast (e.g. build/default/bin). Prints one line per run; exit status 1 if any
