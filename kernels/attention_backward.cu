@@ -89,8 +89,9 @@ with one compare per element to stay within 240 registers at d = 64).
 First H100 run, one call, same binary (2026-11-24, bf16, 16k tokens x 16 heads, --variants; raw
 kernels/results/2026-11-24-h100-bwd-v6-*.txt): d = 128 N = 16384 527 TFLOP/s (v5 415), causal 523
 (390); d = 64 463 (376), causal 462 (348); 1.16-1.38x v5 on all 16 bf16 shapes of the driver; full
-checks, compute-sanitizer memcheck / racecheck / synccheck (--sanitize) clean. Not yet re-measured
-next to cuDNN. A 3-stage Q / dO ring at d = 128 (launch_bwd PRODUCTS = 5): -6 to +9 % against 2
+checks, compute-sanitizer memcheck / racecheck / synccheck (--sanitize) clean. Next to SDPA's cuDNN
+backend (bench_kernels.sh, same call, kernels/RESULTS.md): d = 64 20 of 20 shapes >= cuDNN
+(1.03-1.61x), d = 128 16 of 20 (0.95-1.24x; below: fp16 at N >= 8192 and bf16 causal N = 16384). A 3-stage Q / dO ring at d = 128 (launch_bwd PRODUCTS = 5): -6 to +9 % against 2
 stages, no consistent gain; kept as a --variants row only.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
