@@ -142,8 +142,10 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   for (auto b : sizes) max_bytes = std::max(max_bytes, b);
   DevBuf buf(max_bytes), sink(sizeof(float));
   CUDA_CHECK(cudaMemset(buf.get(), 0, max_bytes));
-  std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s)\n",
-              dev.name.c_str(), dev.l2_bytes / 1048576.0, dev.sms, occ, passes, dev.l2_partitions);
+  std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s), %u ways, "
+              "dirty limit %u\n",
+              dev.name.c_str(), dev.l2_bytes / 1048576.0, dev.sms, occ, passes, dev.l2_partitions, dev.l2_ways,
+              dev.l2_dirty_ways);
   std::printf("HBM MiB per pass beyond the first pass's compulsory W (0 = the L2 kept everything)\n");
   std::printf("%-7s %9s %6s %12s %12s %12s %12s\n", "pattern", "W MiB", "xL2", "meas R", "pred R", "meas W", "pred W");
   std::string rows = "pattern,bytes,l2_bytes,passes,hbm_read,hbm_written,writeback,pred_read,pred_written\n";
@@ -169,7 +171,8 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
         if (!w) throw std::runtime_error("probe write-back not measured: " + why);
         wb = std::max(0.0, w->dram_write_bytes - baseline);
       }
-      const ProbeTraffic pred = probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions);
+      const ProbeTraffic pred =
+          probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways);
       const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
       const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
       // Beyond the compulsory: the first pass's read, and (rmw) the one write-back of each line.
@@ -233,9 +236,10 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  std::uint32_t pred_ways = 0, pred_dirty = 0;
-  pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative)")->capture_default_str();
-  pred->add_option("--l2-dirty-ways", pred_dirty, "dirty lines a set keeps before writing its oldest back (0: no limit)")
+  std::uint32_t pred_ways = 32, pred_dirty = 16;  // Hopper's, from l2probe (kernels/RESULTS.md)
+  pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative; Hopper: 32)")->capture_default_str();
+  pred->add_option("--l2-dirty-ways", pred_dirty,
+                   "dirty lines a set keeps before writing its oldest back (0: no limit; Hopper: 16)")
       ->capture_default_str();
 
   auto* probe = app.add_subcommand(
@@ -359,7 +363,8 @@ static int run_main(int argc, char** argv) {
     Runner runner(opt);
     prof_status = runner.profiler_status();
     if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    std::printf("device: %s, %d SMs, L2 %.1f MB\n", dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6);
+    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set)\n", dev.name.c_str(),
+                dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways);
     std::printf("profiler: %s\n", prof_status.c_str());
     std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
     std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));

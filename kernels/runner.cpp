@@ -113,7 +113,8 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   row.blocks_per_sm = recorded_occupancy();
   if (row.blocks_per_sm > 0) {
     std::string why;
-    row.predicted = predicted(s, dev_.l2_bytes, dev_.sms, row.blocks_per_sm, nullptr, &why, dev_.l2_partitions);
+    row.predicted = predicted(s, dev_.l2_bytes, dev_.sms, row.blocks_per_sm, nullptr, &why, dev_.l2_partitions,
+                              dev_.l2_ways, dev_.l2_dirty_ways);
     if (!row.predicted) row.note += "; no prediction: " + why;
   }
   return row;

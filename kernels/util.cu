@@ -196,6 +196,10 @@ DeviceInfo device_info() {
   d.l2_bytes = static_cast<std::size_t>(p.l2CacheSize);
   d.sms = p.multiProcessorCount;
   d.l2_partitions = p.major >= 8 ? 2 : 1;
+  if (p.major == 9) {
+    d.l2_ways = 32;
+    d.l2_dirty_ways = 16;
+  }
   return d;
 }
 

@@ -109,6 +109,10 @@ struct DeviceInfo {
   // L2 slices for the L2 model: Ampere and Hopper split the L2 in two partitions (their
   // whitepapers); the runtime does not report it.
   int l2_partitions = 1;
+  // Sets and dirty-line limit of the L2 model (sim/l2.h), as `flashsim-gpu l2probe` measured them
+  // on an H100 (kernels/RESULTS.md): Hopper 32 ways, 16 dirty; 0 / 0 (fully associative, no
+  // limit) on GPUs nobody has probed.
+  unsigned l2_ways = 0, l2_dirty_ways = 0;
 };
 DeviceInfo device_info();
 

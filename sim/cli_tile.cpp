@@ -70,7 +70,7 @@ struct SweepArgs {
 struct GpuArgs {
   std::string l2;
   std::int64_t sms = 132, blocks_per_sm = 1;
-  std::uint32_t line = 128, sector = 32, partitions = 1;
+  std::uint32_t line = 128, sector = 32, partitions = 1, ways = 0, dirty_ways = 0;
   bool json = false;
 
   std::optional<sim::GpuModel> model() const {
@@ -79,6 +79,8 @@ struct GpuArgs {
     g.l2.capacity_bytes = sim::parse_size(l2);
     g.l2.line_bytes = line;
     g.l2.sector_bytes = sector;
+    g.l2.ways = ways;
+    g.l2.dirty_ways = dirty_ways;
     g.sms = sms;
     g.blocks_per_sm = blocks_per_sm;
     g.l2_partitions = partitions;
@@ -89,6 +91,8 @@ struct GpuArgs {
     if (l2.empty()) return "no L2: HBM bytes = requested bytes";
     std::ostringstream os;
     os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU"
+       << (ways ? " over sets of " + std::to_string(ways) + " ways" : std::string())
+       << (dirty_ways ? ", at most " + std::to_string(dirty_ways) + " dirty lines a set" : std::string())
        << (partitions > 1 ? ", " + std::to_string(partitions) + " partitions" : std::string()) << "), " << sms << " SMs x "
        << blocks_per_sm << " resident blocks";
     return os.str();
@@ -105,6 +109,9 @@ void add_gpu_options(CLI::App* c, GpuArgs& g) {
   c->add_option("--l2-partitions", g.partitions,
                 "L2 slices (with --l2): 1 is one shared cache; Hopper's 2 keep a copy of far data near its reader")
       ->check(CLI::Range(1, 64));
+  c->add_option("--l2-ways", g.ways, "L2 lines per set, addresses hashed onto sets (with --l2; 0: fully associative)");
+  c->add_option("--l2-dirty-ways", g.dirty_ways,
+                "dirty lines a set holds before its oldest is written back early (with --l2; 0: no limit)");
   c->add_flag("--json", g.json, "Print one JSON object instead of the table");
 }
 

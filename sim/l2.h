@@ -62,6 +62,8 @@ class L2Cache {
   const std::vector<L2Counts>& counts() const { return counts_; }
   std::uint64_t resident_bytes() const { return static_cast<std::uint64_t>(used_) * cfg_.line_bytes; }
   std::uint64_t dirty_sectors() const { return dirty_sectors_; }
+  std::uint32_t set_of(std::uint64_t addr) const { return set_of_line(addr >> line_shift_); }
+  std::uint32_t sets() const { return sets_; }
 
  private:
   static constexpr std::uint32_t kNone = 0xffffffffu;

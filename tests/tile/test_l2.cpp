@@ -370,3 +370,52 @@ TEST_CASE("l2: copies take room, so shared data fits in half the L2", "[l2]") {
   CHECK(w.counts()[0].hbm_written == 128);
   CHECK(w.counts()[0].hbm_read == 0);
 }
+
+TEST_CASE("l2: sets of ways; a direct-mapped set holds one line", "[l2]") {
+  // 8 lines in sets of 1 way: two lines that hash onto the same set evict each other, although
+  // the cache has room for 8; fully associative, the same two lines both stay.
+  L2Config c = l2_of(8 * 128);
+  c.ways = 1;
+  L2Cache direct(c, 1);
+  REQUIRE(direct.sets() == 8);
+  std::uint64_t a = 0, b = 128;
+  while (direct.set_of(b) != direct.set_of(a)) b += 128;
+  for (int k = 0; k < 3; ++k) {
+    direct.read(a, 128, 0);
+    direct.read(b, 128, 0);
+  }
+  CHECK(direct.counts()[0].hits == 0);  // 6 reads of 4 sectors, every one a miss
+  CHECK(direct.counts()[0].hbm_read == 6 * 128);
+  L2Cache full(l2_of(8 * 128), 1);
+  for (int k = 0; k < 3; ++k) {
+    full.read(a, 128, 0);
+    full.read(b, 128, 0);
+  }
+  CHECK(full.counts()[0].hbm_read == 2 * 128);  // two misses, then hits
+  // Ways equal to the lines is one set: the fully associative cache.
+  c.ways = 8;
+  CHECK(L2Cache(c, 1).sets() == 1);
+  c.ways = 9;  // more ways than lines
+  CHECK_THROWS_AS(L2Cache(c, 1), std::invalid_argument);
+}
+
+TEST_CASE("l2: a set over its dirty limit writes its oldest dirty line back and keeps it", "[l2]") {
+  L2Config c = l2_of(8 * 128);  // fully associative, 8 lines
+  c.dirty_ways = 2;
+  L2Cache l2(c, 1);
+  l2.write(0, 128, 0);    // A dirty
+  l2.write(128, 128, 0);  // B dirty: 2, the limit
+  CHECK(l2.counts()[0].hbm_written == 0);
+  l2.write(256, 128, 0);  // C dirty: 3 > 2, so A (the oldest dirty) goes out early
+  CHECK(l2.counts()[0].hbm_written == 128);
+  CHECK(l2.dirty_sectors() == 2 * 4);
+  l2.read(0, 128, 0);  // A stayed, clean: a hit, no HBM read
+  CHECK(l2.counts()[0].hbm_read == 0);
+  CHECK(l2.counts()[0].hits == 4);
+  l2.write(128, 128, 0);  // B again: already dirty, nothing changes
+  CHECK(l2.counts()[0].hbm_written == 128);
+  l2.flush();  // B and C
+  CHECK(l2.counts()[0].hbm_written == 3 * 128);
+  c.dirty_ways = 9;
+  CHECK_THROWS_AS(L2Cache(c, 1), std::invalid_argument);
+}
