@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "kernels/l2_probe.h"
 #include "kernels/profiler.h"
@@ -63,8 +64,10 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
 // bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
+// `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
+// recorded them in a dirty_at_start column (their text output says "write-back baseline").
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
-                        std::uint32_t dirty_ways) {
+                        std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("cannot open '" + path + "'");
   std::string line;
@@ -73,6 +76,8 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   auto col = [&](const char* name) { return flashsim::sim::csv_column(head, name, path); };
   const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
+  const auto c_dirty = std::find(head.begin(), head.end(), "dirty_at_start") - head.begin();
+  const bool have_dirty = c_dirty < static_cast<std::ptrdiff_t>(head.size());
   std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
   int rows = 0, within = 0;
   for (int n = 2; std::getline(in, line); ++n) {
@@ -88,7 +93,15 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       continue;  // a row without a measurement or an occupancy: nothing to compare
     }
     std::string why;
-    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways);
+    std::uint64_t dirty = dirty_at_start.value_or(0);
+    if (!dirty_at_start && have_dirty) {
+      try {
+        dirty = static_cast<std::uint64_t>(std::stod(f[static_cast<std::size_t>(c_dirty)]));
+      } catch (const std::exception&) {
+        throw std::invalid_argument(path + ":" + std::to_string(n) + ": dirty_at_start is not a number");
+      }
+    }
+    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty);
     if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
@@ -172,7 +185,8 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
         wb = std::max(0.0, w->dram_write_bytes - baseline);
       }
       const ProbeTraffic pred =
-          probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways);
+          probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
+                          static_cast<std::uint64_t>(baseline));
       const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
       const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
       // Beyond the compulsory: the first pass's read, and (rmw) the one write-back of each line.
@@ -237,6 +251,10 @@ static int run_main(int argc, char** argv) {
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   std::uint32_t pred_ways = 32, pred_dirty = 16;  // Hopper's, from l2probe (kernels/RESULTS.md)
+  std::string pred_dirty_start;
+  pred->add_option("--dirty-at-start", pred_dirty_start,
+                   "dirty bytes in the L2 at each range's start (default: the CSV's dirty_at_start column, else 0), "
+                   "e.g. 3MiB: the write-back baseline a compare run printed");
   pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative; Hopper: 32)")->capture_default_str();
   pred->add_option("--l2-dirty-ways", pred_dirty,
                    "dirty lines a set keeps before writing its oldest back (0: no limit; Hopper: 16)")
@@ -277,7 +295,9 @@ static int run_main(int argc, char** argv) {
   }
 
   if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
-  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty);
+  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty,
+                        pred_dirty_start.empty() ? std::nullopt
+                                                 : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)));
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())

@@ -40,13 +40,15 @@ void record_pass(sim::LaunchRecorder& rec, std::uint64_t launch, std::uint64_t b
 }  // namespace
 
 ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
-                             int l2_partitions, std::uint32_t ways, std::uint32_t dirty_ways) {
+                             int l2_partitions, std::uint32_t ways, std::uint32_t dirty_ways,
+                             std::uint64_t dirty_at_start) {
   if (c.bytes == 0 || c.bytes % kProbeChunk) throw std::invalid_argument("probe buffer not a multiple of 4 KiB");
   if (c.passes < 1) throw std::invalid_argument("a probe needs at least one measured pass");
   sim::GpuModel g;
   g.l2.capacity_bytes = l2_bytes;
   g.l2.ways = ways;
   g.l2.dirty_ways = dirty_ways;
+  g.dirty_at_start_bytes = dirty_at_start;
   g.sms = sms;
   g.blocks_per_sm = blocks_per_sm;
   g.l2_partitions = static_cast<std::uint32_t>(l2_partitions);
@@ -56,11 +58,12 @@ ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms
   // and its dirty lines are written back at the end, as the measurement's write-back run does.
   sim::LaunchRecorder rec;
   for (int p = 0; p < c.passes; ++p) record_pass(rec, static_cast<std::uint64_t>(p), c.bytes, grid, rmw, 0);
-  const auto counts = rec.simulate(g, 1);
-  return ProbeTraffic{counts[0].hbm_read, counts[0].hbm_written};
+  std::uint64_t foreign = 0;
+  const auto counts = rec.simulate(g, 1, &foreign);
+  return ProbeTraffic{counts[0].hbm_read, counts[0].hbm_written + foreign};
 }
 #else
-ProbeTraffic probe_predicted(const ProbeCase&, std::uint64_t, int, int, int, std::uint32_t, std::uint32_t) {
+ProbeTraffic probe_predicted(const ProbeCase&, std::uint64_t, int, int, int, std::uint32_t, std::uint32_t, std::uint64_t) {
   throw std::runtime_error("the L2 model needs flashsim_sim, which this build lacks");
 }
 #endif

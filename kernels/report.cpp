@@ -138,7 +138,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
   out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
          "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok,predicted_read,"
-         "predicted_written,blocks_per_sm\n";
+         "predicted_written,blocks_per_sm,dirty_at_start\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -150,7 +150,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << (r.writeback_bytes ? fmt(*r.writeback_bytes, 0) : "") << ',' << fmt(r.time_ms, 5) << ',' << (r.profiled_time_ms ? fmt(*r.profiled_time_ms, 5) : "") << ','
         << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
         << r.tol << ',' << (r.ok() ? 1 : 0) << ',' << u64(r.predicted, true) << ',' << u64(r.predicted, false) << ','
-        << r.blocks_per_sm << '\n';
+        << r.blocks_per_sm << ',' << fmt(r.dirty_at_start_bytes, 0) << '\n';
   }
 }
 
@@ -177,7 +177,8 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << "\", \"causal\": " << (r.spec.causal ? "true" : "false") << ",\n     \"counted\": " << bytes(r.counted)
         << ", \"compulsory\": " << bytes(r.compulsory) << ", \"model\": " << bytes(r.model)
         << ", \"expected\": " << bytes(r.expected) << ", \"predicted\": " << bytes(r.predicted)
-        << ", \"blocks_per_sm\": " << r.blocks_per_sm << ",\n     \"hbm\": " << bytes(r.measured)
+        << ", \"blocks_per_sm\": " << r.blocks_per_sm << ", \"dirty_at_start\": " << num(r.dirty_at_start_bytes)
+        << ",\n     \"hbm\": " << bytes(r.measured)
         << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
         << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ",\n     \"time_ms\": " << num(r.time_ms)

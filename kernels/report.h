@@ -17,6 +17,9 @@ struct Row {
   // occupancy (blocks_per_sm) and block order: predicted HBM bytes.
   std::optional<Bytes> predicted;
   int blocks_per_sm = 0;
+  // Dirty lines the profiler leaves in L2 at a range's start (the write-back baseline), which the
+  // prediction starts with: those the run evicts are HBM writes of its range.
+  double dirty_at_start_bytes = 0;
   Bytes compulsory;               // each input once, each output once
   Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
   Bytes expected;                 // model with small panels read once (see expected_hbm)

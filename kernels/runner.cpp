@@ -113,8 +113,9 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   row.blocks_per_sm = recorded_occupancy();
   if (row.blocks_per_sm > 0) {
     std::string why;
+    row.dirty_at_start_bytes = prof_.ready() ? writeback_baseline_ : 0.0;
     row.predicted = predicted(s, dev_.l2_bytes, dev_.sms, row.blocks_per_sm, nullptr, &why, dev_.l2_partitions,
-                              dev_.l2_ways, dev_.l2_dirty_ways);
+                              dev_.l2_ways, dev_.l2_dirty_ways, static_cast<std::uint64_t>(row.dirty_at_start_bytes));
     if (!row.predicted) row.note += "; no prediction: " + why;
   }
   return row;

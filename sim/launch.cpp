@@ -33,9 +33,15 @@ void LaunchRecorder::add(const BlockAccess& a) {
   blocks_.back().end = accesses_.size();
 }
 
-std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t streams) const {
+std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t streams,
+                                              std::uint64_t* dirty_at_start_written) const {
   validate(g);
-  PartitionedL2 cache(g.l2, g.l2_partitions, streams);
+  PartitionedL2 cache(g.l2, g.l2_partitions, streams + 1);  // the last stream: dirty at start
+  // Far from every array (those start at (k + 1) << 44), written by SMs on every side of the chip.
+  constexpr std::uint64_t kForeignBase = std::uint64_t{1} << 62, kChunk = 4096;
+  for (std::uint64_t off = 0, k = 0; off < g.dirty_at_start_bytes; off += kChunk, ++k)
+    cache.access_rows(kForeignBase + off, kChunk, 1, std::min(kChunk, g.dirty_at_start_bytes - off),
+                      static_cast<std::uint32_t>(streams), true, static_cast<std::uint32_t>(k % g.l2_partitions));
   std::vector<Block> order(blocks_);
   std::stable_sort(order.begin(), order.end(), [](const Block& a, const Block& b) {
     return a.launch != b.launch ? a.launch < b.launch : a.order < b.order;
@@ -80,8 +86,11 @@ std::vector<L2Counts> LaunchRecorder::simulate(const GpuModel& g, std::size_t st
       resident.resize(live);
     }
   }
+  if (dirty_at_start_written) *dirty_at_start_written = cache.counts()[streams].hbm_written;
   cache.flush();
-  return cache.counts();
+  auto counts = cache.counts();
+  counts.pop_back();
+  return counts;
 }
 
 }  // namespace flashsim::sim

@@ -24,6 +24,11 @@ struct GpuModel {
   // L2 slices (sim/l2.h PartitionedL2): 1 is one shared cache; Hopper has 2. Resident block k runs
   // on SM k % sms, and SM s sits next to slice s % partitions.
   std::uint32_t l2_partitions = 1;
+  // Bytes of unrelated dirty lines in the L2 when the launch starts (the most recently used then),
+  // as a profiled range on a GPU finds them: the profiler's own writes at the range's start, which
+  // `flashsim-gpu compare` measures as its write-back baseline. Those the launch evicts are HBM
+  // writes inside the range; those it leaves are not.
+  std::uint64_t dirty_at_start_bytes = 0;
 };
 
 // Throws std::invalid_argument for a model that cannot run (no SM, no block per SM, bad L2).
@@ -47,8 +52,11 @@ class LaunchRecorder {
   std::size_t accesses() const { return accesses_.size(); }
   std::size_t blocks() const { return blocks_.size(); }
 
-  // Replays every block through a fresh L2 with the model's concurrency; counts per stream.
-  std::vector<L2Counts> simulate(const GpuModel& g, std::size_t streams) const;
+  // Replays every block through a fresh L2 with the model's concurrency; counts per stream, every
+  // dirty line written back at the end. `dirty_at_start_written` (if given) gets the bytes of
+  // g.dirty_at_start_bytes that the launch evicted.
+  std::vector<L2Counts> simulate(const GpuModel& g, std::size_t streams,
+                                 std::uint64_t* dirty_at_start_written = nullptr) const;
 
  private:
   struct Block {

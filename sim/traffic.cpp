@@ -81,13 +81,19 @@ class Counter {
     t.l2 = true;
     t.blocks = recorder_.blocks();
     sim::validate(*gpu);
-    const auto counts = recorder_.simulate(*gpu, allocations_.size());
+    std::uint64_t foreign = 0;
+    const auto counts = recorder_.simulate(*gpu, allocations_.size(), &foreign);
     for (std::size_t k = 0; k < counts.size(); ++k) {
       ArrayTraffic& a = folded(t, static_cast<std::uint32_t>(k));
       a.hbm_bytes_read += counts[k].hbm_read * multiplier;
       a.hbm_bytes_written += counts[k].hbm_written * multiplier;
       a.l2_hits += counts[k].hits * multiplier;
       a.l2_misses += counts[k].misses * multiplier;
+    }
+    if (gpu->dirty_at_start_bytes) {  // not the schedule's bytes, but HBM writes the GPU's range shows
+      ArrayTraffic a{"(L2 dirty at start)"};
+      a.hbm_bytes_written = foreign;
+      t.arrays.push_back(a);
     }
     return t;
   }

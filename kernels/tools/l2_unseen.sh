@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # The L2 model checked on sizes it was not built from (kernels/RESULTS.md, "Two L2 partitions"):
-# flashsim-gpu compare at 27 runs none of the earlier result files holds, one CSV and text per group.
-#   kernels/tools/l2_unseen.sh BIN_DIR OUT_DIR TAG     e.g. build/default/bin /tmp/out h100
+# flashsim-gpu compare at runs none of the earlier result files holds, one CSV and text per group.
+#   kernels/tools/l2_unseen.sh BIN_DIR OUT_DIR TAG [SET]     e.g. build/default/bin /tmp/out h100
+# SET 1 (default): the 27 runs that checked the two-partition model; SET 2: 33 runs at other sizes
+# again, that checked the sets and dirty limit that l2probe measured.
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
 out=${2:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
 tag=${3:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
+set=${4:-1}
 mkdir -p "$out"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
@@ -17,7 +20,16 @@ run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows
   "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
-run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:80x131072,softmax:112x131072,softmax:192x65536
-run matmul -s matmul-inner,matmul-outer --sizes matmul:3072x3072x1536,matmul:6144x4096x768 --dtype fp32,bf16
-run fwd -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:24x4096x64,attn-fwd:48x2048x128 --causal no
-run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:48x2048x64,attn-bwd:24x4096x64 --causal no
+if [ "$set" = 2 ]; then
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:72x131072,softmax:104x131072,softmax:40x262144
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:2560x2560x2048,matmul:3584x3584x1024,matmul:5120x2048x1024 --dtype fp32,bf16
+  run fwd -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:20x4096x64,attn-fwd:12x8192x64 --causal no
+  run fwd128 -s attn-fa2-mma --sizes attn-fwd:40x2048x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:40x2048x64,attn-bwd:20x4096x64 --causal no
+  run bwd128 -s bwd-mma --sizes attn-bwd:12x4096x128 --causal no
+else
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:80x131072,softmax:112x131072,softmax:192x65536
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:3072x3072x1536,matmul:6144x4096x768 --dtype fp32,bf16
+  run fwd -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:24x4096x64,attn-fwd:48x2048x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:48x2048x64,attn-bwd:24x4096x64 --causal no
+fi

@@ -616,15 +616,17 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   const std::string csv = c.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
-  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm\n") != std::string::npos);
+  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start\n") != std::string::npos);
   rows[0].predicted = Bytes{16777216, 16777216};
   rows[0].blocks_per_sm = 8;
+  rows[0].dirty_at_start_bytes = 3145728;
   write_json(j, rows, "dev \"x\"\n", "ok");
   // the whole document parses, with the prediction and the occupancy it used
   auto doc = flashsim::test::parse_json(j.str());
   CHECK(doc.at("device").string == "dev \"x\"\n");
   CHECK(doc.at("runs").array.at(0).at("predicted").at("read").number == 16777216);
   CHECK(doc.at("runs").array.at(0).at("blocks_per_sm").number == 8);
+  CHECK(doc.at("runs").array.at(0).at("dirty_at_start").number == 3145728);
   CHECK(doc.at("runs").array.at(0).at("size").string == "64x65536");
   CHECK(j.str().find("\"schedule\": \"softmax-3pass\"") != std::string::npos);
   CHECK(j.str().find("dev \\\"x\\\"") != std::string::npos);

@@ -419,3 +419,21 @@ TEST_CASE("l2: a set over its dirty limit writes its oldest dirty line back and 
   c.dirty_ways = 9;
   CHECK_THROWS_AS(L2Cache(c, 1), std::invalid_argument);
 }
+
+TEST_CASE("l2: dirty lines at the start are the launch's HBM writes only when it evicts them", "[l2]") {
+  // A 1 MiB LRU with 64 KiB of unrelated dirty lines in it: reading 512 KiB leaves room for both
+  // (nothing written back); reading 2 MiB sweeps the whole cache and evicts all 64 KiB of them.
+  sim::GpuModel g = gpu_of(1 * MiB, 4);
+  g.dirty_at_start_bytes = 64 * KiB;
+  for (auto [bytes, evicted] : {std::pair{512 * KiB, std::uint64_t{0}}, std::pair{2 * MiB, 64 * KiB}}) {
+    sim::LaunchRecorder r;
+    r.begin_block(0, 0);
+    r.add(run_of(0, bytes));
+    std::uint64_t written = 7;
+    const auto c = r.simulate(g, 1, &written);
+    REQUIRE(c.size() == 1);  // the unrelated lines have no stream of their own in the result
+    CHECK(c[0].hbm_read == bytes);
+    CHECK(c[0].hbm_written == 0);
+    CHECK(written == evicted);
+  }
+}
