@@ -93,6 +93,18 @@ checks, compute-sanitizer memcheck / racecheck / synccheck (--sanitize) clean. N
 backend (bench_kernels.sh, same call, kernels/RESULTS.md): d = 64 20 of 20 shapes >= cuDNN
 (1.03-1.61x), d = 128 16 of 20 (0.95-1.24x; below: fp16 at N >= 8192 and bf16 causal N = 16384). A 3-stage Q / dO ring at d = 128 (launch_bwd PRODUCTS = 5): -6 to +9 % against 2
 stages, no consistent gain; kept as a --variants row only.
+fp16 against bf16 at d = 128 (2026-11-24; raw kernels/results/2026-11-24-h200-bwd-fp16-power.txt and
+-h100-bwd-fp16-lean.txt): the two instantiations' SASS is the same instruction for instruction (1880,
+same registers, 746 a tile in the consumer loop; only the F2FP / HGMMA type differs), 0 spills. The
+gap is power: the board sits at its 700 W limit (sw_power_cap active throughout) and fp16's longer
+mantissa costs clock. H200, N = 16384 full, back-to-back runs: bf16 1753-1759 MHz 516-518 TFLOP/s,
+fp16 1702-1706 MHz 500-501 (-3 %); fp16 with bf16-representable inputs 1755 MHz 517.5 (= bf16);
+SDPA's cuDNN backward on the same card loses the same (bf16 530 at 1694 MHz, fp16 515 at 1652).
+H100: bf16 1618-1626 MHz 523-525, fp16 1583-1588 MHz 507-510. Since then the mask's compare and
+select run only in tiles that need a mask and dS^T is stored by stmatrix (fewer instructions; the old
+path is PRODUCTS = 7, PRE_LEAN): H100, back-to-back ABBA at N = 16384: bf16 full +1.1 %, fp16 full
++0.7 %, bf16 causal +0.9 %, fp16 causal +1.1 % (fp16 stays ~3 % below bf16); short bursts (the
+driver's timing, one run): d = 64 +5 to +9 % on all 8 rows at N >= 8192, d = 128 -7 to +7 % (noise).
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).
@@ -1234,7 +1246,17 @@ constexpr int kBarDqEmpty = 4;  // + c: the writer warp arrives, consumer c sync
 constexpr int kBarEpi = 6;      // 256 consumer threads: K, V no longer read; dK, dV staged
 constexpr int kDqBarCount = 128 + 32;
 
-template <class T, int D, int BR, int BC, int STAGES>
+// TRUNC_PDS (a diagnostic, fp16 only, launch_bwd PRODUCTS = 6 in the standalone build): P^T and dS^T
+// are cut to bf16's 7 mantissa bits after their fp16 conversion (low 3 bits cleared), so that with
+// bf16-representable inputs every tensor-core operand carries bf16's mantissa width in fp16's format.
+// Not numerically equivalent to version 6 (bf16-level accuracy); it measures how much of fp16's
+// time goes with its operands' extra mantissa bits.
+// PRE_LEAN (launch_bwd PRODUCTS = 7, for A/B runs): version 6 as first written, with the mask's compare
+// and select in every tile (the compiler if-converts `masked && ...` into straight-line code) and
+// dS^T stored by 16 st.shared.b32 with their swizzle arithmetic. The default since 2026-11-24 runs
+// the compare and select only in tiles that need a mask (a warp-uniform branch) and stores dS^T
+// with 4 stmatrix.x4 (one XOR per address): fewer instructions, same products and results.
+template <class T, int D, int BR, int BC, int STAGES, bool TRUNC_PDS = false, bool PRE_LEAN = false>
 __global__ void __launch_bounds__(384, 1)
     attn_bwd_ws_kernel(const float* __restrict__ lse2, const float* __restrict__ dsum, float* __restrict__ dq_acc,
                        T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh, int heads_per_group,
@@ -1372,23 +1394,31 @@ __global__ void __launch_bounds__(384, 1)
       const int key = key_row + 8 * h;
       lim[h] = key >= n ? INT_MAX : causal ? key - q0 - 2 * t : INT_MIN;
     }
+    auto probabilities = [&](auto mask) {
+      constexpr bool kMask = decltype(mask)::value;
 #pragma unroll
-    for (int j = 0; j < BR / 8; ++j) {
-      const float2 l2 = ld_shared_f2(st_lse + (8 * j + 2 * t) * 4);
+      for (int j = 0; j < BR / 8; ++j) {
+        const float2 l2 = ld_shared_f2(st_lse + (8 * j + 2 * t) * 4);
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h)
 #pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], scale_log2, -(e ? l2.y : l2.x)));
-          if (masked && 8 * j + e < lim[h]) p = 0.f;
-          s[4 * j + 2 * h + e] = p;
-        }
-    }
+          for (int e = 0; e < 2; ++e) {
+            float p = fast_exp2(fmaf(s[4 * j + 2 * h + e], scale_log2, -(e ? l2.y : l2.x)));
+            if (kMask && masked && 8 * j + e < lim[h]) p = 0.f;
+            s[4 * j + 2 * h + e] = p;
+          }
+      }
+    };
+    if (PRE_LEAN || masked) probabilities(std::true_type{});
+    else probabilities(std::false_type{});
     std::uint32_t pa[BR / 16][4], da[BR / 16][4];  // P^T packed for dV while dP^T is in flight
 #pragma unroll
     for (int kk = 0; kk < BR / 16; ++kk)
 #pragma unroll
-      for (int e = 0; e < 4; ++e) pa[kk][e] = mma::pack2<T>(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+      for (int e = 0; e < 4; ++e) {
+        pa[kk][e] = mma::pack2<T>(s[8 * kk + 2 * e], s[8 * kk + 2 * e + 1]);
+        if constexpr (TRUNC_PDS) pa[kk][e] &= 0xfff8fff8u;
+      }
     wgmma::wait<0>();
     pin(dp);
     // dS^T = P^T (dP^T - D); kept in registers for dK and stored (key rows, query columns) for dQ
@@ -1399,10 +1429,24 @@ __global__ void __launch_bounds__(384, 1)
       for (int h = 0; h < 2; ++h) {
         const float ds0 = s[4 * j + 2 * h] * (dp[4 * j + 2 * h] - dd.x);
         const float ds1 = s[4 * j + 2 * h + 1] * (dp[4 * j + 2 * h + 1] - dd.y);
-        const std::uint32_t packed = mma::pack2<T>(ds0, ds1);
+        const std::uint32_t packed = mma::pack2<T>(ds0, ds1) & (TRUNC_PDS ? 0xfff8fff8u : 0xffffffffu);
         da[j / 2][(j % 2) * 2 + h] = packed;
-        st_shared_b32(wgmma::sw128<BC>(dss, c * 64 + row_w + g + 8 * h, j) + 4 * t, packed);
+        if constexpr (PRE_LEAN) st_shared_b32(wgmma::sw128<BC>(dss, c * 64 + row_w + g + 8 * h, j) + 4 * t, packed);
       }
+    }
+    if constexpr (!PRE_LEAN) {
+      // stmatrix.x4 kk: matrices (rows +0, chunk 2kk), (rows +8, 2kk), (+0, 2kk + 1), (+8, 2kk + 1), i.e.
+      // da[kk][0..3]; lane L gives row L % 8 of matrix L / 8. In the 128-byte swizzle the chunk
+      // (2kk + L / 16) % 8 ^ (L % 8) = 2 (kk % 4) ^ (L / 16 ^ L % 8), so the address is
+      // a0 ^ ((kk % 4) << 5), plus a 64-column box (BC * 128 bytes) per 4 kk (BR = 128).
+      const std::uint32_t a0 = dss + (c * 64 + row_w + (lane & 7) + 8 * ((lane >> 3) & 1)) * 128 +
+                               (((lane >> 4) ^ (lane & 7)) << 4);
+#pragma unroll
+      for (int kk = 0; kk < BR / 16; ++kk)
+        asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n"
+                     ::"r"((a0 ^ ((kk & 3) << 5)) + (kk >> 2) * (BC * 128)),
+                     "r"(da[kk][0]), "r"(da[kk][1]), "r"(da[kk][2]), "r"(da[kk][3])
+                     : "memory");
     }
     wgmma::fence_proxy_async();  // st.shared -> wgmma's reads of dS^T
 
@@ -1510,7 +1554,9 @@ constexpr int ws_stages() {
 // PRODUCTS: 0 = all on mma.sync (2026-11-22), 1 = dK / dV on wgmma (version 3), 2 = all on wgmma
 // (version 4; NW and DQ_MT unused), 3 = version 4 with Q, dO and statistics through TMA (version 5),
 // 4 = warp-specialized, dQ by bulk reductions (version 6; NW and DQ_MT unused), 5 = version 6 with a
-// 3-stage Q / dO ring (d = 128 only; an experiment for the bench driver's --variants).
+// 3-stage Q / dO ring (d = 128 only; an experiment for the bench driver's --variants), 6 = version 6
+// with P^T and dS^T cut to bf16's mantissa width (fp16 only; a diagnostic for the driver's --power),
+// 7 = version 6 as first written (attn_bwd_ws_kernel PRE_LEAN: more instructions around dS^T; for A/B).
 // Workspace: the fp32 dQ accumulator (bh * n_pad * D floats: [bh][n][D] for PRODUCTS <= 3, one chunk
 // per query tile for 4 and 5), then lse2 and D ([bh][n_pad] each).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
@@ -1534,7 +1580,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   static bool smem_set = false;  // one per instantiation
   if constexpr (PRODUCTS >= 4) {
     using C = WsBwdConfig<D, BR, BC, ws_stages<PRODUCTS>()>;
-    auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>()>;
+    auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>(), PRODUCTS == 6, PRODUCTS == 7>;
     if (!smem_set) {
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
       smem_set = true;
@@ -1653,6 +1699,11 @@ FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 5)  // version 6 with a 3-stage Q / dO ring
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 6)  // diagnostic: P^T, dS^T at bf16's mantissa width
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 7)  // version 6 as first written (PRE_LEAN)
+FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 7)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 7)
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 7)
 FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 5)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 3)  // version 5 (the launcher's under FLASHSIM_BWD_VERSION=5)
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 3)

@@ -11,7 +11,21 @@
 //   bench_attention_backward_fast --variants the launcher (version 6, or 5) against the other of versions
 //                                            6 / 5, versions 4, 3 and the all-mma.sync kernel: full
 //                                            checks of each at small sizes, then each timed (bf16)
-//   bench_attention_backward_fast --one D N CAUSAL   one bf16 problem run twice (for ncu)
+//   bench_attention_backward_fast --one D N CAUSAL [bf16|fp16]   one problem run twice (for ncu; bf16
+//                                            unless fp16 is named)
+//   bench_attention_backward_fast --d128     the launcher at d = 128, N = 8192 and 16384, full and causal,
+//                                            bf16 and fp16 side by side, two rounds (checked on sampled rows)
+//   bench_attention_backward_fast --power D N CAUSAL SECONDS   back-to-back runs of one shape for
+//                                            SECONDS per phase (bf16, fp16, fp16 with bf16-representable
+//                                            inputs, the same with P / dS cut to bf16's mantissa width,
+//                                            then bf16 and fp16 again), 1 s idle between phases; each
+//                                            phase prints its epoch start / end (to line up with an
+//                                            `nvidia-smi -lms` log or an NVML energy-counter log)
+//                                            and its mean time and TFLOP/s
+//   bench_attention_backward_fast --ab D N CAUSAL SECONDS   --power's phases for launch_bwd PRODUCTS
+//                                            7 (version 6 pre-LEAN) and 4 (version 6), bf16 and fp16,
+//                                            in ABBA order
+//   bench_attention_backward_fast --ab-table the timed shapes at N >= 8192, PRODUCTS 7 and 4 side by side
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
 //                                            dtypes), for compute-sanitizer memcheck / racecheck
 // O and lse for the backward come from a plain mma.sync forward in this file (test-only; it is
@@ -32,6 +46,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <chrono>
 #include <ctime>
 #include <initializer_list>
 #include <stdexcept>
@@ -62,6 +77,13 @@ namespace {
 // device helpers: counter-based random fill, NaN counter, test forward
 
 using fg::standalone::fill_kernel;
+
+template <class T>
+__global__ void round_bf16_kernel(T* p, std::size_t n) {
+  for (std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::size_t>(gridDim.x) * blockDim.x)
+    p[i] = fg::from_f<T>(__bfloat162float(__float2bfloat16_rn(fg::to_f(p[i]))));
+}
 
 template <class T>
 __global__ void count_bad_kernel(const T* p, std::size_t n, unsigned long long* bad) {
@@ -217,7 +239,7 @@ struct Problem {
   bool causal;
   std::size_t elems;
   Buf q, k, v, o, dout, lse, dq, dk, dv, ws;
-  Problem(int bh_, int n_, int d_, bool causal_, std::uint64_t seed)
+  Problem(int bh_, int n_, int d_, bool causal_, std::uint64_t seed, bool bf16_values = false)
       : bh(bh_), n(n_), d(d_), causal(causal_), elems(static_cast<std::size_t>(bh_) * n_ * d_),
         q(elems * sizeof(T)), k(elems * sizeof(T)), v(elems * sizeof(T)), o(elems * sizeof(T)),
         dout(elems * sizeof(T)), lse(static_cast<std::size_t>(bh_) * n_ * 4), dq(elems * sizeof(T)),
@@ -230,6 +252,11 @@ struct Problem {
     CUDA_CHECK_LAUNCH();
     fill_kernel<T><<<1024, 256>>>(dout.as<T>(), elems, seed + 3, -1.f, 1.f);
     CUDA_CHECK_LAUNCH();
+    if (bf16_values)  // inputs rounded to bf16's mantissa width (fp16: its 3 low mantissa bits cleared)
+      for (Buf* b : {&q, &k, &v, &dout}) {
+        round_bf16_kernel<T><<<1024, 256>>>(b->as<T>(), elems);
+        CUDA_CHECK_LAUNCH();
+      }
     CUDA_CHECK(cudaMemset(o.p, 0xff, elems * sizeof(T)));
     CUDA_CHECK(cudaMemset(lse.p, 0xff, static_cast<std::size_t>(bh) * n * 4));
     const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(d));
@@ -383,6 +410,48 @@ bool small_checks(std::uint64_t seed, bool tiny) {
   return ok;
 }
 
+double epoch_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// One --power phase: warm-up, 1 s idle, then back-to-back runs (10 between two events) for `seconds`.
+template <class T>
+void power_phase(const char* label, int d, int n, bool causal, double seconds, bool bf16_values,
+                 typename Problem<T>::Launcher variant) {
+  const int bh = 16 * 16384 / n;
+  Problem<T> p(bh, n, d, causal, 11, bf16_values);
+  p.variant = variant;
+  for (int w = 0; w < 3; ++w) p.backward();
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  const double t0 = epoch_s();
+  double gpu_ms = 0;
+  long runs = 0;
+  while (epoch_s() - t0 < seconds) {
+    CUDA_CHECK(cudaEventRecord(a));
+    for (int r = 0; r < 10; ++r) p.backward();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float x = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&x, a, b));
+    gpu_ms += x;
+    runs += 10;
+  }
+  const double t1 = epoch_s();
+  const double ms = gpu_ms / runs;
+  const double flops = 2.5 * 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
+  std::printf("power %-62s d=%d N=%d %s  t0 %.3f t1 %.3f  runs %ld  %.3f ms  %.1f TFLOP/s\n", label, d, n,
+              causal ? "causal" : "full", t0, t1, runs, ms, flops / ms * 1e-9);
+  std::fflush(stdout);
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+}
+
 }  // namespace
 
 static int run_main(int argc, char** argv) {
@@ -403,6 +472,8 @@ static int run_main(int argc, char** argv) {
     const V vs[] = {
         {64, launcher, nullptr, nullptr},
         other64,
+        {64, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
+         bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7>, bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7>},
         {64, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 64, 128, 128, 8, 2, 2>},
         {64, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 1>,
@@ -413,6 +484,8 @@ static int run_main(int argc, char** argv) {
         other128,
         {128, "  [v6, 3-stage Q/dO ring]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 5>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
+        {128, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
+         bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>},
         {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
         {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
@@ -435,12 +508,84 @@ static int run_main(int argc, char** argv) {
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
   }
-  if (argc > 4 && std::strcmp(argv[1], "--one") == 0) {  // one bf16 problem, two runs (for a profiler)
-    Problem<__nv_bfloat16> p(16 * 16384 / std::atoi(argv[3]), std::atoi(argv[3]), std::atoi(argv[2]),
-                             std::atoi(argv[4]) != 0, 7);
-    p.backward();
-    p.backward();
+  if (argc > 4 && std::strcmp(argv[1], "--one") == 0) {  // one problem, two runs (for a profiler)
+    const int n = std::atoi(argv[3]), d = std::atoi(argv[2]);
+    const bool causal = std::atoi(argv[4]) != 0;
+    if (argc > 5 && std::strcmp(argv[5], "fp16") == 0) {
+      Problem<__half> p(16 * 16384 / n, n, d, causal, 7);
+      p.backward();
+      p.backward();
+    } else {
+      Problem<__nv_bfloat16> p(16 * 16384 / n, n, d, causal, 7);
+      p.backward();
+      p.backward();
+    }
     CUDA_CHECK(cudaDeviceSynchronize());
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--d128") == 0) {  // the launcher's d = 128 N >= 8192 rows, twice
+    bool ok = true;
+    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+    for (int round = 0; round < 2; ++round)
+      for (bool causal : {false, true})
+        for (int n : {8192, 16384}) {
+          ok &= bench_shape<__nv_bfloat16>(128, n, causal, s += 10);
+          ok &= bench_shape<__half>(128, n, causal, s += 10);
+        }
+    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  if (argc > 5 && std::strcmp(argv[1], "--ab") == 0) {
+    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const bool causal = std::atoi(argv[4]) != 0;
+    const double seconds = std::atof(argv[5]);
+    namespace bf = fg::bwd_fast;
+    auto b4 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>;
+    auto b7 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
+    auto h4 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>;
+    auto h7 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
+    power_phase<__nv_bfloat16>("bf16 v6 pre-LEAN", d, n, causal, seconds, false, b7);
+    power_phase<__nv_bfloat16>("bf16 v6", d, n, causal, seconds, false, b4);
+    power_phase<__half>("fp16 v6 pre-LEAN", d, n, causal, seconds, false, h7);
+    power_phase<__half>("fp16 v6", d, n, causal, seconds, false, h4);
+    power_phase<__half>("fp16 v6 (again)", d, n, causal, seconds, false, h4);
+    power_phase<__half>("fp16 v6 pre-LEAN (again)", d, n, causal, seconds, false, h7);
+    power_phase<__nv_bfloat16>("bf16 v6 (again)", d, n, causal, seconds, false, b4);
+    power_phase<__nv_bfloat16>("bf16 v6 pre-LEAN (again)", d, n, causal, seconds, false, b7);
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "--ab-table") == 0) {
+    namespace bf = fg::bwd_fast;
+    bool ok = true;
+    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+    for (int d : {128, 64})
+      for (bool causal : {false, true})
+        for (int n : {8192, 16384}) {
+          auto b4 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>;
+          auto b7 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
+          auto h4 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>;
+          auto h7 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
+          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, b7, "  [v6 pre-LEAN]");
+          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, b4, "  [v6]");
+          ok &= bench_shape<__half>(d, n, causal, s += 10, h7, "  [v6 pre-LEAN]");
+          ok &= bench_shape<__half>(d, n, causal, s += 10, h4, "  [v6]");
+        }
+    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  if (argc > 5 && std::strcmp(argv[1], "--power") == 0) {
+    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const bool causal = std::atoi(argv[4]) != 0;
+    const double seconds = std::atof(argv[5]);
+    namespace bf = fg::bwd_fast;
+    power_phase<__nv_bfloat16>("bf16", d, n, causal, seconds, false, nullptr);
+    power_phase<__half>("fp16", d, n, causal, seconds, false, nullptr);
+    power_phase<__half>("fp16, bf16-representable inputs", d, n, causal, seconds, true, nullptr);
+    if (d == 128)
+      power_phase<__half>("fp16, bf16-representable inputs, P/dS cut to 7 mantissa bits", d, n, causal, seconds, true,
+                          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 6>);
+    power_phase<__nv_bfloat16>("bf16 (again)", d, n, causal, seconds, false, nullptr);
+    power_phase<__half>("fp16 (again)", d, n, causal, seconds, false, nullptr);
     return 0;
   }
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
