@@ -81,3 +81,22 @@ TEST_CASE("flashsim sweep --vary l2: predictions per L2 size, measured rows from
     CHECK(rc == 2);
   }
 }
+
+TEST_CASE("flashsim traffic --l2-ways/--l2-dirty-ways: sets and a dirty limit, and their bad values", "[tile][cli][l2]") {
+  const std::string bin = FLASHSIM_BINARY;
+  int rc = 0;
+  // 4 heads of K/V (1 MiB) in an 8 MiB L2 of 8-way sets: the FA2 reads still fit (each input once)
+  std::string out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --heads 4 --l2 8MiB --sms 4 "
+                                  "--l2-ways 8 --l2-dirty-ways 4",
+                            rc);
+  CHECK(rc == 0);
+  CHECK(out.find("sets of 8 ways") != std::string::npos);
+  CHECK(out.find("at most 4 dirty lines a set") != std::string::npos);
+  CHECK(out.find("1572864") != std::string::npos);  // Q, K, V read from HBM once: 3 x 4 x 1024 x 64 x 2
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 1KiB --l2-ways 16", rc);
+  CHECK(rc != 0);
+  CHECK(out.find("ways") != std::string::npos);
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 8MiB --l2-ways 8 --l2-dirty-ways 9", rc);
+  CHECK(rc != 0);
+  CHECK(out.find("dirty") != std::string::npos);
+}
