@@ -77,7 +77,7 @@ void L2Cache::erase_index(std::uint64_t line) {
 }
 
 void L2Cache::unlink(std::uint32_t s) {
-  const std::uint32_t set = s / ways_;
+  const std::uint32_t set = set_of_slot(s);
   if (prev_[s] != kNone) next_[prev_[s]] = next_[s];
   else head_[set] = next_[s];
   if (next_[s] != kNone) prev_[next_[s]] = prev_[s];
@@ -85,7 +85,7 @@ void L2Cache::unlink(std::uint32_t s) {
 }
 
 void L2Cache::push_front(std::uint32_t s) {
-  const std::uint32_t set = s / ways_;
+  const std::uint32_t set = set_of_slot(s);
   prev_[s] = kNone;
   next_[s] = head_[set];
   if (head_[set] != kNone) prev_[head_[set]] = s;
@@ -98,7 +98,7 @@ void L2Cache::evict(std::uint32_t s) {
     const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
     counts_[owner_[s]].hbm_written += n << sector_shift_;
     dirty_sectors_ -= n;
-    --set_dirty_lines_[s / ways_];
+    --set_dirty_lines_[set_of_slot(s)];
   }
   erase_index(tag_[s]);
   unlink(s);
@@ -131,7 +131,7 @@ std::uint32_t L2Cache::use_line(std::uint64_t line) {
     dirty_[s] = 0;
     insert_index(line, s);
     push_front(s);
-  } else if (s != head_[s / ways_]) {
+  } else if (s != head_[set_of_slot(s)]) {
     unlink(s);
     push_front(s);
   }
@@ -163,7 +163,7 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
     dirty_[s] |= mask;
     owner_[s] = stream;
     if (newly_dirty) {
-      const std::uint32_t set = s / ways_;
+      const std::uint32_t set = set_of_slot(s);
       if (++set_dirty_lines_[set] > cfg_.dirty_ways && cfg_.dirty_ways) clean_oldest_dirty(set);
     }
   } else {

@@ -71,6 +71,7 @@ class L2Cache {
   void touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write);
   std::uint32_t use_line(std::uint64_t line);  // the line's slot, made most recent (allocated on a miss)
   std::uint32_t set_of_line(std::uint64_t line) const;
+  std::uint32_t set_of_slot(std::uint32_t slot) const { return sets_ == 1 ? 0 : slot / ways_; }  // no divide when fully associative
   void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
   std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
   void insert_index(std::uint64_t line, std::uint32_t slot);
