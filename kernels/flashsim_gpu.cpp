@@ -146,11 +146,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   const int occ = probe_blocks_per_sm();
   const int grid = dev.sms * occ;
   // The write-back of a range with nothing dirty (a flush after a flush): subtracted, as compare does.
-  auto base = prof.measure("write-back baseline", [&] { flusher.flush(); }, [&] {
-    flusher.flush();
-    flusher.flush();
-  }, &why);
-  const double baseline = base ? base->dram_write_bytes : 0.0;
+  const double baseline = measure_writeback(prof, flusher, "write-back baseline", [] {}, 0.0, &why).value_or(0.0);
   std::uint64_t max_bytes = 0;
   for (auto b : sizes) max_bytes = std::max(max_bytes, b);
   DevBuf buf(max_bytes), sink(sizeof(float));
@@ -174,15 +170,11 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
       if (!m) throw std::runtime_error("probe not measured: " + why);
       double wb = 0;
       if (rmw) {
-        auto w = prof.measure("probe write-back", [&] {
-          flusher.flush();
+        auto w = measure_writeback(prof, flusher, "probe write-back", [&] {
           for (int p = 0; p < passes; ++p) probe_pass(pat, buf.get(), bytes, grid, sink.as<float>());
-        }, [&] {
-          flusher.flush();
-          flusher.flush();
-        }, &why);
+        }, baseline, &why);
         if (!w) throw std::runtime_error("probe write-back not measured: " + why);
-        wb = std::max(0.0, w->dram_write_bytes - baseline);
+        wb = *w;
       }
       const ProbeTraffic pred =
           probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,

@@ -15,14 +15,10 @@ Runner::Runner(const RunOptions& opt) : opt_(opt), dev_(device_info()) {
     std::string why;
     if (prof_.init(&why)) {
       prof_status_ = "CUPTI range profiler (" + std::to_string(prof_.passes()) + " pass(es) per range)";
-      auto base = prof_.measure("write-back baseline", [&] { flusher_->flush(); },
-                                [&] {
-                                  flusher_->flush();
-                                  flusher_->flush();
-                                },
-                                &why);
+      // a flush after a flush: what the profiler's range shows when no kernel left anything dirty
+      auto base = measure_writeback(prof_, *flusher_, "write-back baseline", [] {}, 0.0, &why);
       if (base) {
-        writeback_baseline_ = base->dram_write_bytes;
+        writeback_baseline_ = *base;
         char buf[96];
         std::snprintf(buf, sizeof buf, "; write-back baseline %.2f MiB (subtracted)", writeback_baseline_ / 1048576.0);
         prof_status_ += buf;
@@ -84,20 +80,12 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
                            [&] { w->run(0); }, &why);
     // The same run again, unmeasured, then the flush that evicts what it left dirty in L2: that
     // flush's HBM writes are the range's output still on its way to HBM when the range ended.
-    auto wb = m ? prof_.measure(std::string("write-back after ") + info(s.schedule).id,
-                                [&] {
-                                  flusher_->flush();
-                                  w->run(0);
-                                },
-                                [&] {
-                                  flusher_->flush();
-                                  flusher_->flush();
-                                },
-                                &why)
+    auto wb = m ? measure_writeback(prof_, *flusher_, std::string("write-back after ") + info(s.schedule).id,
+                                    [&] { w->run(0); }, writeback_baseline_, &why)
                 : std::nullopt;
     if (m && !wb) row.note += "; write-back not measured: " + why;
     if (m) {
-      const double writeback = wb ? std::max(0.0, wb->dram_write_bytes - writeback_baseline_) : 0.0;
+      const double writeback = wb.value_or(0.0);
       if (wb) row.writeback_bytes = writeback;
       row.measured = Bytes{static_cast<std::uint64_t>(m->dram_read_bytes + 0.5),
                            static_cast<std::uint64_t>(m->dram_write_bytes + writeback + 0.5)};
@@ -119,6 +107,22 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
     if (!row.predicted) row.note += "; no prediction: " + why;
   }
   return row;
+}
+
+std::optional<double> measure_writeback(HbmProfiler& prof, L2Flusher& flusher, const std::string& name,
+                                        const std::function<void()>& work, double baseline, std::string* why) {
+  auto m = prof.measure(name,
+                        [&] {
+                          flusher.flush();
+                          work();
+                        },
+                        [&] {
+                          flusher.flush();
+                          flusher.flush();
+                        },
+                        why);
+  if (!m) return std::nullopt;
+  return std::max(0.0, m->dram_write_bytes - baseline);
 }
 
 int dev_main(Op op, int argc, char** argv) {

@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <memory>
 #include <string>
 
@@ -38,6 +40,12 @@ class Runner {
   // subtracted from every run's write-back.
   double writeback_baseline_ = 0;
 };
+
+// HBM writes a range left dirty in L2 and that reach HBM only later: `work` run again (unmeasured,
+// after a flush), then the flush that evicts its dirty lines, measured, less `baseline` (the same
+// measured after a flush alone). nullopt with *why when the profiler fails.
+std::optional<double> measure_writeback(HbmProfiler& prof, L2Flusher& flusher, const std::string& name,
+                                        const std::function<void()>& work, double baseline, std::string* why);
 
 // llm.c-style per-file driver: ./matmul [version] [sizes...]. Validates and times every version
 // of the op (or just `version`), prints one timing line per version, returns 0 when all pass.
