@@ -949,6 +949,19 @@ __global__ void __launch_bounds__(NW * 32, 1)
   store_dkdv<D, BC, C::kThreads>(ks, vs, dk, dv, kv0, n, threadIdx.x);
 }
 
+// x = (a warpgroup's 64 rows of a key tile, `key_rows` bytes into each 128-byte-swizzled box) (a
+// query tile)^T, both K-major in shared memory: one wgmma group (versions 5 and 6).
+template <class T, int D, int BR, int BC>
+__device__ __forceinline__ void keys_by_queries(float (&x)[BR / 2], std::uint32_t key_tile, std::uint32_t query_tile,
+                                                std::uint32_t key_rows) {
+#pragma unroll
+  for (int kk = 0; kk < D / 16; ++kk)
+    wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, x,
+                       wgmma::desc128(key_tile + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
+                       wgmma::desc128(query_tile + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+  wgmma::commit();
+}
+
 // Version 4: every product on wgmma. One block of two warpgroups per 128-key tile; warpgroup wg
 // owns keys 64 wg .. 64 wg + 63 (its rows of S^T, dP^T, dK, dV). Per Q tile of BR queries:
 //   S^T = K Q^T, dP^T = V dO^T      (A: K, V rows, K-major; B: Q, dO rows, K-major; all shared memory)
@@ -1065,18 +1078,9 @@ __global__ void __launch_bounds__(256, 1)
     const int q0 = i * BR;
 
     float s[BR / 2], dp[BR / 2];
-    // x = (the warpgroup's rows of a key tile) (a query tile)^T, both K-major in shared memory; one group
-    auto keys_by_queries = [&](float (&x)[BR / 2], std::uint32_t key_tile, std::uint32_t query_tile) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, x,
-                           wgmma::desc128(key_tile + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
-                           wgmma::desc128(query_tile + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
-      wgmma::commit();
-    };
     wgmma::fence();
-    keys_by_queries(s, ks, qs);    // S^T = K Q^T
-    keys_by_queries(dp, vs, dos);  // dP^T = V dO^T
+    keys_by_queries<T, D, BR, BC>(s, ks, qs, key_rows);    // S^T = K Q^T
+    keys_by_queries<T, D, BR, BC>(dp, vs, dos, key_rows);  // dP^T = V dO^T
     wgmma::wait<1>();
     pin(s);
 
@@ -1368,18 +1372,9 @@ __global__ void __launch_bounds__(384, 1)
     const int q0 = i * BR;
 
     float s[BR / 2], dp[BR / 2];
-    // x = (the consumer's rows of a key tile) (a query tile)^T, both K-major in shared memory; one group
-    auto keys_by_queries = [&](float (&x)[BR / 2], std::uint32_t key_tile, std::uint32_t query_tile) {
-#pragma unroll
-      for (int kk = 0; kk < D / 16; ++kk)
-        wgmma::wgmma_ss<0>(wgmma::WgmmaN<BR>{}, T{}, x,
-                           wgmma::desc128(key_tile + (kk / 4) * (BC * 128) + key_rows + (kk % 4) * 32, 16, 1024),
-                           wgmma::desc128(query_tile + (kk / 4) * (BR * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
-      wgmma::commit();
-    };
     wgmma::fence();
-    keys_by_queries(s, ks, qs);    // S^T = K Q^T
-    keys_by_queries(dp, vs, dos);  // dP^T = V dO^T
+    keys_by_queries<T, D, BR, BC>(s, ks, qs, key_rows);    // S^T = K Q^T
+    keys_by_queries<T, D, BR, BC>(dp, vs, dos, key_rows);  // dP^T = V dO^T
     wgmma::wait<1>();
     pin(s);
 
