@@ -119,6 +119,64 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
 }
 
 
+// One probe row: HBM MiB per pass beyond the compulsory (the first pass's read and, for rmw, one
+// write-back of each line), measured and predicted; returns |meas - pred| summed over R and W.
+static double print_probe_row(ProbePattern pat, std::uint64_t bytes, std::uint64_t l2_bytes, int passes, double mr,
+                              double mw, const ProbeTraffic& pred) {
+  const bool rmw = pat == ProbePattern::Rmw;
+  const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
+  auto extra = [&](double x) { return std::max(0.0, x - w) / per; };
+  const double r_meas = extra(mr), r_pred = extra(static_cast<double>(pred.read));
+  const double w_meas = rmw ? extra(mw) : mw / per, w_pred = rmw ? extra(static_cast<double>(pred.written)) : pred.written / per;
+  std::printf("%-7s %9.1f %6.2f %12.2f %12.2f %12.2f %12.2f\n", probe_name(pat), w / mib, w / static_cast<double>(l2_bytes),
+              r_meas, r_pred, w_meas, w_pred);
+  std::fflush(stdout);
+  return std::fabs(r_meas - r_pred) + std::fabs(w_meas - w_pred);
+}
+
+static void print_probe_header() {
+  std::printf("HBM MiB per pass beyond the first pass's compulsory W (0 = the L2 kept everything)\n");
+  std::printf("%-7s %9s %6s %12s %12s %12s %12s\n", "pattern", "W MiB", "xL2", "meas R", "pred R", "meas W", "pred W");
+}
+
+// A probe CSV (l2probe --csv) predicted again on the CPU with other L2 settings, and the summed
+// error: how the model's sets and dirty limit were chosen (kernels/RESULTS.md).
+static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm, int partitions, std::uint32_t ways,
+                             std::uint32_t dirty_ways, std::uint64_t dirty_at_start) {
+  std::ifstream in(path);
+  if (!in) throw std::invalid_argument("cannot open '" + path + "'");
+  std::string line;
+  std::getline(in, line);
+  const auto head = flashsim::sim::csv_split(line);
+  auto col = [&](const char* name) { return flashsim::sim::csv_column(head, name, path); };
+  const std::size_t c_p = col("pattern"), c_b = col("bytes"), c_l2 = col("l2_bytes"), c_n = col("passes"),
+                    c_r = col("hbm_read"), c_w = col("hbm_written");
+  print_probe_header();
+  double error = 0;
+  for (int n = 2; std::getline(in, line); ++n) {
+    const auto f = flashsim::sim::csv_split(line);
+    const std::string where = path + ":" + std::to_string(n);
+    if (f.size() < head.size()) throw std::invalid_argument(where + ": too few fields");
+    if (f[c_p] != "reread" && f[c_p] != "rmw") throw std::invalid_argument(where + ": pattern '" + f[c_p] + "'");
+    ProbeCase c;
+    std::uint64_t l2 = 0;
+    double mr = 0, mw = 0;
+    try {
+      c = ProbeCase{f[c_p] == "rmw" ? ProbePattern::Rmw : ProbePattern::Reread, std::stoull(f[c_b]), std::stoi(f[c_n])};
+      l2 = std::stoull(f[c_l2]);
+      mr = std::stod(f[c_r]);
+      mw = std::stod(f[c_w]);
+    } catch (const std::exception&) {
+      throw std::invalid_argument(where + ": a number does not parse");
+    }
+    const ProbeTraffic pred = probe_predicted(c, l2, sms, blocks_per_sm, partitions, ways, dirty_ways, dirty_at_start);
+    error += print_probe_row(c.pattern, c.bytes, l2, c.passes, mr, mw, pred);
+  }
+  std::printf("summed |meas - pred|: %.1f MiB per pass (%d partition(s), %u ways, dirty limit %u, %llu B dirty at start)\n",
+              error, partitions, ways, dirty_ways, static_cast<unsigned long long>(dirty_at_start));
+  return 0;
+}
+
 // The L2 probes (kernels/l2_probe.h) on this GPU against the L2 model with the same grid: one row
 // per pattern and buffer size, measured and predicted HBM bytes per pass.
 static int probe_main(const std::string& patterns, const std::string& fractions, int passes, const std::string& csv) {
@@ -155,8 +213,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
               "dirty limit %u\n",
               dev.name.c_str(), dev.l2_bytes / 1048576.0, dev.sms, occ, passes, dev.l2_partitions, dev.l2_ways,
               dev.l2_dirty_ways);
-  std::printf("HBM MiB per pass beyond the first pass's compulsory W (0 = the L2 kept everything)\n");
-  std::printf("%-7s %9s %6s %12s %12s %12s %12s\n", "pattern", "W MiB", "xL2", "meas R", "pred R", "meas W", "pred W");
+  print_probe_header();
   std::string rows = "pattern,bytes,l2_bytes,passes,hbm_read,hbm_written,writeback,pred_read,pred_written\n";
   for (auto pat : pats)
     for (auto bytes : sizes) {
@@ -179,14 +236,8 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
       const ProbeTraffic pred =
           probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
                           static_cast<std::uint64_t>(baseline));
-      const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
       const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
-      // Beyond the compulsory: the first pass's read, and (rmw) the one write-back of each line.
-      auto extra = [&](double x) { return std::max(0.0, x - w) / per; };
-      std::printf("%-7s %9.1f %6.2f %12.2f %12.2f %12.2f %12.2f\n", probe_name(pat), w / mib, w / dev.l2_bytes,
-                  extra(mr), extra(static_cast<double>(pred.read)), rmw ? extra(mw) : mw / per,
-                  rmw ? extra(static_cast<double>(pred.written)) : pred.written / per);
-      std::fflush(stdout);
+      print_probe_row(pat, bytes, dev.l2_bytes, passes, mr, mw, pred);
       char line[256];
       std::snprintf(line, sizeof line, "%s,%llu,%llu,%d,%.0f,%.0f,%.0f,%llu,%llu\n", probe_name(pat),
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(dev.l2_bytes), passes, mr,
@@ -262,6 +313,19 @@ static int run_main(int argc, char** argv) {
       ->check(CLI::Range(2, 100))
       ->capture_default_str();
   probe->add_option("--csv", probe_csv, "also write CSV to FILE ('-' for stdout)");
+  std::string probe_from, probe_dirty_start = "0";
+  int probe_sms = 132, probe_bps = 8, probe_partitions = 2;
+  std::uint32_t probe_ways = 32, probe_dirty = 16;
+  probe->add_option("--from", probe_from, "no GPU: predict a probe CSV again with the settings below, and sum the error");
+  probe->add_option("--sms", probe_sms, "with --from: SMs")->check(CLI::Range(1, 100000))->capture_default_str();
+  probe->add_option("--blocks-per-sm", probe_bps, "with --from: the probe kernels' occupancy")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  probe->add_option("--l2-partitions", probe_partitions, "with --from: L2 slices")->check(CLI::Range(1, 64))->capture_default_str();
+  probe->add_option("--l2-ways", probe_ways, "with --from: lines per set (0: fully associative)")->capture_default_str();
+  probe->add_option("--l2-dirty-ways", probe_dirty, "with --from: dirty lines a set keeps (0: no limit)")->capture_default_str();
+  probe->add_option("--dirty-at-start", probe_dirty_start, "with --from: dirty bytes in the L2 when each range starts")
+      ->capture_default_str();
 
   auto* ring = app.add_subcommand("ring", "ring attention over --gpus P GPUs through NCCL: validate, counted vs posted bytes, overlap, scaling");
   RingOptions ring_opt;
@@ -286,6 +350,9 @@ static int run_main(int argc, char** argv) {
 #endif
   }
 
+  if (probe->parsed() && !probe_from.empty())
+    return probe_replay_main(probe_from, probe_sms, probe_bps, probe_partitions, probe_ways, probe_dirty,
+                             flashsim::sim::parse_size(probe_dirty_start));
   if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
   if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty,
                         pred_dirty_start.empty() ? std::nullopt
