@@ -100,13 +100,18 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   CUDA_CHECK(cudaDeviceSynchronize());
   row.blocks_per_sm = recorded_occupancy();
   if (row.blocks_per_sm > 0) {
-    std::string why;
     row.dirty_at_start_bytes = prof_.ready() ? writeback_baseline_ : 0.0;
-    row.predicted = predicted(s, dev_.l2_bytes, dev_.sms, row.blocks_per_sm, nullptr, &why, dev_.l2_partitions,
-                              dev_.l2_ways, dev_.l2_dirty_ways, static_cast<std::uint64_t>(row.dirty_at_start_bytes));
-    if (!row.predicted) row.note += "; no prediction: " + why;
+    if (opt_.predict) predict_row(row, dev_);
   }
   return row;
+}
+
+void predict_row(Row& row, const DeviceInfo& dev) {
+  if (row.blocks_per_sm <= 0) return;
+  std::string why;
+  row.predicted = predicted(row.spec, dev.l2_bytes, dev.sms, row.blocks_per_sm, nullptr, &why, dev.l2_partitions,
+                            dev.l2_ways, dev.l2_dirty_ways, static_cast<std::uint64_t>(row.dirty_at_start_bytes));
+  if (!row.predicted) row.note += "; no prediction: " + why;
 }
 
 std::optional<double> measure_writeback(HbmProfiler& prof, L2Flusher& flusher, const std::string& name,

@@ -20,7 +20,14 @@ struct RunOptions {
   int repeats = 10;
   bool profile = true;
   bool check = true;
+  // false: run() leaves Row::predicted empty and the caller predicts (compare does it on worker
+  // threads while the GPU measures the next rows, see predict_row).
+  bool predict = true;
 };
+
+// The row's predicted HBM bytes (the L2 model on the CPU, from the row's spec, occupancy and dirty
+// lines at the start), or a note why none. Thread-safe: every call builds its own machine.
+void predict_row(Row& row, const DeviceInfo& dev);
 
 class Runner {
  public:

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <future>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -675,6 +677,29 @@ TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted wit
   REQUIRE(p);
   CHECK(p->read == 3ull * 4 * 1024 * 64 * 2);
   CHECK(p->written == 4ull * 1024 * 64 * 2 + 4ull * 1024 * 4);
+}
+
+TEST_CASE("predictions made on several threads at once equal the same predictions made one by one", "[kernels][l2]") {
+  // compare predicts on worker threads while the GPU measures: nothing may be shared between them.
+  const std::vector<Spec> specs = {spec_from_row("attn-fa2", "8x2048x64", "bf16"),
+                                   spec_from_row("attn-fa1", "4x2048x64 causal", "bf16"),
+                                   spec_from_row("softmax-online", "64x16384", "fp32"),
+                                   spec_from_row("matmul-outer", "512x512x64", "fp32")};
+  // A small L2 (1 MiB) so that sets, the dirty limit and the dirty lines at the start all act.
+  auto one = [](const Spec& s) { return predicted(s, 1ull << 20, 16, 2, nullptr, nullptr, 2, 32, 16, 256u << 10); };
+  std::vector<std::optional<Bytes>> serial;
+  for (const auto& s : specs) serial.push_back(one(s));
+  std::vector<std::future<std::optional<Bytes>>> futures;
+  for (int round = 0; round < 2; ++round)
+    for (const auto& s : specs) futures.push_back(std::async(std::launch::async, one, s));
+  for (std::size_t i = 0; i < futures.size(); ++i) {
+    const auto got = futures[i].get();
+    const auto& want = serial[i % specs.size()];
+    REQUIRE(got);
+    REQUIRE(want);
+    CHECK(got->read == want->read);
+    CHECK(got->written == want->written);
+  }
 }
 
 TEST_CASE("l2probe: the model's side of the probes on hand-computed cases", "[kernels][l2]") {
