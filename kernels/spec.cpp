@@ -505,6 +505,8 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.bm = s.bm; p.bn = s.bn; p.bk = s.bk;
         p.in_bytes = dtype_bytes(s.dtype);
         p.out_bytes = 4;
+        // The outer kernel's threads read, update and write C 8 rows at a time (its row loop).
+        if (s.schedule == Schedule::MatmulOuter) p.c_strip_rows = 8;
         tr = t::count_matmul(p, s.schedule == Schedule::MatmulInner ? t::MatmulSchedule::Inner
                                                                     : t::MatmulSchedule::Outer, gpu);
         break;

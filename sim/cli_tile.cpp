@@ -39,7 +39,7 @@ struct AttentionArgs {
 
 struct MatmulArgs {
   std::string schedule = "inner";
-  std::int64_t m = 512, n = 512, k = 512, bm = 64, bn = 64, bk = 64, k_chunk = 0;
+  std::int64_t m = 512, n = 512, k = 512, bm = 64, bn = 64, bk = 64, k_chunk = 0, c_strip_rows = 0;
   int in = 2, out = 4;
   std::uint64_t sram = 0;
   std::string output;
@@ -201,6 +201,7 @@ MatmulParams matmul_params(const MatmulArgs& a) {
   p.in_bytes = a.in;
   p.out_bytes = a.out;
   p.k_chunk = a.k_chunk;
+  p.c_strip_rows = a.c_strip_rows;
   p.sram_bytes = a.sram;
   return p;
 }
@@ -606,6 +607,9 @@ void register_tile_commands(CLI::App& app, int& exit_code) {
     c->add_option("--bn", a.bn, "Tile columns of B and C")->check(CLI::Range(1, 1 << 16));
     c->add_option("--bk", a.bk, "Tile depth")->check(CLI::Range(1, 1 << 16));
     c->add_option("--k-chunk", a.k_chunk, "outer: k-tiles per pass (1 = pure outer product)")->check(CLI::Range(0, 1 << 20));
+    c->add_option("--c-strip-rows", a.c_strip_rows,
+                  "outer: stream each C block in strips of this many rows, read, updated and written in turn (divides --bm; 0: whole tiles)")
+        ->check(CLI::Range(0, 1 << 20));
     c->add_option("--in-bytes", a.in, "Bytes per A/B element")->check(CLI::IsMember({1, 2, 4, 8}));
     c->add_option("--out-bytes", a.out, "Bytes per C element")->check(CLI::IsMember({1, 2, 4, 8}));
     c->add_option("--sram", a.sram, "SRAM bytes: the machine faults when its tiles hold more");

@@ -45,6 +45,10 @@ struct MatmulParams {
   // Outer schedule only: k-tiles per pass (A tiles held resident); 0 means 1, the pure outer
   // product. k_chunk = ceil(k / bk) keeps C resident through all of k.
   std::int64_t k_chunk = 0;
+  // Outer schedule only: > 0 streams each bm x bn block of C in strips of this many rows, each
+  // strip read, updated and written before the next (as the GPU kernel's row loop does), instead
+  // of one whole-tile load and store. Same bytes; another order. Must divide bm; 0: whole tiles.
+  std::int64_t c_strip_rows = 0;
   std::uint64_t sram_bytes = 0;  // > 0: the generated program faults if its tiles exceed it
 };
 

@@ -3,7 +3,8 @@
 # flashsim-gpu compare at runs none of the earlier result files holds, one CSV and text per group.
 #   kernels/tools/l2_unseen.sh BIN_DIR OUT_DIR TAG [SET]     e.g. build/default/bin /tmp/out h100
 # SET 1 (default): the 27 runs that checked the two-partition model; SET 2: 33 runs at other sizes
-# again, that checked the sets and dirty limit that l2probe measured.
+# again, that checked the sets and dirty limit that l2probe measured; SET 3: 44 runs at sizes again
+# new, causal ones among them, that checked matmul-outer's C strips (2026-11-24, fourth session).
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
@@ -20,7 +21,16 @@ run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows
   "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
-if [ "$set" = 2 ]; then
+if [ "$set" = 3 ]; then
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:56x131072,softmax:88x131072,softmax:160x131072
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:2048x3072x1024,matmul:4096x2560x512,matmul:4608x4608x256 --dtype fp32,bf16
+  run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:2x2048x64,attn-fwd:16x6144x64 --causal no
+  run fwdc -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:28x4096x64 --causal yes
+  run fwd128 -s attn-fa2-mma --sizes attn-fwd:24x4096x128,attn-fwd:56x2048x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:28x2048x64,attn-bwd:12x6144x64 --causal no
+  run bwdc -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:32x2048x64 --causal yes
+  run bwd128 -s bwd-mma --sizes attn-bwd:20x3072x128 --causal no
+elif [ "$set" = 2 ]; then
   run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:72x131072,softmax:104x131072,softmax:40x262144
   run matmul -s matmul-inner,matmul-outer --sizes matmul:2560x2560x2048,matmul:3584x3584x1024,matmul:5120x2048x1024 --dtype fp32,bf16
   run fwd -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:20x4096x64,attn-fwd:12x8192x64 --causal no

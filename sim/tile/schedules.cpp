@@ -161,6 +161,9 @@ void validate(const MatmulParams& p) {
   check_positive(p.bn, "BN");
   check_positive(p.bk, "BK");
   if (p.k_chunk < 0) throw std::invalid_argument("k_chunk must not be negative");
+  if (p.c_strip_rows < 0 || (p.c_strip_rows > 0 && p.bm % p.c_strip_rows != 0))
+    throw std::invalid_argument("the C strip rows (" + std::to_string(p.c_strip_rows) + ") must divide BM (" +
+                                std::to_string(p.bm) + ")");
   check_bytes(p.in_bytes, "input element size");
   check_bytes(p.out_bytes, "output element size");
 }
@@ -199,9 +202,11 @@ static isa::Program matmul_impl(const MatmulParams& p, MatmulSchedule s, const C
   Builder b("matmul-" + to_string(s));
   b.configure(4, p.sram_bytes, std::nullopt);
   b.stream_to(sink, min_chunk);
-  auto A = b.array("A", 2, p.m, p.k, p.bm, p.bk, p.in_bytes);
+  const bool strips = s == MatmulSchedule::Outer && p.c_strip_rows > 0 && p.c_strip_rows < p.bm;
+  const std::int64_t row_tile = strips ? p.c_strip_rows : p.bm;  // A and C tiles' rows
+  auto A = b.array("A", 2, p.m, p.k, row_tile, p.bk, p.in_bytes);
   auto B = b.array("B", 2, p.k, p.n, p.bk, p.bn, p.in_bytes);
-  auto C = b.array("C", 2, p.m, p.n, p.bm, p.bn, p.out_bytes);
+  auto C = b.array("C", 2, p.m, p.n, row_tile, p.bn, p.out_bytes);
   enum : int { rB = 0, rC = 1, rA0 = 2 };
   if (s == MatmulSchedule::Inner) {
     b.reserve(static_cast<std::size_t>(tm * tn * (3 * tk + 1)));
@@ -217,6 +222,35 @@ static isa::Program matmul_impl(const MatmulParams& p, MatmulSchedule s, const C
         }
         b.store(rC, C, i, j);
       }
+  } else if (strips) {
+    // Block (i, j) walks the strips i * spb ... of its bm rows, A's strips loaded once per i.
+    const std::int64_t spb = p.bm / p.c_strip_rows, all_strips = ceil_div(p.m, p.c_strip_rows);
+    const std::int64_t kc = std::min(tk, p.k_chunk > 0 ? p.k_chunk : 1);
+    const int rS = 0, rB0 = 1, rAS = static_cast<int>(1 + kc);
+    for (std::int64_t k0 = 0; k0 < tk; k0 += kc) {
+      const std::int64_t k1 = std::min(tk, k0 + kc);
+      for (std::int64_t i = 0; i < tm; ++i) {
+        const std::int64_t s0 = i * spb, s1 = std::min(all_strips, s0 + spb);
+        b.boundary();
+        b.begin_block(static_cast<std::uint64_t>(k0 / kc), static_cast<std::uint64_t>(i * tn));
+        for (std::int64_t st = s0; st < s1; ++st)
+          for (std::int64_t k = k0; k < k1; ++k) b.load(A, st, k, static_cast<int>(rAS + (st - s0) * kc + (k - k0)));
+        for (std::int64_t j = 0; j < tn; ++j) {
+          if (j > 0) b.begin_block(static_cast<std::uint64_t>(k0 / kc), static_cast<std::uint64_t>(i * tn + j));
+          for (std::int64_t k = k0; k < k1; ++k) b.load(B, k, j, static_cast<int>(rB0 + (k - k0)));
+          for (std::int64_t st = s0; st < s1; ++st) {
+            if (k0 > 0) b.load(C, st, j, rS);
+            for (std::int64_t k = k0; k < k1; ++k) {
+              const int ra = static_cast<int>(rAS + (st - s0) * kc + (k - k0)), rb = static_cast<int>(rB0 + (k - k0));
+              if (k == 0) b.op(Opcode::MAC_Z, {{ra}, {rb}, {rS}});
+              else b.op(Opcode::MAC, {{ra}, {rb}, {rS}, {rS}});
+            }
+            b.store(rS, C, st, j);
+          }
+        }
+      }
+    }
+    return b.finish();
   } else {
     const std::int64_t kc = std::min(tk, p.k_chunk > 0 ? p.k_chunk : 1);
     for (std::int64_t k0 = 0; k0 < tk; k0 += kc) {

@@ -264,8 +264,49 @@ TEST_CASE("matmul traffic: inner vs outer product and the spectrum between", "[t
       INFO("k_chunk " << chunk);
       check_matches(count_matmul(p, MatmulSchedule::Outer),
                     {{"A", {a, 0}}, {"B", {bb * tm, 0}}, {"C", {(passes - 1) * c, passes * c}}});
+      // C in strips of 8 rows: another order, the same bytes.
+      p.c_strip_rows = 8;
+      check_matches(count_matmul(p, MatmulSchedule::Outer),
+                    {{"A", {a, 0}}, {"B", {bb * tm, 0}}, {"C", {(passes - 1) * c, passes * c}}});
+      p.c_strip_rows = 0;
     }
   }
+  MatmulParams bad;
+  bad.m = bad.n = bad.k = 64;
+  bad.bm = 64;
+  bad.c_strip_rows = 24;
+  CHECK_THROWS_WITH(count_matmul(bad, MatmulSchedule::Outer), Catch::Contains("must divide BM"));
+}
+
+TEST_CASE("matmul outer through an L2: C strips read and written in turn lose what rmw sweeps lose", "[tile][traffic][l2]") {
+  // C of 48 KiB, swept read-modify-write by 4 launches through a 64 KiB L2 of 4-way sets split in
+  // two slices. Whole tiles read all of C before writing any of it; strips alternate reads and
+  // writes, as the kernel does. The requested bytes are the same either way; the strips keep fewer
+  // of C's lines between launches (the far slice's copies and the dirty lines compete) - the order
+  // alone moves the HBM bytes.
+  MatmulParams p;
+  p.m = 96;
+  p.n = 128;
+  p.k = 16;
+  p.bm = 32;
+  p.bn = 128;
+  p.bk = 4;
+  p.k_chunk = 1;
+  p.in_bytes = 4;
+  p.out_bytes = 4;
+  sim::GpuModel g;
+  g.l2.capacity_bytes = 64 << 10;
+  g.l2.ways = 4;
+  g.l2.dirty_ways = 2;
+  g.sms = 2;
+  g.blocks_per_sm = 2;
+  g.l2_partitions = 2;
+  const auto whole = count_matmul(p, MatmulSchedule::Outer, &g);
+  p.c_strip_rows = 4;
+  const auto strips = count_matmul(p, MatmulSchedule::Outer, &g);
+  CHECK(strips.bytes_read() == whole.bytes_read());
+  CHECK(strips.bytes_written() == whole.bytes_written());
+  CHECK(strips.hbm_bytes_read() > whole.hbm_bytes_read());
 }
 
 TEST_CASE("softmax traffic: three passes read X three times, online two", "[tile][traffic]") {

@@ -163,6 +163,15 @@ TEST_CASE("tiled matmul schedules compute A*B", "[tile][values]") {
         auto m = run_values(tile::matmul_program(p, s), {{"A", A}, {"B", B}});
         CHECK(max_error(values(m, "C"), C) < 1e-12);
       }
+      // The outer product with C streamed in strips of rows (the GPU kernel's order): same C.
+      for (std::int64_t strip : {std::int64_t{1}, bm}) {
+        if (bm % strip) continue;
+        p.c_strip_rows = strip;
+        INFO("outer, C strips of " << strip << " rows, k_chunk " << chunk << " m " << mm);
+        auto m = run_values(tile::matmul_program(p, traffic::MatmulSchedule::Outer), {{"A", A}, {"B", B}});
+        CHECK(max_error(values(m, "C"), C) < 1e-12);
+        p.c_strip_rows = 0;
+      }
     }
   }
 }
