@@ -810,9 +810,11 @@ namespace {
 // every 128-byte row of a TMA box straddle a sector boundary. On the H100, B rows of 6000 bytes
 // made 4000x3000x2048 run 1.44x as long as 4000x3072x2048 (5120x1000x3000 against 5120x1024x3072:
 // the same), while 4096x4000x4096 (rows of 8000 bytes, whole sectors) lost nothing. B gets a copy
-// with rows of round16(n) where the estimated saving, kPadSaving of the kernel's time (measured
-// 0.25-0.32), exceeds the copy's cost (4kn bytes at kPadCopyBytesPerUs, plus kPadLaunchUs). Not for A: padding it cost
-// as much as it saved (3000x8192x1000, 5120x1000x3000; see dp_width). Taken only where the
+// with rows of round16(n) where A has at least kPadMinM rows and the estimated saving, kPadSaving
+// of the kernel's time (measured 0.25-0.32), exceeds the copy's cost (4kn bytes at
+// kPadCopyBytesPerUs, plus kPadLaunchUs). At m = 1000-1024 (1000x1000x8192, 1024x3000x4096) the
+// copy gained in one call and lost in another; from m = 1536 it gained 4-25 % in every one. Not for
+// A: padding it cost about what it saved (3000x8192x1000, 5120x1000x3000). Taken only where the
 // workspace has room for it (matmul_bf16_fast_workspace_bytes counts it).
 struct FastLayout {
   int kp, np;
@@ -824,6 +826,7 @@ struct OptPad {
   bool a = false, b = false;  // A' rows of round16(k), B' rows of round16(n)
 };
 
+constexpr int kPadMinM = 1536;
 constexpr double kPadSaving = 0.3;
 constexpr double kUsPerEstUnit = 0.8;           // an estimate unit (MatmulPlan::est) in microseconds
 constexpr double kPadCopyBytesPerUs = 2.5e6;  // the padding kernel's read + write rate
@@ -834,11 +837,11 @@ constexpr double kPadLaunchUs = 1.5;          // its launch
 std::atomic<int> g_pad_override{-1};
 
 // est: the plan's estimate (< 0: unknown, assume it pays)
-OptPad opt_pad(int n, int k, double est) {
+OptPad opt_pad(int m, int n, int k, double est) {
   OptPad w;
   const int o = g_pad_override.load(std::memory_order_relaxed);
-  const bool pays =
-      est < 0 || kPadSaving * est * kUsPerEstUnit > 4.0 * k * double(n) / kPadCopyBytesPerUs + kPadLaunchUs;
+  const bool pays = m >= kPadMinM && (est < 0 || kPadSaving * est * kUsPerEstUnit >
+                                                     4.0 * k * double(n) / kPadCopyBytesPerUs + kPadLaunchUs);
   w.b = n % 16 != 0 && (o >= 0 ? (o & 1) != 0 : pays);
   w.a = k % 16 != 0 && o >= 0 && (o & 2) != 0;
   return w;
@@ -963,22 +966,15 @@ MatmulPlan plan_sk(int m, int n, int k, int bn, long long grid, int sms) {
 // kWidthMargin x the wider ones' (k-iterations are the same for every width). On the H100:
 // 3072^3 (3 waves of 256 or 192) and 1536^3 go 192, 1000x1000x8192 (1 wave each) 128,
 // 4000x3000x2048 (3 waves of 256, 4 of 192) and the square shapes stay 256.
-//
-// Where A's rows are not whole sectors (k % 16 != 0, A read in place), each tile column reads A
-// again through the slow path, and the time grew with the number of A boxes loaded, not with
-// waves: 5120x1000x3000 with B padded took 0.079 ms with 256-wide tiles (160 tiles), 0.088 with
-// 192 (240), 0.097 with 128 (320). kMisA* are those times per iteration against 256's.
-constexpr double kMisAMidIter = 1.12, kMisANarrowIter = 0.82;
-
-int dp_width(int m, int n, int k, int sms) {
+// (5120x1000x3000, A rows of 6000 bytes, B padded: `--plans` once timed 256-wide tiles 10 % faster
+// than 192-wide ones, but `--ab` and `--pads` timed 192 faster, 0.086 against 0.095 ms.)
+int dp_width(int m, int n, int sms) {
   const long long tm = (m + v3::kBM - 1) / v3::kBM;
-  const bool a_split = k % 16 != 0;
   int best = 256;
   double best_cost = INFINITY;
   for (int bn : kWidths) {
     const long long waves = (tm * ((n + bn - 1) / bn) + sms - 1) / sms;
-    const double per_iter = !a_split ? width_cost(bn) : bn == 256 ? 1.0 : bn == 192 ? kMisAMidIter : kMisANarrowIter;
-    const double cost = waves * per_iter / (bn == 256 ? 1.0 : kWidthMargin);
+    const double cost = waves * width_cost(bn) / (bn == 256 ? 1.0 : kWidthMargin);
     if (cost < best_cost) {
       best = bn;
       best_cost = cost;
@@ -997,7 +993,7 @@ int dp_width(int m, int n, int k, int sms) {
 MatmulPlan choose_plan(int m, int n, int k, int sms, int mode, int force_bn) {
   sms = std::max(sms, 1);
   if (m <= 0 || n <= 0 || k <= 0) return plan_base(std::max(m, 0), std::max(n, 0), std::max(k, 0), 256);  // nothing to run
-  const MatmulPlan dp = plan_dp(m, n, k, force_bn ? force_bn : dp_width(m, n, k, sms), sms);
+  const MatmulPlan dp = plan_dp(m, n, k, force_bn ? force_bn : dp_width(m, n, sms), sms);
   if (mode == 0) return dp;
   int widths[3], nw = 0;  // no heap: this runs in every call
   if (force_bn)
@@ -1092,9 +1088,9 @@ std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k) {
   // padded copies: the worst case over pointer alignments, so that one size fits any buffers
   if (m == 0 || n == 0 || k == 0) return fast_layout(m, n, k, true, true, true).bytes;
   const int sms = current_device_sms();
-  if (sms == 0) return fast_layout(m, n, k, true, true, true, opt_pad(n, k, -1)).bytes;  // no device: with the padding
+  if (sms == 0) return fast_layout(m, n, k, true, true, true, opt_pad(m, n, k, -1)).bytes;  // no device: with the padding
   const MatmulPlan plan = matmul_fast_plan(m, n, k, sms);
-  return fast_layout(m, n, k, true, true, true, opt_pad(n, k, plan.est)).bytes + plan.workspace_bytes();
+  return fast_layout(m, n, k, true, true, true, opt_pad(m, n, k, plan.est)).bytes + plan.workspace_bytes();
 }
 
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
@@ -1119,7 +1115,7 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   const int sms = prepare_device_for_v3();
   MatmulPlan plan = matmul_fast_plan(m, n, k, sms);
   // the optional padding only where it fits
-  FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(n, k, plan.est));
+  FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(m, n, k, plan.est));
   if (!fits(l.bytes)) l = needed;
   // too little workspace for stream-k's partials (a caller that sized it without them): whole tiles
   if (plan.stream_k() && !fits(l.bytes + plan.workspace_bytes())) {
@@ -1182,7 +1178,7 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   std::size_t bytes = 0;
   if (m > 0 && n > 0 && k > 0) {
     const MatmulPlan plan = matmul_fast_plan(m, n, k, prepare_device_for_v3());
-    const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(n, k, plan.est));
+    const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(m, n, k, plan.est));
     bytes = l.bytes + plan.workspace_bytes();
   }
   if (bytes == 0) {

@@ -143,7 +143,7 @@ int device_sms() {
 // the plan and the optional padding (matmul.cu's OptPad) in the current mode
 std::string plan_text(int m, int n, int k, int sms) {
   const auto p = fg::matmul_fast_plan(m, n, k, sms);
-  const fg::OptPad w = fg::opt_pad(n, k, p.est);
+  const fg::OptPad w = fg::opt_pad(m, n, k, p.est);
   return fg::describe(p) + (w.a || w.b ? std::string(" +pad") + (w.a ? "A" : "") + (w.b ? "B" : "") : "");
 }
 
