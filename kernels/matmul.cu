@@ -28,13 +28,20 @@ group in flight while the next stage arrives. The epilogue rounds the fp32 accum
 thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
 C) while the consumers already start the next tile; storing straight from registers instead cost
 25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A and
-B go through zero-padded copies in a workspace (one pad_operands_kernel launch for both) and C,
-or a C that is not 16-byte aligned, is stored from the staging chunks with bounded 2-byte stores
-instead of TMA (kDirectC), so that no copy of C goes back. Tensor maps come from
-cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda), through a
-32-entry cache keyed on pointer, shape and box (bf16_tensor_map). Grids that would leave much of a
-last wave of 128x256 tiles empty run 128x128 tiles instead (m64n128k16, 6 stages; rule in
-matmul_fast_narrow_tiles).
+B go through zero-padded copies (rows rounded up to 16 elements) in a workspace (one
+pad_operands_kernel launch for both) and C, or a C that is not 16-byte aligned, is stored from the
+staging chunks with bounded 2-byte stores instead of TMA (kDirectC), so that no copy of C goes back.
+Tensor maps come from cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing
+links libcuda), through a 32-entry cache keyed on pointer, shape and box (bf16_tensor_map).
+
+Tile widths: 256, 192 (m64n192k16, 4 stages of 40 KB) or 128 (m64n128k16, 6 stages of 32 KB);
+B and C move in 64-column boxes and chunks for all three. dp_width takes the width with the fewest
+waves x per-iteration cost (a 192-wide iteration ~0.78 of a 256-wide one), a narrower one only 5 %
+below: 3072^3 (3 waves either way) and 5120x1000x3000 go 192, one-wave grids such as
+1000x1000x8192 go 128, 8192^3 and 4096^3 stay 256. B rows that are not whole 32-byte sectors
+(n % 16 != 0) make every TMA box row straddle a sector and cost up to 1.44x the time on the H100;
+where A has >= 1536 rows and the estimate says the saving beats the copy, B is copied with rows of
+round16(n) first (OptPad, only if the workspace has room).
 
 Split-k / stream-k (v3::Sched, MatmulPlan). A grid whose tiles fill at most half the SMs (1000 x
 1000 x 8192: 64 tiles of 128x128 on 132 SMs) gets its k loop split: the plan runs s x tiles blocks,
