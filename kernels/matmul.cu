@@ -28,13 +28,20 @@ group in flight while the next stage arrives. The epilogue rounds the fp32 accum
 thread) to bf16 into swizzled 64x64 shared-memory chunks that TMA stores (clipped at the edges of
 C) while the consumers already start the next tile; storing straight from registers instead cost
 25% at k = 1024. Any m, n, k >= 0: where k or n is not a multiple of 8 (TMA's 16-byte strides) A and
-B go through zero-padded copies in a workspace (one pad_operands_kernel launch for both) and C,
-or a C that is not 16-byte aligned, is stored from the staging chunks with bounded 2-byte stores
-instead of TMA (kDirectC), so that no copy of C goes back. Tensor maps come from
-cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing links libcuda), through a
-32-entry cache keyed on pointer, shape and box (bf16_tensor_map). Grids that would leave much of a
-last wave of 128x256 tiles empty run 128x128 tiles instead (m64n128k16, 6 stages; rule in
-matmul_fast_narrow_tiles).
+B go through zero-padded copies (rows rounded up to 16 elements) in a workspace (one
+pad_operands_kernel launch for both) and C, or a C that is not 16-byte aligned, is stored from the
+staging chunks with bounded 2-byte stores instead of TMA (kDirectC), so that no copy of C goes back.
+Tensor maps come from cuTensorMapEncodeTiled through cudaGetDriverEntryPointByVersion (nothing
+links libcuda), through a 32-entry cache keyed on pointer, shape and box (bf16_tensor_map).
+
+Tile widths: 256, 192 (m64n192k16, 4 stages of 40 KB) or 128 (m64n128k16, 6 stages of 32 KB);
+B and C move in 64-column boxes and chunks for all three. dp_width takes the width with the fewest
+waves x per-iteration cost (a 192-wide iteration ~0.78 of a 256-wide one), a narrower one only 5 %
+below: 3072^3 (3 waves either way) and 5120x1000x3000 go 192, one-wave grids such as
+1000x1000x8192 go 128, 8192^3 and 4096^3 stay 256. B rows that are not whole 32-byte sectors
+(n % 16 != 0) make every TMA box row straddle a sector and cost up to 1.44x the time on the H100;
+where A has >= 1536 rows and the estimate says the saving beats the copy, B is copied with rows of
+round16(n) first (OptPad, only if the workspace has room).
 
 Split-k / stream-k (v3::Sched, MatmulPlan). A grid whose tiles fill at most half the SMs (1000 x
 1000 x 8192: 64 tiles of 128x128 on 132 SMs) gets its k loop split: the plan runs s x tiles blocks,
@@ -187,13 +194,15 @@ constexpr int kBBoxBytes = kBK * 64 * 2;      // one TMA box of B: 64 k-rows x 6
 constexpr int kCChunkBytes = 64 * 64 * 2;     // one 64 x 64 bf16 chunk of C on its way out
 constexpr int kGroupM = 16;                                // tile rows per raster group (L2 reuse)
 
-// Tile width BN = 256 (the default) or 128 (grids that would leave most of a last wave empty).
+// Tile width BN = 256 (the default), 192 or 128 (the plan picks the one whose waves cost least).
 template <int BN>
 struct Cfg {
+  static_assert(BN == 256 || BN == 192 || BN == 128, "m64nBNk16 wrappers exist for these");
   static constexpr int kBN = BN;
-  static constexpr int kBBytes = kBK * BN * 2;  // 32 or 16 KB
+  static constexpr int kBBytes = kBK * BN * 2;  // 32, 24 or 16 KB
   static constexpr int kStageBytes = kABytes + kBBytes;
-  static constexpr int kStages = BN == 256 ? 4 : 6;  // 4 x 48 KB or 6 x 32 KB
+  // as many stages as fit beside the C chunks, at most 6: 4 x 48 KB, 4 x 40 KB or 6 x 32 KB
+  static constexpr int kStages = std::min(6, (227 * 1024 - kConsumers * 2 * kCChunkBytes - 1024) / kStageBytes);
   // ring + two chunk buffers per consumer + slack to align everything to 1024 bytes: <= 225 KB of 227
   static constexpr int kSmemBytes = kStages * kStageBytes + kConsumers * 2 * kCChunkBytes + 1024;
   static_assert(kSmemBytes <= 227 * 1024, "shared memory");
@@ -274,6 +283,37 @@ __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], std::uint64_t d
         "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
         "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+      : "l"(desc_a), "l"(desc_b), "r"(scale_d));
+}
+
+// The same with n = 192 (96 registers a thread).
+__device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], std::uint64_t desc_a, std::uint64_t desc_b,
+                                                 int scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %98, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n192k16.f32.bf16.bf16 {"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47,"
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63,"
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79,"
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95"
+      "}, %96, %97, p, 1, 1, 0, 1;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+        "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+        "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+        "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+        "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+        "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+        "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+        "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+        "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])
       : "l"(desc_a), "l"(desc_b), "r"(scale_d));
 }
 
@@ -528,6 +568,7 @@ __global__ void __launch_bounds__(kThreads, 1)
 #pragma unroll
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
   int it = 0;
+  unsigned chunk = 0;  // C chunks staged so far: buffer chunk % 2 (with BN = 192, 3 a tile, q alone would not alternate)
   UnitIter u(sched);
   while (u.next(sched)) {
     int tm, tn;
@@ -542,6 +583,9 @@ __global__ void __launch_bounds__(kThreads, 1)
       for (int kk = 0; kk < kBK / 16; ++kk)
         if constexpr (BN == 256)
           wgmma_m64n256k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
+                           kb > u.kb0 || kk > 0);
+        else if constexpr (BN == 192)
+          wgmma_m64n192k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
                            kb > u.kb0 || kk > 0);
         else
           wgmma_m64n128k16(acc, desc128(a0 + kk * 32, 16, 1024), desc128(b0 + kk * 16 * 128, kBBoxBytes, 1024),
@@ -569,8 +613,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     // next chunk is written while the previous one is still being read out.
     const int r0 = w * 16 + lane / 4;  // row within the warpgroup's 64
 #pragma unroll
-    for (int q = 0; q < kBN / 64; ++q) {
-      unsigned char* buf = cbuf + (half * 2 + (q & 1)) * kCChunkBytes;
+    for (int q = 0; q < kBN / 64; ++q, ++chunk) {
+      unsigned char* buf = cbuf + (half * 2 + (chunk & 1)) * kCChunkBytes;
       if (!kDirectC && threadIdx.x % 128 == 0) bulk_wait_read<1>();  // the store that last read `buf` is done
       named_barrier(1 + half);
 #pragma unroll
@@ -610,8 +654,9 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // Zero-padded copies for TMA: dst [rows][cols_to] from src [rows][cols] (any alignment), columns
-// past cols zero. Each thread writes 8 elements (16 bytes; cols_to is a multiple of 8). Both
-// operands in one launch.
+// past cols zero. Each thread writes 8 elements (16 bytes; cols_to is a multiple of 8), reading
+// them as one 16-byte load where src's rows are 16-byte aligned (the optional padding to 64
+// columns), else element by element. Both operands in one launch.
 struct PadJob {
   const unsigned short* src;
   uint4* dst;
@@ -630,6 +675,14 @@ __global__ void __launch_bounds__(256) pad_operands_kernel(const PadJob j0, cons
     const int cols = first ? j0.cols : j1.cols, per_row = (first ? j0.cols_to : j1.cols_to) / 8;
     const long long r = u / per_row;
     const int c0 = static_cast<int>(u - r * per_row) * 8;
+    if (c0 >= cols) {
+      dst[u] = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    if (c0 + 8 <= cols && cols % 8 == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0) {
+      dst[u] = *reinterpret_cast<const uint4*>(src + r * cols + c0);
+      continue;
+    }
     unsigned short e[8];
 #pragma unroll
     for (int i = 0; i < 8; ++i) e[i] = c0 + i < cols ? src[r * cols + c0 + i] : 0;
@@ -730,6 +783,8 @@ int prepare_device_for_v3() {
     CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     set_v3_smem_limit<256, false>();
     set_v3_smem_limit<256, true>();
+    set_v3_smem_limit<192, false>();
+    set_v3_smem_limit<192, true>();
     set_v3_smem_limit<128, false>();
     set_v3_smem_limit<128, true>();
     sms_by_device[dev] = sms;
@@ -757,20 +812,57 @@ namespace {
 // pad_operands_kernel launch for both). C is then stored by the kernel itself with bounded plain
 // stores (direct_c). Rows need no padding: TMA zero-fills loads past the last row. The aligned case
 // uses none of this.
+//
+// Optional padding (OptPad): a row length that is not a multiple of 16 elements (32 bytes) makes
+// every 128-byte row of a TMA box straddle a sector boundary. On the H100, B rows of 6000 bytes
+// made 4000x3000x2048 run 1.44x as long as 4000x3072x2048 (5120x1000x3000 against 5120x1024x3072:
+// the same), while 4096x4000x4096 (rows of 8000 bytes, whole sectors) lost nothing. B gets a copy
+// with rows of round16(n) where A has at least kPadMinM rows and the estimated saving, kPadSaving
+// of the kernel's time (measured 0.25-0.32), exceeds the copy's cost (4kn bytes at
+// kPadCopyBytesPerUs, plus kPadLaunchUs). At m = 1000-1024 (1000x1000x8192, 1024x3000x4096) the
+// copy gained in one call and lost in another; from m = 1536 it gained 4-25 % in every one. Not for
+// A: padding it cost about what it saved (3000x8192x1000, 5120x1000x3000). Taken only where the
+// workspace has room for it (matmul_bf16_fast_workspace_bytes counts it).
 struct FastLayout {
   int kp, np;
   bool pad_a, pad_b, direct_c;
   std::size_t off_b, bytes;  // byte offset of B' in the workspace; total
 };
 
+struct OptPad {
+  bool a = false, b = false;  // A' rows of round16(k), B' rows of round16(n)
+};
+
+constexpr int kPadMinM = 1536;
+constexpr double kPadSaving = 0.3;
+constexpr double kUsPerEstUnit = 0.8;           // an estimate unit (MatmulPlan::est) in microseconds
+constexpr double kPadCopyBytesPerUs = 2.5e6;  // the padding kernel's read + write rate
+constexpr double kPadLaunchUs = 1.5;          // its launch
+
+// For kernels/tools/bench_matmul_fast.cu: -1 the rule below; else bit 0 pads B, bit 1 pads A
+// (where n, k are not multiples of 16). Not part of the library's interface.
+std::atomic<int> g_pad_override{-1};
+
+// est: the plan's estimate (< 0: unknown, assume it pays)
+OptPad opt_pad(int m, int n, int k, double est) {
+  OptPad w;
+  const int o = g_pad_override.load(std::memory_order_relaxed);
+  const bool pays = m >= kPadMinM && (est < 0 || kPadSaving * est * kUsPerEstUnit >
+                                                     4.0 * k * double(n) / kPadCopyBytesPerUs + kPadLaunchUs);
+  w.b = n % 16 != 0 && (o >= 0 ? (o & 1) != 0 : pays);
+  w.a = k % 16 != 0 && o >= 0 && (o & 2) != 0;
+  return w;
+}
+
 constexpr std::size_t round256(std::size_t x) { return (x + 255) / 256 * 256; }
 
-FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned, bool c_misaligned) {
+// Padded rows are rounded up to 16 elements (whole sectors; 8 would do for TMA).
+FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned, bool c_misaligned, OptPad w = {}) {
   FastLayout l{};
-  l.kp = (k + 7) / 8 * 8;
-  l.np = (n + 7) / 8 * 8;
-  l.pad_a = k % 8 != 0 || a_misaligned;
-  l.pad_b = n % 8 != 0 || b_misaligned;
+  l.pad_a = k % 8 != 0 || a_misaligned || w.a;
+  l.pad_b = n % 8 != 0 || b_misaligned || w.b;
+  l.kp = l.pad_a ? (k + 15) / 16 * 16 : k;
+  l.np = l.pad_b ? (n + 15) / 16 * 16 : n;
   l.direct_c = n % 8 != 0 || c_misaligned;
   const std::size_t a_bytes = l.pad_a ? round256(std::size_t(m) * l.kp * 2) : 0;
   const std::size_t b_bytes = l.pad_b ? round256(std::size_t(k) * l.np * 2) : 0;
@@ -781,32 +873,29 @@ FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned
 
 bool misaligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 != 0; }
 
-// 128-wide tiles when the persistent grid's waves of them take less time than those of 256-wide
-// ones. A wave of 128-wide tiles took 0.72x as long as one of 256-wide tiles on the H100
-// (5120x1000x3000: 3 waves 0.120 ms, 2 waves 0.111 ms), hence 3/4: 1000x1000x8192 (1 wave either
-// way) goes narrow, 5120x1000x3000 (3 vs 2 waves) stays wide.
-bool matmul_fast_narrow_tiles(int m, int n, int sms) {
-  const long long tm = (m + v3::kBM - 1) / v3::kBM;
-  const long long waves256 = (tm * ((n + 255) / 256) + sms - 1) / sms;
-  const long long waves128 = (tm * ((n + 127) / 128) + sms - 1) / sms;
-  return 3 * waves128 < 4 * waves256;
-}
-
 // ----------------------------------------------------------------------------
 // The grid's plan: tile width, grid size, and which tiles run data-parallel or stream-k (v3::Sched).
 //
 // Estimated time in units of one k-iteration (64 deep) of a 128x256 tile on one SM (~0.74 us at
 // 8192^3). Constants fitted by hand to `bench_matmul_fast --plans` on one H100 (2026-11-24; the
 // header comment says what was measured), for choosing, not predicting:
-//   kNarrowIter: a 128x128 tile's iteration / a 128x256 one's (a wave of each, 5120x1000x3000);
+//   kNarrowIter, kMidIter: a 128x128 / 128x192 tile's iteration over a 128x256 one's (128: a wave
+//     of each, 5120x1000x3000; 192: 0.735-0.81 at 8192^3, 3072^3, 3840x2560x1024, 5120x1024x3072);
+//   kWidthMargin: a narrower data-parallel tile is taken only for an estimate this much below the
+//     wider one's (the ratios above are not exact; 8192^3 is 16 waves of 256-wide tiles, 21 of
+//     192-wide ones);
 //   kBusyIter: the cost of an iteration when more than half the SMs stream at once / when at most
 //     half do (a 2048x512x16384 tile's 256 iterations took 0.61 us each on 32 SMs; split 4 ways
-//     on 128 SMs, its 64 took ~1.1 us each);
+//     on 128 SMs, its 64 took ~1.1 us each); kBusyIterNarrow the same for 128- and 192-wide tiles
+//     (there a 2-way split of 128-wide tiles, 0.068 ms, beat the 4-way one of 256-wide, 0.073);
 //   kSplitFixed: what any split adds (the counters' memset, publishing partials, the fixup's tail);
 //   kPartialRead: each further block's 128x256 fp32 partial (128 KB; half for 128x128 tiles) that
 //     a tile's reducing block adds in; 2-way splits beat 3- and 4-way ones on every shape measured.
 constexpr double kNarrowIter = 0.72;
+constexpr double kMidIter = 0.78;
+constexpr double kWidthMargin = 0.95;
 constexpr double kBusyIter = 1.4;
+constexpr double kBusyIterNarrow = 1.15;
 constexpr double kTileEpilogue = 1.0;
 constexpr double kSplitFixed = 8.0;
 constexpr double kPartialRead = 10.0;
@@ -826,8 +915,12 @@ struct MatmulPlan {
   std::size_t workspace_bytes() const { return partial_bytes() + counter_bytes(); }
 };
 
+constexpr int kWidths[3] = {256, 192, 128};  // widest first: ties keep the wider tile
+
+double width_cost(int bn) { return bn == 256 ? 1.0 : bn == 192 ? kMidIter : kNarrowIter; }
+
 double iter_cost(int bn, long long grid, int sms) {
-  return (bn == 256 ? 1.0 : kNarrowIter) * (2 * grid > sms ? kBusyIter : 1.0);
+  return width_cost(bn) * (2 * grid <= sms ? 1.0 : bn == 256 ? kBusyIter : kBusyIterNarrow);
 }
 
 MatmulPlan plan_base(int m, int n, int k, int bn) {
@@ -876,8 +969,29 @@ MatmulPlan plan_sk(int m, int n, int k, int bn, long long grid, int sms) {
   return p;
 }
 
-// mode: -1 auto, 0 data-parallel only (the rule of matmul_fast_narrow_tiles), s >= 2 stream-k on
-// min(SMs, s x tiles) blocks; force_bn 128 / 256 fixes the tile width (0: chosen).
+// The data-parallel tile width: the fewest waves x width_cost, a narrower width only below
+// kWidthMargin x the wider ones' (k-iterations are the same for every width). On the H100:
+// 3072^3 (3 waves of 256 or 192) and 1536^3 go 192, 1000x1000x8192 (1 wave each) 128,
+// 4000x3000x2048 (3 waves of 256, 4 of 192) and the square shapes stay 256.
+// (5120x1000x3000, A rows of 6000 bytes, B padded: `--plans` once timed 256-wide tiles 10 % faster
+// than 192-wide ones, but `--ab` and `--pads` timed 192 faster, 0.086 against 0.095 ms.)
+int dp_width(int m, int n, int sms) {
+  const long long tm = (m + v3::kBM - 1) / v3::kBM;
+  int best = 256;
+  double best_cost = INFINITY;
+  for (int bn : kWidths) {
+    const long long waves = (tm * ((n + bn - 1) / bn) + sms - 1) / sms;
+    const double cost = waves * width_cost(bn) / (bn == 256 ? 1.0 : kWidthMargin);
+    if (cost < best_cost) {
+      best = bn;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+// mode: -1 auto, 0 data-parallel only (width from dp_width), s >= 2 stream-k on min(SMs, s x
+// tiles) blocks; force_bn 128 / 192 / 256 fixes the tile width (0: chosen).
 //
 // Auto considers only s-way splits of every tile (grid = s x tiles <= SMs, so only grids whose
 // tiles fill at most half the SMs), against the data-parallel plan. On the H100, stream-k over all
@@ -886,20 +1000,25 @@ MatmulPlan plan_sk(int m, int n, int k, int bn, long long grid, int sms) {
 MatmulPlan choose_plan(int m, int n, int k, int sms, int mode, int force_bn) {
   sms = std::max(sms, 1);
   if (m <= 0 || n <= 0 || k <= 0) return plan_base(std::max(m, 0), std::max(n, 0), std::max(k, 0), 256);  // nothing to run
-  const int rule_bn = matmul_fast_narrow_tiles(m, n, sms) ? 128 : 256;
-  const MatmulPlan dp = plan_dp(m, n, k, force_bn ? force_bn : rule_bn, sms);
+  const MatmulPlan dp = plan_dp(m, n, k, force_bn ? force_bn : dp_width(m, n, sms), sms);
   if (mode == 0) return dp;
-  const int widths[2] = {force_bn ? force_bn : 256, force_bn ? force_bn : 128};
+  int widths[3], nw = 0;  // no heap: this runs in every call
+  if (force_bn)
+    widths[nw++] = force_bn;
+  else
+    for (int bn : kWidths) widths[nw++] = bn;
   MatmulPlan best;
   best.est = INFINITY;
   if (mode > 0) {
-    for (int bn : widths) {
+    for (int i = 0; i < nw; ++i) {
+      const int bn = widths[i];
       const MatmulPlan p = plan_sk(m, n, k, bn, std::min<long long>(sms, mode * plan_base(m, n, k, bn).tiles()), sms);
       if (p.est < best.est) best = p;
     }
     return best;
   }
-  for (int bn : widths) {
+  for (int i = 0; i < nw; ++i) {
+    const int bn = widths[i];
     const MatmulPlan base = plan_base(m, n, k, bn);
     for (long long s = 2; s * base.tiles() <= sms && s <= base.nk; ++s) {
       const MatmulPlan p = plan_sk(m, n, k, bn, s * base.tiles(), sms);
@@ -948,6 +1067,8 @@ int splitk_mode() {
 
 // The plan for m x n x k on a device with `sms` multiprocessors; n and k as the kernel sees them.
 MatmulPlan matmul_fast_plan(int m, int n, int k, int sms) {
+  // n and k as the kernel sees them without the optional padding; with it the tile counts are the
+  // same (every tile width is a multiple of 64)
   const FastLayout l = fast_layout(m, n, k, false, false, false);
   return choose_plan(m, l.np, l.kp, sms, splitk_mode(), g_bn_override.load(std::memory_order_relaxed));
 }
@@ -972,12 +1093,11 @@ void launch_v3(const MatmulPlan& p, const CUtensorMap& map_a, const CUtensorMap&
 std::size_t matmul_bf16_fast_workspace_bytes(int m, int n, int k) {
   check_shape(m, n, k);
   // padded copies: the worst case over pointer alignments, so that one size fits any buffers
-  std::size_t bytes = fast_layout(m, n, k, true, true, true).bytes;
-  if (m > 0 && n > 0 && k > 0) {
-    const int sms = current_device_sms();
-    if (sms > 0) bytes += matmul_fast_plan(m, n, k, sms).workspace_bytes();
-  }
-  return bytes;
+  if (m == 0 || n == 0 || k == 0) return fast_layout(m, n, k, true, true, true).bytes;
+  const int sms = current_device_sms();
+  if (sms == 0) return fast_layout(m, n, k, true, true, true, opt_pad(m, n, k, -1)).bytes;  // no device: with the padding
+  const MatmulPlan plan = matmul_fast_plan(m, n, k, sms);
+  return fast_layout(m, n, k, true, true, true, opt_pad(m, n, k, plan.est)).bytes + plan.workspace_bytes();
 }
 
 void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloat16* c, int m, int n, int k,
@@ -990,21 +1110,25 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
     return;
   }
   if (a == nullptr || b == nullptr) throw std::invalid_argument("matmul_bf16_fast: null pointer");
-  const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
   const bool ws_ok = workspace != nullptr && !misaligned16(workspace);
-  if (l.bytes > 0 && (!ws_ok || workspace_bytes < l.bytes)) {
+  auto fits = [&](std::size_t bytes) { return bytes == 0 || (ws_ok && workspace_bytes >= bytes); };
+  const FastLayout needed = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
+  if (!fits(needed.bytes)) {
     std::ostringstream o;
-    o << "matmul_bf16_fast: " << m << "x" << n << "x" << k << " needs a 16-byte aligned workspace of " << l.bytes
+    o << "matmul_bf16_fast: " << m << "x" << n << "x" << k << " needs a 16-byte aligned workspace of " << needed.bytes
       << " bytes (matmul_bf16_fast_workspace_bytes), got " << workspace_bytes;
     throw std::invalid_argument(o.str());
   }
   const int sms = prepare_device_for_v3();
-  // the kernel sees n and k rounded up to 8 where it reads padded copies; where it does not they
-  // are multiples of 8 already, so the plan is the same either way
   MatmulPlan plan = matmul_fast_plan(m, n, k, sms);
+  // the optional padding only where it fits
+  FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(m, n, k, plan.est));
+  if (!fits(l.bytes)) l = needed;
   // too little workspace for stream-k's partials (a caller that sized it without them): whole tiles
-  if (plan.stream_k() && (!ws_ok || workspace_bytes < l.bytes + plan.workspace_bytes()))
-    plan = choose_plan(m, l.np, l.kp, sms, 0, g_bn_override.load(std::memory_order_relaxed));
+  if (plan.stream_k() && !fits(l.bytes + plan.workspace_bytes())) {
+    const FastLayout l8 = fast_layout(m, n, k, false, false, false);
+    plan = choose_plan(m, l8.np, l8.kp, sms, 0, g_bn_override.load(std::memory_order_relaxed));
+  }
 
   auto* ws = static_cast<unsigned char*>(workspace);
   const __nv_bfloat16* a_use = a;
@@ -1024,7 +1148,7 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
     v3::pad_operands_kernel<<<blocks, 256, 0, stream>>>(ja, jb);
     CUDA_CHECK_LAUNCH();
   }
-  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b ? l.np : n;  // nb == np: n % 8 == 0 unless B is padded
+  const int ka = l.pad_a ? l.kp : k, nb = l.pad_b ? l.np : n;  // n % 8 == 0 unless B is padded
 
   // B keeps k rows: TMA zero-fills rows k..kp, which meet A's zero columns
   const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM);  // boxes of 128 rows x 64 k
@@ -1046,6 +1170,9 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   if (plan.bn == 128)
     l.direct_c ? launch_v3<128, true>(plan, map_a, map_b, map_c, m, sched, c, n, stream)
                : launch_v3<128, false>(plan, map_a, map_b, map_c, m, sched, c, n, stream);
+  else if (plan.bn == 192)
+    l.direct_c ? launch_v3<192, true>(plan, map_a, map_b, map_c, m, sched, c, n, stream)
+               : launch_v3<192, false>(plan, map_a, map_b, map_c, m, sched, c, n, stream);
   else
     l.direct_c ? launch_v3<256, true>(plan, map_a, map_b, map_c, m, sched, c, n, stream)
                : launch_v3<256, false>(plan, map_a, map_b, map_c, m, sched, c, n, stream);
@@ -1057,8 +1184,9 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   check_shape(m, n, k);
   std::size_t bytes = 0;
   if (m > 0 && n > 0 && k > 0) {
-    const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c));
-    bytes = l.bytes + matmul_fast_plan(m, n, k, prepare_device_for_v3()).workspace_bytes();
+    const MatmulPlan plan = matmul_fast_plan(m, n, k, prepare_device_for_v3());
+    const FastLayout l = fast_layout(m, n, k, misaligned16(a), misaligned16(b), misaligned16(c), opt_pad(m, n, k, plan.est));
+    bytes = l.bytes + plan.workspace_bytes();
   }
   if (bytes == 0) {
     matmul_bf16_fast(a, b, c, m, n, k, nullptr, 0, stream);

@@ -14,6 +14,8 @@
 //                                       (the timed list without M N K)
 //   ./bench_matmul_fast --plans M N K   every candidate plan (tile width x stream-k grid) timed, with
 //                                       the heuristic's estimate beside it (to fit its constants)
+//   ./bench_matmul_fast --pads M N K    auto's plan with the optional 64-column padding of B, A, both
+//                                       and neither (matmul.cu's OptPad) against cuBLAS
 //   ./bench_matmul_fast --explain [SMS] the plan chosen for each listed shape at SMS multiprocessors
 //                                       (default 132); host only, needs no GPU
 // FLASHSIM_MATMUL_SPLITK (matmul.cu's header) applies to the default run and --time; --ab, --plans
@@ -113,19 +115,22 @@ void cublas_matmul(cublasHandle_t h, const bf16* a, const bf16* b, bf16* c, int 
                "cublasGemmEx");
 }
 
-// Plan modes: the FLASHSIM_MATMUL_SPLITK values (-1 auto, 0 off, s >= 2 forced) and a tile width.
+// Plan modes: the FLASHSIM_MATMUL_SPLITK values (-1 auto, 0 off, s >= 2 forced), a tile width, and
+// the optional 64-column padding (-1 the rule, else bit 0 B, bit 1 A: g_pad_override).
 struct Mode {
-  int splitk = -1, bn = 0;
+  int splitk = -1, bn = 0, pad = -1;
 };
 constexpr Mode kOff{0, 0}, kAuto{-1, 0};
 
 void set_mode(Mode md) {
   fg::g_splitk_override = md.splitk;
   fg::g_bn_override = md.bn;
+  fg::g_pad_override = md.pad;
 }
 void clear_mode() {
   fg::g_splitk_override = fg::kSplitkFromEnv;
   fg::g_bn_override = 0;
+  fg::g_pad_override = -1;
 }
 
 int device_sms() {
@@ -135,9 +140,16 @@ int device_sms() {
   return sms;
 }
 
+// the plan and the optional padding (matmul.cu's OptPad) in the current mode
+std::string plan_text(int m, int n, int k, int sms) {
+  const auto p = fg::matmul_fast_plan(m, n, k, sms);
+  const fg::OptPad w = fg::opt_pad(m, n, k, p.est);
+  return fg::describe(p) + (w.a || w.b ? std::string(" +pad") + (w.a ? "A" : "") + (w.b ? "B" : "") : "");
+}
+
 std::string plan_of(Mode md, int m, int n, int k) {
   set_mode(md);
-  const std::string d = fg::describe(fg::matmul_fast_plan(m, n, k, device_sms()));
+  const std::string d = plan_text(m, n, k, device_sms());
   clear_mode();
   return d;
 }
@@ -145,6 +157,7 @@ std::string plan_of(Mode md, int m, int n, int k) {
 std::string mode_name(Mode md) {
   std::string s = md.splitk < 0 ? "auto" : md.splitk == 0 ? "off" : "s=" + std::to_string(md.splitk);
   if (md.bn) s += " bn" + std::to_string(md.bn);
+  if (md.pad >= 0) s += " pad" + std::to_string(md.pad);
   return s;
 }
 
@@ -334,7 +347,7 @@ void time_row(cublasHandle_t h, int m, int n, int k) {
   const auto med = time_modes(h, in, {kAuto}, true);
   const double mo = med[0], mc = med[1], flop = 2.0 * m * n * k;
   std::printf("%-16s %9.3f %9.1f %11.3f %11.1f %7.3f  %s\n", shape_name(m, n, k).c_str(), mo, flop / (mo * 1e-3) / 1e12,
-              mc, flop / (mc * 1e-3) / 1e12, mc / mo, fg::describe(fg::matmul_fast_plan(m, n, k, device_sms())).c_str());
+              mc, flop / (mc * 1e-3) / 1e12, mc / mo, plan_text(m, n, k, device_sms()).c_str());
 }
 
 void ab_header() {
@@ -349,11 +362,23 @@ void ab_row(cublasHandle_t h, int m, int n, int k) {
               med[0], med[1], med[2], med[2] / med[0], med[2] / med[1]);
 }
 
+// the optional 64-column padding of B and A (none, B, A, both; the plan as auto picks it), timed
+void pads_row(cublasHandle_t h, int m, int n, int k) {
+  Inputs in(m, n, k);
+  const std::vector<Mode> modes = {Mode{-1, 0, 0}, Mode{-1, 0, 1}, Mode{-1, 0, 2}, Mode{-1, 0, 3}, kAuto};
+  const auto med = time_modes(h, in, modes, false);
+  std::printf("%-16s %-26s", shape_name(m, n, k).c_str(), plan_of(kAuto, m, n, k).c_str());
+  for (std::size_t i = 0; i < modes.size(); ++i) std::printf(" %8.4f", med[i]);
+  std::printf(" %8.4f", med.back());
+  for (std::size_t i = 0; i < modes.size(); ++i) std::printf(" %6.3f", med.back() / med[i]);
+  std::printf("\n");
+}
+
 // every candidate plan of one shape, timed, with the model's estimate
 void plans_table(cublasHandle_t h, int m, int n, int k) {
   const int sms = device_sms();
   std::vector<Mode> modes;
-  for (int bn : {256, 128})
+  for (int bn : {256, 192, 128})
     for (int s : {0, 2, 3, 4, 6, 8, 1024}) modes.push_back(Mode{s, bn});
   modes.push_back(kAuto);
   Inputs in(m, n, k);
@@ -384,15 +409,18 @@ void explain(int sms) {
                                                 {1000, 1000, 1000}, {512, 512, 65536}, {128, 128, 100000}})
     shapes.push_back(s);
   std::printf("plans at %d SMs (est: k-iterations of a 128x256 tile)\n", sms);
-  std::printf("%-18s %-24s %8s %-26s %8s\n", "m x n x k", "off", "est", "auto", "est");
+  std::printf("%-18s %-24s %8s %-32s %8s\n", "m x n x k", "off", "est", "auto (+pad: optional copy)", "est");
   for (auto [m, n, k] : shapes) {
     set_mode(kOff);
     const auto off = fg::matmul_fast_plan(m, n, k, sms);
     set_mode(kAuto);
     const auto au = fg::matmul_fast_plan(m, n, k, sms);
     clear_mode();
-    std::printf("%-18s %-24s %8.1f %-26s %8.1f\n", shape_name(m, n, k).c_str(), fg::describe(off).c_str(), off.est,
-                fg::describe(au).c_str(), au.est);
+    set_mode(kAuto);
+    const std::string au_text = plan_text(m, n, k, sms);
+    clear_mode();
+    std::printf("%-18s %-24s %8.1f %-32s %8.1f\n", shape_name(m, n, k).c_str(), fg::describe(off).c_str(), off.est,
+                au_text.c_str(), au.est);
   }
 }
 
@@ -400,11 +428,13 @@ void explain(int sms) {
 
 static int run_main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
-  const bool sized = argc == 5 && (cmd == "--check" || cmd == "--time" || cmd == "--ab" || cmd == "--plans");
+  const bool sized =
+      argc == 5 && (cmd == "--check" || cmd == "--time" || cmd == "--ab" || cmd == "--plans" || cmd == "--pads");
   const bool ok_args = argc == 1 || sized || (argc == 2 && cmd == "--ab") || (cmd == "--explain" && argc <= 3);
   if (!ok_args)
     throw std::invalid_argument(
-        "usage: bench_matmul_fast [--check M N K | --time M N K | --ab [M N K] | --plans M N K | --explain [SMS]]");
+        "usage: bench_matmul_fast [--check M N K | --time M N K | --ab [M N K] | --plans M N K | --pads M N K | "
+        "--explain [SMS]]");
   if (cmd == "--explain") {
     explain(argc == 3 ? std::max(1, parse_size(argv[2])) : 132);
     return 0;
@@ -415,10 +445,11 @@ static int run_main(int argc, char** argv) {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
-  const std::vector<Mode> all_modes = {kOff, kAuto, Mode{2, 0}, Mode{3, 0}, Mode{2, 128}, Mode{1024, 256}};
+  const std::vector<Mode> all_modes = {kOff,         kAuto,        Mode{2, 0},     Mode{3, 0},      Mode{2, 128},
+                                       Mode{0, 192}, Mode{2, 192}, Mode{1024, 256}, Mode{0, 0, 3}, Mode{2, 0, 3}};
   if (cmd == "--check") {
     // fewer modes than the sweep: compute-sanitizer runs this
-    const std::vector<Mode> modes = {kOff, kAuto, Mode{3, 0}};
+    const std::vector<Mode> modes = {kOff, kAuto, Mode{3, 0}, Mode{0, 192}, Mode{3, 192}, Mode{-1, 0, 3}};
     const bool ok = check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes) &&
                     check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes, 1);
     return ok ? 0 : 1;
@@ -437,6 +468,12 @@ static int run_main(int argc, char** argv) {
     else
       for (const auto& s : kTimed) ab_row(h, s[0], s[1], s[2]);
     std::printf("ratios = cuBLAS ms / ours ms (ours' speed over cuBLAS's); median of 30, CUDA events, alternating\n");
+    return 0;
+  }
+  if (cmd == "--pads") {
+    std::printf("%-16s %-26s %8s %8s %8s %8s %8s %8s   ratios cuBLAS/ours in the same order\n", "m x n x k", "auto plan",
+                "none", "B", "A", "A+B", "rule", "cuBLAS");
+    pads_row(h, dims[0], dims[1], dims[2]);
     return 0;
   }
   if (cmd == "--plans") {
