@@ -4,7 +4,10 @@
 # and 128; bf16, fp16 at one size) and the overlap runs (NCCL with fewer CTAs, the copy engines,
 # an exchange-bound size). Every run under `timeout`; one log per run, RESULT lines gathered.
 # Usage: kernels/tools/ring_h200x2.sh BIN_DIR OUT_DIR [sets...]   (sets: env bad table fp16 overlap)
+# RING_BUDGET_S (default 280): runs that would start later than this are skipped (named in results.txt).
 set -u
+START=$(date +%s)
+BUDGET=${RING_BUDGET_S:-280}
 BIN=${1:?bin dir}
 OUT=${2:?out dir}
 shift 2
@@ -13,8 +16,8 @@ mkdir -p "$OUT/logs"
 # NVLink multicast stays off on this shared host (KINDS.md)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 for d in /usr/local/cuda/lib64 /usr/local/cuda/lib /usr/local/cuda/extras/CUPTI/lib64 \
-  "$(dirname "$(find / -xdev -name 'libcupti.so.13' 2>/dev/null | head -1)" 2>/dev/null)" \
-  "$(dirname "$(find / -xdev -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)"; do
+  "$(dirname "$(find /usr/local /opt -name 'libcupti.so.13' 2>/dev/null | head -1)" 2>/dev/null)" \
+  "$(dirname "$(find /usr/local /opt /usr/lib -name 'libnccl.so.2' 2>/dev/null | head -1)" 2>/dev/null)"; do
   [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
 done
 G="$BIN/flashsim-gpu"
@@ -24,8 +27,12 @@ RES="$OUT/results.txt"
 run() {  # run NAME ARGS... : one ring run, its log, its RESULT line
   local name=$1
   shift
+  if [ $(( $(date +%s) - START )) -gt "$BUDGET" ]; then
+    echo "$name SKIPPED (time budget of ${BUDGET} s spent)" | tee -a "$RES"
+    return
+  fi
   local t0=$(date +%s.%N)
-  timeout 90 "$G" ring "$@" > "$OUT/logs/$name.txt" 2>&1
+  timeout 40 "$G" ring "$@" > "$OUT/logs/$name.txt" 2>&1
   local rc=$?
   local t1=$(date +%s.%N)
   echo "rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" >> "$OUT/logs/$name.txt"
