@@ -39,6 +39,7 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 */
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <thread>
 #include <type_traits>
@@ -638,6 +639,19 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 
 namespace hopper {
 
+// cudaFuncSetAttribute holds for the current device only: a launcher raises a kernel's
+// shared-memory limit once on every device it launches on (bit `dev` of `done`), so that the
+// same process can run the kernel on several GPUs (flashsim-gpu ring).
+inline bool first_launch_on_this_device(std::uint64_t& done, int* dev_out = nullptr) {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev_out) *dev_out = dev;
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (done & bit) return false;
+  done |= bit;
+  return true;
+}
+
 template <int D, int BC>
 struct FwdConfig {
   static constexpr int kBR = 64;
@@ -974,11 +988,9 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
                 cudaStream_t stream) {
   using C = FwdConfig<D, BC>;
   auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE, TMA>;
-  static bool smem_set = false;  // one per instantiation
-  if (!smem_set) {
+  static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
+  if (first_launch_on_this_device(smem_set))
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
-    smem_set = true;
-  }
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
   CUtensorMap map_k{}, map_v{};
   if constexpr (TMA) {
@@ -1242,13 +1254,14 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST>;
   auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED>;
-  static int sms = 0;  // one per instantiation
-  if (sms == 0) {
+  static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
+  static int sms_of[64] = {};
+  int dev = 0;
+  if (first_launch_on_this_device(smem_set, &dev)) {
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
-    int dev = 0;
-    CUDA_CHECK(cudaGetDevice(&dev));
-    CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&sms_of[dev & 63], cudaDevAttrMultiProcessorCount, dev));
   }
+  const int sms = sms_of[dev & 63];
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
   const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
                     map_v = tma::head_tensor_map(v, bh, n, D, BC);
@@ -1283,6 +1296,25 @@ template void attention_forward_fast<__nv_bfloat16>(const __nv_bfloat16*, const 
                                                     __nv_bfloat16*, float*, int, int, int, bool, cudaStream_t);
 template void attention_forward_fast<__half>(const __half*, const __half*, const __half*, __half*, float*, int, int,
                                              int, bool, cudaStream_t);
+
+template <class T>
+void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
+                                  bool causal, cudaStream_t stream) {
+  // the full-mask d = 128 launch is the only persistent one; the others already give each tile a block
+  if (d == 128 && !causal) {
+    if (bh < 1 || n < 1 || bh > 65535)
+      throw std::invalid_argument("attention_forward_fast_tiled: need 1 <= bh <= 65535, n >= 1");
+    hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+  } else {
+    attention_forward_fast(q, k, v, o, lse, bh, n, d, causal, stream);
+  }
+}
+
+template void attention_forward_fast_tiled<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                          const __nv_bfloat16*, __nv_bfloat16*, float*, int, int, int,
+                                                          bool, cudaStream_t);
+template void attention_forward_fast_tiled<__half>(const __half*, const __half*, const __half*, __half*, float*, int,
+                                                   int, int, bool, cudaStream_t);
 
 #ifndef FLASHSIM_ATTN_FWD_FAST_ONLY
 

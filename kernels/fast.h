@@ -42,6 +42,15 @@ void softmax_online_fast(const float* x, float* y, int rows, long long cols, flo
 template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
                             bool causal, cudaStream_t stream);
+// The same function, launched with one thread block per Q tile at every d and mask (the d = 128
+// full-mask launch above is persistent, one block per SM, about 1 % faster alone). A kernel on
+// another stream of the same GPU (NCCL's, in flashsim-gpu ring) then gets SMs as tiles finish
+// instead of waiting for the whole grid. Both forward launchers raise their kernels' shared-memory
+// limit on every device they launch on, so one process can run them on several GPUs (the backward
+// launcher still does it once per process: its first device only).
+template <class T>
+void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
+                                  bool causal, cudaStream_t stream);
 
 // Gradients of O = softmax(QK^T/sqrt(d)) V given dO, O and lse from the forward.
 // `workspace` needs attention_backward_fast_workspace_bytes (D = rowsum(dO * O) and an fp32 dQ

@@ -6,6 +6,8 @@
 //                        [--repeats N] [--no-profile] [--no-check] [--seed N] [--csv FILE] [--json FILE]
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
 //   flashsim-gpu l2probe [--patterns reread,rmw] [--fractions LIST] [--passes N] [--csv FILE]
+//   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
+//                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]  (kernels/ring.h)
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -330,22 +332,33 @@ static int run_main(int argc, char** argv) {
   probe->add_option("--dirty-at-start", probe_dirty_start, "with --from: dirty bytes in the L2 when each range starts")
       ->capture_default_str();
 
-  auto* ring = app.add_subcommand("ring", "ring attention over --gpus P GPUs through NCCL: validate, counted vs posted bytes, overlap, scaling");
+  auto* ring = app.add_subcommand(
+      "ring", "ring attention forward over --gpus P GPUs (NCCL) on the fast Hopper kernel: validate, counted vs posted "
+              "vs NVLink bytes, overlap, scaling");
   RingOptions ring_opt;
-  std::string ring_dtype = "bf16";
-  ring->add_option("--gpus", ring_opt.gpus, "GPUs in the ring")->check(CLI::Range(1, 64))->capture_default_str();
-  ring->add_option("--n", ring_opt.n, "total sequence length (a multiple of --gpus)")->capture_default_str();
-  ring->add_option("--heads", ring_opt.heads, "batch * heads")->check(CLI::Range(1, 4096))->capture_default_str();
-  ring->add_option("--dtype", ring_dtype, "fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}))->capture_default_str();
+  // d, dtype, split and transport are checked by ring_main (a clear message and exit 2), not by CLI11
+  ring->add_option("--gpus", ring_opt.gpus, "GPUs in the ring")->capture_default_str();
+  ring->add_option("--n", ring_opt.n, "total sequence length (a multiple of --gpus, of 2 x --gpus with --split zigzag)")
+      ->capture_default_str();
+  ring->add_option("--heads", ring_opt.heads, "batch * heads")->capture_default_str();
+  ring->add_option("--d", ring_opt.d, "head dimension: 64 or 128")->capture_default_str();
+  ring->add_option("--dtype", ring_opt.dtype, "bf16 or fp16")->capture_default_str();
   ring->add_flag("--causal", ring_opt.causal, "causal mask");
-  ring->add_option("--repeats", ring_opt.repeats, "timed repeats (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  ring->add_option("--split", ring_opt.split,
+                   "contiguous (GPU p: rows p n/P ..) or zigzag (2P chunks, GPU p: chunks p and 2P-1-p)")
+      ->capture_default_str();
+  ring->add_option("--transport", ring_opt.transport,
+                   "nccl (ncclSend/ncclRecv) or copy (cudaMemcpyPeerAsync: the copy engines, no SMs)")
+      ->capture_default_str();
+  ring->add_option("--nccl-ctas", ring_opt.nccl_ctas, "cap NCCL's CTAs (ncclConfig_t::maxCTAs); 0: NCCL's default")
+      ->capture_default_str();
+  ring->add_option("--repeats", ring_opt.repeats, "timed batches (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
 
   if (ring->parsed()) {
 #ifdef FLASHSIM_HAVE_NCCL
-    ring_opt.bf16 = ring_dtype == "bf16";
     return ring_main(ring_opt);
 #else
     std::fprintf(stderr, "flashsim-gpu ring: built without NCCL (libnccl not found in the CUDA toolkit)\n");

@@ -1,31 +1,57 @@
-// `flashsim-gpu ring`: ring attention over P GPUs of one process. Each GPU keeps its Q block;
-// the K/V blocks travel the ring through ncclSend/ncclRecv on a communication stream while the
-// FA2 kernel of kernels/attention_forward.cu works on the block in hand; a merge kernel folds each
-// step's (O_b, lse_b) into the running (O, lse). Validated against one-GPU FA2 and a float64 CPU
-// reference on sampled rows; prints counted (sim/ring.h) vs NCCL-posted bytes, times, overlap and
-// scaling efficiency.
+// `flashsim-gpu ring`: ring attention forward over P GPUs of one process.
+//
+//   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
+//                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]
+//                     [--repeats R] [--seed S]
+//
+// Each GPU keeps its Q rows at home; its K and V (one buffer, K then V) travel the ring, double
+// buffered: while GPU p computes with the block in hand on its compute stream, the block's send
+// to p+1 and the receive of the next block from p-1 run on a communication stream (ncclSend /
+// ncclRecv, or with --transport copy cudaMemcpyPeerAsync on the copy engines, no SMs), ordered
+// by events. Every (query chunk, key chunk) pair is one call of the Hopper kernel
+// attention_forward_fast_tiled (kernels/fast.h; bf16/fp16, d 64/128): full below the diagonal,
+// causal on it, skipped above (sim::ring::pair_kind); a merge kernel folds each pair's
+// (O_b, lse_b) into the chunk's (O, lse).
+//
+// Splits: contiguous, GPU p owns rows [p N/P, (p+1) N/P); zigzag, the sequence in 2P chunks and
+// GPU p owns chunks p and 2P-1-p, stored [2][H][N/2P][d] so that each chunk is a tensor the
+// kernel takes as it is (the causal work is then the same on every GPU).
+//
+// Prints: validation (against one-GPU attention_forward_fast on all N and a float64 CPU reference
+// on sampled rows; outputs poisoned first), bytes counted by sim/ring.h vs posted to NCCL vs
+// NVLink bytes read from NVML (kernels/nvlink_counters.h) per GPU, ring / compute-only /
+// exchange-only / one-GPU times (medians), overlap = hidden exchange / exchange-only time,
+// scaling efficiency = one-GPU time / (P x ring time), and one `RESULT key=value ...` line.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
+#include "kernels/spec.h"
+
 namespace flashsim::gpu {
 
 struct RingOptions {
   int gpus = 2;
-  int heads = 8;          // batch * heads, each [n, 64]
-  std::int64_t n = 16384;  // total sequence length, split evenly over the GPUs
+  int heads = 8;           // batch * heads
+  std::int64_t n = 16384;  // total sequence length: a multiple of P (contiguous) or 2P (zigzag)
+  int d = 64;              // 64 or 128
   bool causal = false;
-  bool bf16 = true;
+  std::string dtype = "bf16";         // bf16 or fp16
+  std::string split = "contiguous";   // contiguous or zigzag
+  std::string transport = "nccl";     // nccl or copy
+  int nccl_ctas = 0;                  // > 0: ncclConfig_t::maxCTAs of every communicator
   int repeats = 5;
   std::uint64_t seed = 1;
 };
 
-// Returns 0 when the ring validates, 1 on a mismatch, 2 when it cannot run (no NCCL, too few GPUs).
+// Returns 0 when the ring validates, 1 on a mismatch, 2 when it cannot run (bad options, no NCCL,
+// too few GPUs), with a message on stderr.
 int ring_main(const RingOptions& opt);
 
-// The merge of a partial (O_b, lse_b) into (O, lse), rows of 64, on `stream`.
-void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, bool bf16,
+// The merge of a partial (O_b, lse_b) into (O, lse): `rows` rows of d = 64 or 128 elements of
+// type dt, on `stream` (a cudaStream_t).
+void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, int d, Dtype dt,
                 void* stream);
 
 }  // namespace flashsim::gpu

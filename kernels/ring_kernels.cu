@@ -1,7 +1,10 @@
 // The device-level merge of ring attention: two normalised partial outputs with their
 // logsumexps combine exactly like two tiles of the online softmax.
 #include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
+
+#include <stdexcept>
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/ring.h"
@@ -9,7 +12,8 @@
 namespace flashsim::gpu {
 namespace {
 
-template <class T>
+// One warp per row of D values; lane t handles columns t, t + 32, ... (coalesced).
+template <class T, int D>
 __global__ void ring_merge_kernel(T* __restrict__ o, float* __restrict__ lse, const T* __restrict__ ob,
                                   const float* __restrict__ lseb, std::int64_t rows) {
   const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.y) + threadIdx.y;
@@ -18,23 +22,35 @@ __global__ void ring_merge_kernel(T* __restrict__ o, float* __restrict__ lse, co
   const float m = fmaxf(l1, l2);
   if (m == -INFINITY) return;  // neither part saw a key
   const float w1 = __expf(l1 - m), w2 = __expf(l2 - m), inv = 1.f / (w1 + w2);
-  const std::size_t at = static_cast<std::size_t>(r) * kHead + threadIdx.x;
-  for (int c = 0; c < kHead; c += 32)
-    o[at + c] = from_f<T>((w1 * to_f(o[at + c]) + w2 * to_f(ob[at + c])) * inv);
+  const std::size_t at = static_cast<std::size_t>(r) * D + threadIdx.x;
+#pragma unroll
+  for (int c = 0; c < D; c += 32) o[at + c] = from_f<T>((w1 * to_f(o[at + c]) + w2 * to_f(ob[at + c])) * inv);
   if (threadIdx.x == 0) lse[r] = m + logf(w1 + w2);
+}
+
+template <class T>
+void launch(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, int d, cudaStream_t s) {
+  const dim3 block(32, 8);
+  const dim3 grid(static_cast<unsigned>((rows + 7) / 8));
+  if (d == 64)
+    ring_merge_kernel<T, 64><<<grid, block, 0, s>>>(static_cast<T*>(o), lse, static_cast<const T*>(ob), lseb, rows);
+  else if (d == 128)
+    ring_merge_kernel<T, 128><<<grid, block, 0, s>>>(static_cast<T*>(o), lse, static_cast<const T*>(ob), lseb, rows);
+  else
+    throw std::invalid_argument("ring_merge: d must be 64 or 128");
 }
 
 }  // namespace
 
-void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, bool bf16, void* stream) {
-  const dim3 block(32, 8);
-  const dim3 grid(static_cast<unsigned>((rows + 7) / 8));
+void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, int d, Dtype dt,
+                void* stream) {
+  if (rows <= 0) return;
   auto s = static_cast<cudaStream_t>(stream);
-  if (bf16)
-    ring_merge_kernel<<<grid, block, 0, s>>>(static_cast<__nv_bfloat16*>(o), lse,
-                                             static_cast<const __nv_bfloat16*>(ob), lseb, rows);
-  else
-    ring_merge_kernel<<<grid, block, 0, s>>>(static_cast<float*>(o), lse, static_cast<const float*>(ob), lseb, rows);
+  switch (dt) {
+    case Dtype::BF16: launch<__nv_bfloat16>(o, lse, ob, lseb, rows, d, s); break;
+    case Dtype::F16: launch<__half>(o, lse, ob, lseb, rows, d, s); break;
+    case Dtype::F32: launch<float>(o, lse, ob, lseb, rows, d, s); break;
+  }
 }
 
 }  // namespace flashsim::gpu

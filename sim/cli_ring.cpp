@@ -17,6 +17,7 @@ struct RingArgs {
   std::int64_t n = 1024, d = 64, tile = 64;
   int p = 2, elem = 4, acc = 4;
   bool causal = false, backward = false, ops = false;
+  std::string split = "contiguous";
   std::uint64_t seed = 1;
 };
 
@@ -31,10 +32,11 @@ const char* kind_name(sim::ring::OpKind k) {
 
 int do_ring(const RingArgs& a) {
   namespace r = sim::ring;
-  r::RingConfig cfg{a.n, a.d, a.p, a.causal, a.elem, a.acc, a.tile};
+  r::RingConfig cfg{a.n, a.d, a.p, a.causal, a.elem, a.acc, a.tile,
+                    a.split == "zigzag" ? r::Split::Zigzag : r::Split::Contiguous};
   const r::RingSchedule sch = a.backward ? r::backward_schedule(cfg) : r::forward_schedule(cfg);
   std::cout << "ring attention " << (a.backward ? "backward" : "forward") << ": n = " << a.n << ", d = " << a.d
-            << ", P = " << a.p << (a.causal ? ", causal" : "") << ", " << a.elem << "-byte elements, " << sch.steps
+            << ", P = " << a.p << (a.causal ? ", causal" : "") << ", " << a.split << " split, " << a.elem << "-byte elements, " << sch.steps
             << " steps, " << sch.ops.size() << " device ops\n";
   if (a.ops) {
     std::cout << "\n| step | op | device | peer | block | payload | bytes |\n|---:|---|---:|---:|---:|---|---:|\n";
@@ -100,6 +102,10 @@ void register_ring_command(CLI::App& app, int& exit_code) {
   c->add_option("--tile", a->tile, "FA2 tile of each device's step (HBM model)")->check(CLI::Range(1, 1 << 16));
   c->add_option("--seed", a->seed, "Random Q, K, V seed");
   c->add_flag("--causal", a->causal, "Causal mask");
+  c->add_option("--split", a->split,
+                "How the sequence is split over devices: contiguous (device p: rows p n/P ..), or zigzag "
+                "(2P chunks, device p: chunks p and 2P-1-p; balanced under a causal mask)")
+      ->check(CLI::IsMember({"contiguous", "zigzag"}));
   c->add_flag("--backward", a->backward, "The backward schedule (counts only)");
   c->add_flag("--ops", a->ops, "Print every device op");
   c->callback([a, &exit_code] { exit_code = guarded([&] { return do_ring(*a); }); });

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 namespace flashsim::sim::ring {
@@ -19,6 +20,9 @@ void validate(const RingConfig& c) {
   if (c.d < 1) throw RingError("ring: d must be at least 1");
   if (c.elem_bytes < 1 || c.acc_bytes < 1) throw RingError("ring: element sizes must be positive");
   if (c.tile < 1) throw RingError("ring: the tile must be at least 1");
+  if (c.split == Split::Zigzag && c.n < 2 * static_cast<std::int64_t>(c.p))
+    throw RingError("ring: the zig-zag split cuts n = " + std::to_string(c.n) + " into 2P = " +
+                    std::to_string(2 * c.p) + " chunks; every chunk needs at least one row");
 }
 
 int next(int p, int n) { return (p + 1) % n; }
@@ -32,7 +36,12 @@ RingSchedule skeleton(const RingConfig& cfg, bool backward) {
   s.cfg = cfg;
   s.backward = backward;
   s.steps = cfg.p;
-  split_rows(cfg.n, cfg.p, s.block_start, s.block_rows);
+  s.segments = device_segments(cfg);
+  for (const auto& segs : s.segments) {
+    std::int64_t rows = 0;
+    for (const auto& g : segs) rows += g.rows;
+    s.block_rows.push_back(rows);
+  }
   return s;
 }
 
@@ -40,13 +49,20 @@ void add_computes(RingSchedule& s, int step) {
   const int P = s.cfg.p;
   for (int dev = 0; dev < P; ++dev) {
     const int b = block_at(dev, step, P);
-    if (s.cfg.causal && b > dev) continue;  // every key of block b comes after every query of dev
+    bool any = false, masked = false;
+    for (const auto& q : s.segments[dev])
+      for (const auto& k : s.segments[b]) {
+        const PairKind kind = pair_kind(q, k, s.cfg.causal);
+        any = any || kind != PairKind::Skip;
+        masked = masked || kind == PairKind::Masked;
+      }
+    if (!any) continue;  // every key of block b comes after every query of dev
     RingOp op;
     op.step = step;
     op.kind = OpKind::Compute;
     op.device = dev;
     op.block = b;
-    op.masked = s.cfg.causal && b == dev;
+    op.masked = masked;
     s.ops.push_back(op);
   }
 }
@@ -68,6 +84,41 @@ void add_exchange(RingSchedule& s, int step, Payload what, int bytes_per_elem) {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
+
+PairKind pair_kind(const Segment& q, const Segment& k, bool causal) {
+  if (!causal || k.start + k.rows - 1 <= q.start) return PairKind::Full;
+  if (k.start > q.start + q.rows - 1) return PairKind::Skip;
+  return PairKind::Masked;
+}
+
+std::int64_t pair_scores(const Segment& q, const Segment& k, bool causal) {
+  if (!causal) return q.rows * k.rows;
+  std::int64_t n = 0;
+  for (std::int64_t i = 0; i < q.rows; ++i)  // keys k.start .. min(row, last key)
+    n += std::clamp<std::int64_t>(q.start + i - k.start + 1, 0, k.rows);
+  return n;
+}
+
+std::vector<std::vector<Segment>> device_segments(const RingConfig& cfg) {
+  validate(cfg);
+  const int P = cfg.p;
+  std::vector<std::vector<Segment>> segs(static_cast<std::size_t>(P));
+  std::vector<std::int64_t> start, rows;
+  if (cfg.split == Split::Contiguous) {
+    split_rows(cfg.n, P, start, rows);
+    for (int p = 0; p < P; ++p) segs[p] = {{start[p], rows[p]}};
+  } else {
+    split_rows(cfg.n, 2 * P, start, rows);
+    for (int p = 0; p < P; ++p) segs[p] = {{start[p], rows[p]}, {start[2 * P - 1 - p], rows[2 * P - 1 - p]}};
+  }
+  return segs;
+}
+
+double score_imbalance(const std::vector<DeviceCounters>& devices) {
+  std::int64_t most = 0, all = 0;
+  for (const auto& d : devices) most = std::max(most, d.score_elems), all += d.score_elems;
+  return all == 0 ? 1.0 : static_cast<double>(most) * static_cast<double>(devices.size()) / static_cast<double>(all);
+}
 
 void split_rows(std::int64_t n, int p, std::vector<std::int64_t>& start, std::vector<std::int64_t>& rows) {
   start.assign(static_cast<std::size_t>(p), 0);
@@ -105,9 +156,10 @@ RingSchedule backward_schedule(const RingConfig& cfg) {
 std::int64_t forward_link_bytes(const RingConfig& cfg, int link) {
   validate(cfg);
   if (cfg.p == 1) return 0;
-  std::vector<std::int64_t> start, rows;
-  split_rows(cfg.n, cfg.p, start, rows);
-  return 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows[next(link, cfg.p)]);
+  const auto segs = device_segments(cfg);
+  std::int64_t rows = 0;
+  for (const auto& g : segs[next(link, cfg.p)]) rows += g.rows;
+  return 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows);
 }
 
 std::int64_t forward_total_link_bytes(const RingConfig& cfg) {
@@ -129,7 +181,10 @@ std::int64_t backward_total_link_bytes(const RingConfig& cfg) {
 RingMachine::RingMachine(const RingConfig& cfg, std::vector<double> q, std::vector<double> k, std::vector<double> v)
     : cfg_(cfg), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
   validate(cfg_);
-  split_rows(cfg_.n, cfg_.p, start_, rows_);
+  seg_ = device_segments(cfg_);
+  rows_.assign(static_cast<std::size_t>(cfg_.p), 0);
+  for (int p = 0; p < cfg_.p; ++p)
+    for (const auto& g : seg_[p]) rows_[p] += g.rows;
   const auto nd = static_cast<std::size_t>(cfg_.n * cfg_.d);
   values_ = !q_.empty();
   if (values_ && (q_.size() != nd || k_.size() != nd || v_.size() != nd))
@@ -138,66 +193,94 @@ RingMachine::RingMachine(const RingConfig& cfg, std::vector<double> q, std::vect
   link_.assign(static_cast<std::size_t>(cfg_.p), 0);
 }
 
+void RingMachine::count_pairs(const RingOp& op) {
+  DeviceCounters& c = dev_[op.device];
+  ++c.computes;
+  for (const auto& q : seg_[op.device])
+    for (const auto& k : seg_[op.block]) {
+      const PairKind kind = pair_kind(q, k, cfg_.causal);
+      if (kind == PairKind::Skip) continue;
+      ++c.pairs;
+      c.masked_pairs += kind == PairKind::Masked;
+      c.score_elems += pair_scores(q, k, cfg_.causal);
+    }
+}
+
 void RingMachine::compute(const RingOp& op) {
   const int dev = op.device, b = op.block;
-  const std::int64_t np = rows_[dev], nb = rows_[b], d = cfg_.d, e = cfg_.elem_bytes, T = cfg_.tile;
-  const std::int64_t q0 = start_[dev], k0 = start_[b];
+  const std::int64_t d = cfg_.d, e = cfg_.elem_bytes, T = cfg_.tile;
   DeviceCounters& c = dev_[dev];
-  // HBM of one FA2 call on (Q_dev, K_b, V_b): Q once, K/V once per query tile (only the tiles
-  // at or below the diagonal when masked), O_b and lse_b written once.
-  std::int64_t kv_rows = 0;
-  for (std::int64_t i = 0; i < ceil_div(np, T); ++i) {
-    const std::int64_t last_row = std::min(np, (i + 1) * T) - 1;
-    const std::int64_t tiles = op.masked ? last_row / T + 1 : ceil_div(nb, T);
-    kv_rows += std::min(nb, tiles * T);
+  // HBM, one FA2 call per (query chunk, key chunk) pair the mask keeps: Q once, K/V once per
+  // query tile (only the key tiles at or before the tile's last query when masked), O_b and
+  // lse_b written once. Every call but a query chunk's first merges O_b into that chunk's state:
+  // read both (O, lse), write one.
+  for (std::size_t qi = 0; qi < seg_[dev].size(); ++qi) {
+    const Segment& q = seg_[dev][qi];
+    const std::int64_t np = q.rows;
+    for (const auto& k : seg_[b]) {
+      const PairKind kind = pair_kind(q, k, cfg_.causal);
+      if (kind == PairKind::Skip) continue;
+      const std::int64_t nb = k.rows;
+      std::int64_t kv_rows = 0;
+      for (std::int64_t i = 0; i < ceil_div(np, T); ++i) {
+        const std::int64_t last_row = q.start + std::min(np, (i + 1) * T) - 1;  // global row
+        const std::int64_t need = kind == PairKind::Masked ? ceil_div(last_row - k.start + 1, T) * T : nb;
+        kv_rows += std::clamp<std::int64_t>(need, 0, nb);
+      }
+      c.hbm_read += np * d * e + 2 * kv_rows * d * e;
+      c.hbm_written += np * d * e + 4 * np;
+      const auto key = std::make_pair(dev, static_cast<int>(qi));
+      if (started_.count(key)) {
+        c.hbm_read += 2 * (np * d * e + 4 * np);
+        c.hbm_written += np * d * e + 4 * np;
+      }
+      started_.insert(key);
+    }
   }
-  c.hbm_read += np * d * e + 2 * kv_rows * d * e;
-  c.hbm_written += np * d * e + 4 * np;
-  // Every compute but a device's first merges O_b into the state: read both (O, lse), write one.
-  if (c.computes > 0) {
-    c.hbm_read += 2 * (np * d * e + 4 * np);
-    c.hbm_written += np * d * e + 4 * np;
-  }
-  ++c.computes;
-  for (std::int64_t i = 0; i < np; ++i)
-    c.score_elems += op.masked ? std::min(nb, q0 + i - k0 + 1) : nb;
+  count_pairs(op);
   if (!values_) return;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  std::vector<double> s(static_cast<std::size_t>(nb)), ob(static_cast<std::size_t>(d));
-  for (std::int64_t i = 0; i < np; ++i) {
-    const std::int64_t row = q0 + i;
-    // The block's partial state (m_b, l_b, O_b) ...
-    double mb = kNegInf;
-    for (std::int64_t j = 0; j < nb; ++j) {
-      const std::int64_t col = k0 + j;
-      double dot = 0;
-      for (std::int64_t t = 0; t < d; ++t) dot += q_[row * d + t] * k_[col * d + t];
-      s[j] = (cfg_.causal && col > row) ? kNegInf : dot * scale;
-      mb = std::max(mb, s[j]);
+  std::vector<double> s, ob(static_cast<std::size_t>(d));
+  for (const auto& q : seg_[dev])
+    for (const auto& k : seg_[b]) {
+      if (pair_kind(q, k, cfg_.causal) == PairKind::Skip) continue;
+      const std::int64_t nb = k.rows, k0 = k.start;
+      s.resize(static_cast<std::size_t>(nb));
+      for (std::int64_t i = 0; i < q.rows; ++i) {
+        const std::int64_t row = q.start + i;
+        // The pair's partial state (m_b, l_b, O_b) ...
+        double mb = kNegInf;
+        for (std::int64_t j = 0; j < nb; ++j) {
+          const std::int64_t col = k0 + j;
+          double dot = 0;
+          for (std::int64_t t = 0; t < d; ++t) dot += q_[row * d + t] * k_[col * d + t];
+          s[j] = (cfg_.causal && col > row) ? kNegInf : dot * scale;
+          mb = std::max(mb, s[j]);
+        }
+        if (mb == kNegInf) continue;  // every key of this chunk is masked for this row
+        double lb = 0;
+        std::fill(ob.begin(), ob.end(), 0.0);
+        for (std::int64_t j = 0; j < nb; ++j) {
+          const double pj = std::exp(s[j] - mb);
+          lb += pj;
+          for (std::int64_t t = 0; t < d; ++t) ob[t] += pj * v_[(k0 + j) * d + t];
+        }
+        // ... merged into the running state exactly as two tiles merge on one device.
+        double& m = m_[row];
+        double& l = l_[row];
+        const double mn = std::max(m, mb);
+        const double a = m == kNegInf ? 0.0 : std::exp(m - mn), bb = std::exp(mb - mn);
+        l = l * a + lb * bb;
+        for (std::int64_t t = 0; t < d; ++t) o_[row * d + t] = o_[row * d + t] * a + ob[t] * bb;
+        m = mn;
+      }
     }
-    if (mb == kNegInf) continue;  // every key of this block is masked for this row
-    double lb = 0;
-    std::fill(ob.begin(), ob.end(), 0.0);
-    for (std::int64_t j = 0; j < nb; ++j) {
-      const double pj = std::exp(s[j] - mb);
-      lb += pj;
-      for (std::int64_t t = 0; t < d; ++t) ob[t] += pj * v_[(k0 + j) * d + t];
-    }
-    // ... merged into the running state exactly as two tiles merge on one device.
-    double& m = m_[row];
-    double& l = l_[row];
-    const double mn = std::max(m, mb);
-    const double a = m == kNegInf ? 0.0 : std::exp(m - mn), bb = std::exp(mb - mn);
-    l = l * a + lb * bb;
-    for (std::int64_t t = 0; t < d; ++t) o_[row * d + t] = o_[row * d + t] * a + ob[t] * bb;
-    m = mn;
-  }
 }
 
 void RingMachine::execute(const RingSchedule& sch) {
   const RingConfig& c = sch.cfg;
-  if (c.n != cfg_.n || c.d != cfg_.d || c.p != cfg_.p || c.causal != cfg_.causal)
-    throw RingError("ring: the schedule was made for another n, d, P or mask than this machine");
+  if (c.n != cfg_.n || c.d != cfg_.d || c.p != cfg_.p || c.causal != cfg_.causal || c.split != cfg_.split)
+    throw RingError("ring: the schedule was made for another n, d, P, mask or split than this machine");
   const int P = cfg_.p;
   const auto n = static_cast<std::size_t>(cfg_.n), nd = static_cast<std::size_t>(cfg_.n * cfg_.d);
   o_.assign(nd, 0.0);
@@ -205,6 +288,7 @@ void RingMachine::execute(const RingSchedule& sch) {
   l_.assign(n, 0.0);
   lse_.assign(n, kNegInf);
   for (auto& d : dev_) d = {};
+  started_.clear();
   std::fill(link_.begin(), link_.end(), 0);
   kv_held_.resize(static_cast<std::size_t>(P));
   dkv_held_.resize(static_cast<std::size_t>(P));
@@ -258,10 +342,7 @@ void RingMachine::execute(const RingSchedule& sch) {
           throw RingError(where + "accumulates dK/dV of block " + std::to_string(op.block) + " but holds block " +
                           std::to_string(dkv_held_[op.device]));
         if (sch.backward) {  // placement and counts only
-          ++dev_[op.device].computes;
-          for (std::int64_t r = 0; r < rows_[op.device]; ++r)
-            dev_[op.device].score_elems +=
-                op.masked ? std::min(rows_[op.block], start_[op.device] + r - start_[op.block] + 1) : rows_[op.block];
+          count_pairs(op);
         } else {
           compute(op);
         }
@@ -344,16 +425,19 @@ std::string traffic_table(const RingSchedule& sch, const RingMachine& ran) {
   for (auto b : ran.link_bytes()) total += b;
   out << "| all links | " << total << " | "
       << (sch.backward ? backward_total_link_bytes(c) : forward_total_link_bytes(c)) << " |\n\n";
-  out << "| device | rows | computes | scores | link sent | link received | HBM read | HBM written | HBM peak |\n"
-         "|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  std::vector<std::int64_t> start, rows;
-  split_rows(c.n, c.p, start, rows);
+  out << "| device | rows | computes | FA2 calls (masked) | scores | link sent | link received | HBM read | HBM written | HBM peak |\n"
+         "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (int p = 0; p < c.p; ++p) {
     const auto& dv = ran.devices()[p];
-    out << "| " << p << " | " << rows[p] << " | " << dv.computes << " | " << dv.score_elems << " | " << dv.link_sent
-        << " | " << dv.link_received << " | " << dv.hbm_read << " | " << dv.hbm_written << " | " << dv.resident_peak
-        << " |\n";
+    std::string rows;
+    for (const auto& g : sch.segments[p])
+      rows += (rows.empty() ? "" : " + ") + std::to_string(g.start) + ".." + std::to_string(g.start + g.rows - 1);
+    out << "| " << p << " | " << rows << " | " << dv.computes << " | " << dv.pairs << " (" << dv.masked_pairs << ") | "
+        << dv.score_elems << " | " << dv.link_sent << " | " << dv.link_received << " | " << dv.hbm_read << " | "
+        << dv.hbm_written << " | " << dv.resident_peak << " |\n";
   }
+  out << "\nload balance: the busiest device evaluates " << score_imbalance(ran.devices())
+      << "x the mean device's scores\n";
   return out.str();
 }
 

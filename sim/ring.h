@@ -6,14 +6,24 @@
 // A schedule is a list of device operations (COMPUTE, SEND, RECV) grouped in steps; the
 // RingMachine executes it in float64, checks that every SEND meets its RECV, and counts the
 // bytes on every link and the HBM bytes and peak residency of every device.
+//
+// Two splits of the sequence: contiguous (device p owns rows [p n/P, (p+1) n/P)) and zig-zag
+// (the sequence in 2P chunks; device p owns chunks p and 2P-1-p). Under a causal mask the
+// contiguous split gives device p p full blocks and one masked block (the last device does
+// 2P-1 times the work of the first); the zig-zag split gives every device the same work. A device's
+// rows are a list of segments (one or two chunks), and one COMPUTE of (device, block) is one
+// FA2 call per (query chunk, key chunk) pair that the mask does not skip.
 #pragma once
 
 #include <cstdint>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 namespace flashsim::sim::ring {
+
+enum class Split { Contiguous, Zigzag };
 
 struct RingConfig {
   std::int64_t n = 0;       // sequence length (queries = keys = values)
@@ -23,7 +33,21 @@ struct RingConfig {
   int elem_bytes = 4;       // Q, K, V, O element size
   int acc_bytes = 4;        // dK / dV accumulator element size (backward)
   std::int64_t tile = 64;   // per-device FA2 tile (Br = Bc), for the HBM model of one step
+  Split split = Split::Contiguous;
 };
+
+// Rows [start, start + rows) of the sequence.
+struct Segment {
+  std::int64_t start = 0, rows = 0;
+};
+
+// What one (query chunk, key chunk) pair costs under the mask.
+enum class PairKind { Full, Masked, Skip };
+// Full: every key at or before every query (or no mask); Skip: every key after every query;
+// Masked: the rest (the diagonal chunk).
+PairKind pair_kind(const Segment& q, const Segment& k, bool causal);
+// Scores a pair evaluates, mask-aware.
+std::int64_t pair_scores(const Segment& q, const Segment& k, bool causal);
 
 // A bad configuration or an ill-formed schedule (a SEND nobody receives, ...).
 class RingError : public std::invalid_argument {
@@ -51,15 +75,20 @@ struct RingSchedule {
   RingConfig cfg;
   bool backward = false;
   int steps = 0;
-  std::vector<std::int64_t> block_start, block_rows;  // the sequence split over devices
+  std::vector<std::int64_t> block_rows;           // rows each device owns (all its segments)
+  std::vector<std::vector<Segment>> segments;     // each device's segments, in its storage order
   std::vector<RingOp> ops;
 };
 
 // Device p owns rows [start_p, start_p + rows_p): the first n % p devices get one row more.
 void split_rows(std::int64_t n, int p, std::vector<std::int64_t>& start, std::vector<std::int64_t>& rows);
+// The segments of every device under cfg.split: contiguous, one segment per device (split_rows);
+// zig-zag, chunks p and 2P-1-p of split_rows(n, 2P). Zig-zag needs n >= 2P.
+std::vector<std::vector<Segment>> device_segments(const RingConfig& cfg);
 
 // Forward: P compute steps; after step s < P-1 every device sends the K/V block it holds to the
-// next device. Causal: a device skips blocks wholly above its rows, and masks its own block.
+// next device. Causal: a device skips a block whose every pair is skipped (contiguous: the blocks
+// wholly above its rows), and marks the COMPUTE masked when a pair is masked (its own block).
 RingSchedule forward_schedule(const RingConfig& cfg);
 // Backward (communication and compute placement; values are not simulated): K/V move as in the
 // forward, and the dK/dV accumulators travel with them, plus one last hop that brings each
@@ -67,7 +96,8 @@ RingSchedule forward_schedule(const RingConfig& cfg);
 RingSchedule backward_schedule(const RingConfig& cfg);
 
 // Closed forms. Link p carries device p -> p+1. Forward: device p forwards every K/V block but
-// the one of device p+1: 2 d e (n - rows_{p+1}) bytes, (P-1)/P of K and V when P divides n.
+// the one of device p+1: 2 d e (n - rows_{p+1}) bytes, (P-1)/P of K and V when P divides n
+// (either split: the split changes which rows travel, not how many).
 std::int64_t forward_link_bytes(const RingConfig& cfg, int link);
 std::int64_t forward_total_link_bytes(const RingConfig& cfg);  // 2 d e (P-1) n
 // Backward: the forward's K/V traffic plus every dK/dV block once per link (2 d e_acc n), P > 1.
@@ -79,7 +109,11 @@ struct DeviceCounters {
   std::int64_t hbm_read = 0, hbm_written = 0;      // bytes, the FA2 step + merge model
   std::int64_t resident_peak = 0;                  // bytes held in HBM at once
   std::int64_t computes = 0, score_elems = 0;      // compute ops, scores evaluated (mask-aware)
+  std::int64_t pairs = 0, masked_pairs = 0;        // FA2 calls (chunk pairs not skipped), masked ones
 };
+
+// The load balance of a run: the largest device's scores over the mean (1 = balanced).
+double score_imbalance(const std::vector<DeviceCounters>& devices);
 
 class RingMachine {
  public:
@@ -99,12 +133,15 @@ class RingMachine {
 
  private:
   void compute(const RingOp& op);
+  void count_pairs(const RingOp& op);
   RingConfig cfg_;
-  std::vector<std::int64_t> start_, rows_;
+  std::vector<std::int64_t> rows_;
+  std::vector<std::vector<Segment>> seg_;
   std::vector<double> q_, k_, v_, o_, lse_, m_, l_;
   std::vector<DeviceCounters> dev_;
   std::vector<std::int64_t> link_;
   std::vector<int> kv_held_, dkv_held_;
+  std::set<std::pair<int, int>> started_;  // (device, query chunk) whose O state holds a partial
   bool values_ = false;
 };
 

@@ -182,3 +182,121 @@ TEST_CASE("large scores: the ring merge keeps the running max and stays exact", 
   const auto ref = attention_reference(x.q, x.k, x.v, 40, 4, true);
   CHECK(max_diff(m.output(), ref) < 1e-12);
 }
+
+TEST_CASE("zig-zag forward equals the float64 reference and the closed-form link bytes for P = 1..64", "[ring]") {
+  for (bool causal : {false, true}) {
+    for (int p = 1; p <= 64; ++p) {
+      // 2P chunks of one row, of three rows, and an uneven split (n not a multiple of 2P)
+      for (std::int64_t n : {std::int64_t{2 * p}, std::int64_t{6 * p}, std::int64_t{4 * p + 3}}) {
+        const std::int64_t d = 1 + (p % 4);
+        RingConfig cfg{n, d, p, causal, 2, 4, 2, Split::Zigzag};
+        auto x = random_qkv(n, d, static_cast<std::uint64_t>(p * 7919 + n), 3.0);
+        RingMachine m(cfg, x.q, x.k, x.v);
+        const auto sch = forward_schedule(cfg);
+        m.execute(sch);
+        std::vector<double> lse;
+        const auto ref = attention_reference(x.q, x.k, x.v, n, d, causal, &lse);
+        INFO("P = " << p << ", n = " << n << ", d = " << d << (causal ? ", causal" : ""));
+        CHECK(max_diff(m.output(), ref) < 1e-12);
+        CHECK(max_diff(m.lse(), lse) < 1e-12);
+        for (int l = 0; l < p; ++l) CHECK(m.link_bytes()[l] == forward_link_bytes(cfg, l));
+        CHECK(sum(m.link_bytes()) == forward_total_link_bytes(cfg));
+        // device dev owns chunks dev and 2P-1-dev of split_rows(n, 2P), in that order
+        std::vector<std::int64_t> start, rows;
+        split_rows(n, 2 * p, start, rows);
+        for (int dev = 0; dev < p; ++dev) {
+          REQUIRE(sch.segments[dev].size() == 2);
+          CHECK(sch.segments[dev][0].start == start[dev]);
+          CHECK(sch.segments[dev][1].start == start[2 * p - 1 - dev]);
+          CHECK(sch.block_rows[dev] == rows[dev] + rows[2 * p - 1 - dev]);
+          CHECK(m.held(Payload::KV)[dev] == (dev + 1) % p);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("zig-zag balances causal work exactly when 2P divides n; contiguous does not", "[ring]") {
+  for (int p = 1; p <= 64; ++p) {
+    for (std::int64_t c : {1, 3, 64}) {  // rows per chunk
+      const std::int64_t n = 2 * p * c;
+      INFO("P = " << p << ", n = " << n);
+      RingConfig zz{n, 64, p, true, 2, 4, 64, Split::Zigzag};
+      RingMachine m(zz);
+      m.execute(forward_schedule(zz));
+      std::int64_t all = 0;
+      for (const auto& dev : m.devices()) {
+        // two chunks of queries: chunk dev sees dev chunks and a triangle, chunk 2P-1-dev sees
+        // 2P-1-dev chunks and a triangle: (2P-1) c^2 + c (c+1) on every device
+        CHECK(dev.score_elems == (2 * p - 1) * c * c + c * (c + 1));
+        CHECK(dev.computes == p);            // a zig-zag device works at every step
+        CHECK(dev.pairs == 2 * p + 1);       // two pairs a step, three on its own block
+        // the two diagonal chunks (a one-row chunk's own key is no mask: that pair is full)
+        CHECK(dev.masked_pairs == (c > 1 ? 2 : 0));
+        CHECK(dev.link_sent == (p - 1) * 2 * 2 * c * 64 * 2);
+        all += dev.score_elems;
+      }
+      CHECK(all == n * (n + 1) / 2);
+      CHECK(score_imbalance(m.devices()) == 1.0);
+      CHECK(sum(m.link_bytes()) == forward_total_link_bytes(zz));
+
+      RingConfig ct{n, 64, p, true, 2, 4, 64, Split::Contiguous};
+      RingMachine mc(ct);
+      mc.execute(forward_schedule(ct));
+      const std::int64_t nl = n / p;
+      for (int dev = 0; dev < p; ++dev) {
+        CHECK(mc.devices()[dev].score_elems == dev * nl * nl + nl * (nl + 1) / 2);
+        CHECK(mc.devices()[dev].pairs == dev + 1);
+        CHECK(mc.devices()[dev].masked_pairs == 1);
+      }
+      const double expect = static_cast<double>((p - 1) * nl * nl + nl * (nl + 1) / 2) * p / (n * (n + 1) / 2.0);
+      CHECK(score_imbalance(mc.devices()) == Approx(expect));
+      // the same bytes travel under either split
+      CHECK(sum(mc.link_bytes()) == sum(m.link_bytes()));
+    }
+  }
+}
+
+TEST_CASE("zig-zag without a mask: every device evaluates its rows against all n keys", "[ring]") {
+  for (int p : {1, 2, 3, 8, 64}) {
+    RingConfig cfg{2 * p * 5 + 1, 8, p, false, 2, 4, 4, Split::Zigzag};
+    RingMachine m(cfg);
+    const auto sch = forward_schedule(cfg);
+    m.execute(sch);
+    for (int dev = 0; dev < p; ++dev) {
+      CHECK(m.devices()[dev].score_elems == sch.block_rows[dev] * cfg.n);
+      CHECK(m.devices()[dev].pairs == 4 * p);
+      CHECK(m.devices()[dev].masked_pairs == 0);
+    }
+  }
+}
+
+TEST_CASE("the zig-zag HBM model, by hand: P = 2, n = 512, 64-row tiles", "[ring]") {
+  // device 0 holds chunks 0 and 3 (128 rows each), device 1 chunks 1 and 2.
+  // Device 0, step 0 (its own block): (0,0) masked, (3,0) full, (3,3) masked;
+  //           step 1 (block 1 = chunks 1, 2): (3,1) full, (3,2) full; chunk 0 skips both.
+  // Device 1, step 0: (1,1) masked, (2,1) full, (2,2) masked; step 1 (chunks 0, 3): (1,0), (2,0) full.
+  RingConfig cfg{512, 64, 2, true, 2, 4, 64, Split::Zigzag};
+  RingMachine m(cfg);
+  m.execute(forward_schedule(cfg));
+  const std::int64_t c = 128, d = 64, e = 2, q = c * d * e, o = q + 4 * c;
+  const std::int64_t masked_kv = 64 + 128, full_kv = 2 * 128;  // K/V rows read per pair
+  // device 0: 5 pairs (2 masked), chunk 3 merges three times; device 1: 5 pairs (2 masked),
+  // chunk 1 merges once (step 1), chunk 2 merges twice
+  for (int dev = 0; dev < 2; ++dev) {
+    const auto& x = m.devices()[dev];
+    CHECK(x.pairs == 5);
+    CHECK(x.masked_pairs == 2);
+    CHECK(x.hbm_read == 5 * q + 2 * (2 * masked_kv + 3 * full_kv) * d * e + 3 * 2 * o);
+    CHECK(x.hbm_written == 5 * o + 3 * o);
+  }
+  CHECK(m.devices()[0].score_elems == m.devices()[1].score_elems);
+}
+
+TEST_CASE("zig-zag needs two rows per device", "[ring]") {
+  REQUIRE_THROWS_WITH(forward_schedule({7, 4, 4, true, 2, 4, 4, Split::Zigzag}), Catch::Contains("zig-zag"));
+  REQUIRE_NOTHROW(forward_schedule({8, 4, 4, true, 2, 4, 4, Split::Zigzag}));
+  RingConfig a{16, 4, 2, true, 2, 4, 4, Split::Zigzag}, b{16, 4, 2, true, 2, 4, 4, Split::Contiguous};
+  RingMachine m(a);
+  REQUIRE_THROWS_WITH(m.execute(forward_schedule(b)), Catch::Contains("split"));
+}
