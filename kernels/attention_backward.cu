@@ -1572,14 +1572,12 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   const int group = bwd_mma_heads_per_group(n, D, static_cast<int>(sizeof(T)), bh);
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
-  static bool smem_set = false;  // one per instantiation
+  static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   if constexpr (PRODUCTS >= 4) {
     using C = WsBwdConfig<D, BR, BC, ws_stages<PRODUCTS>()>;
     auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>(), PRODUCTS == 6, PRODUCTS == 7>;
-    if (!smem_set) {
+    if (first_launch_on_this_device(smem_set))
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
-      smem_set = true;
-    }
     const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, BR), map_do = tma::head_tensor_map(dout, bh, n, D, BR),
                       map_k = tma::head_tensor_map(k, bh, n, D, BC), map_v = tma::head_tensor_map(v, bh, n, D, BC);
     record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
@@ -1597,10 +1595,8 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
     constexpr bool kTmaLoads = PRODUCTS == 3;
     auto kernel = attn_bwd_wgmma_kernel<T, D, BR, BC, kTmaLoads>;
     constexpr int smem = WgBwdConfig<D, BR, BC>::kSmem;
-    if (!smem_set) {
+    if (first_launch_on_this_device(smem_set))
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      smem_set = true;
-    }
     CUtensorMap map_q{}, map_do{};
     if constexpr (kTmaLoads) {
       map_q = tma::head_tensor_map(q, bh, n, D, BR);
@@ -1612,10 +1608,8 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   } else {
     auto kernel = attn_bwd_fast_kernel<T, D, BR, BC, NW, DQ_MT, PRODUCTS == 1>;
     constexpr int smem = BwdConfig<D, BR, BC, NW, DQ_MT>::kSmem + (PRODUCTS == 1 ? 1024 : 0);
-    if (!smem_set) {
+    if (first_launch_on_this_device(smem_set))
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-      smem_set = true;
-    }
     record_occupancy(reinterpret_cast<const void*>(kernel), NW * 32, smem);
     kernel<<<static_cast<unsigned>(grid), NW * 32, smem, stream>>>(q, k, v, dout, lse2, dsum, dq_acc, dk, dv, n, n_pad,
                                                                    bh, group, causal, scale, scale * kLog2e);

@@ -639,19 +639,6 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 
 namespace hopper {
 
-// cudaFuncSetAttribute holds for the current device only: a launcher raises a kernel's
-// shared-memory limit once on every device it launches on (bit `dev` of `done`), so that the
-// same process can run the kernel on several GPUs (flashsim-gpu ring).
-inline bool first_launch_on_this_device(std::uint64_t& done, int* dev_out = nullptr) {
-  int dev = 0;
-  CUDA_CHECK(cudaGetDevice(&dev));
-  if (dev_out) *dev_out = dev;
-  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
-  if (done & bit) return false;
-  done |= bit;
-  return true;
-}
-
 template <int D, int BC>
 struct FwdConfig {
   static constexpr int kBR = 64;

@@ -134,4 +134,17 @@ __device__ __forceinline__ void tile_mma_atb(const float* as, const float* bs, f
   tile_mma<1, kLd, 1, kLd>(as, bs, acc, tx, ty);
 }
 
+// cudaFuncSetAttribute holds for the current device only: a launcher raises a kernel's
+// shared-memory limit once on every device it launches on (bit `dev` of `done`), so that one
+// process can run the kernel on several GPUs (flashsim-gpu ring).
+inline bool first_launch_on_this_device(std::uint64_t& done, int* dev_out = nullptr) {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  if (dev_out) *dev_out = dev;
+  const std::uint64_t bit = std::uint64_t{1} << (dev & 63);
+  if (done & bit) return false;
+  done |= bit;
+  return true;
+}
+
 }  // namespace flashsim::gpu
