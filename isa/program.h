@@ -206,6 +206,13 @@ struct L2Geometry {
   // Dirty lines a set may hold; one more makes its least recently used dirty line written back
   // (it stays, clean). 0: no limit, dirty lines leave only when evicted.
   std::uint32_t dirty_ways = 0;
+  // 0: every line hashed onto a set (and a partition) at random. N: the lines of each N-line page
+  // spread evenly over the partitions and the sets (a rotation per page), pages at random, as an
+  // XOR hash of a physical page's address bits does (a GPU allocation's pages: 2 MiB = 16384 lines).
+  std::uint32_t page_lines = 0;
+  // A far partition's copy of a line (sim/l2.h PartitionedL2) enters its set this many lines above
+  // the least recently used one instead of at the most recent end (0): a low-priority copy.
+  std::uint32_t copy_rank = 0;
   bool operator==(const L2Geometry&) const = default;
 };
 // Why the geometry cannot be modelled ("" when it can): line and sector powers of two, at most

@@ -72,7 +72,8 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 // `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
 // recorded them in a dirty_at_start column (their text output says "write-back baseline").
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
-                        std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start) {
+                        std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
+                        std::uint32_t copy_rank) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("cannot open '" + path + "'");
   std::string line;
@@ -106,7 +107,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": dirty_at_start is not a number");
       }
     }
-    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty);
+    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty, page_lines, copy_rank);
     if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
@@ -117,9 +118,9 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(), fmt_rw(meas).c_str(),
                 fmt_rw(*p).c_str(), fmt_ratio_rw(meas, *p).c_str(), ok ? "" : "  > 10 %");
   }
-  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u)\n", within, rows,
-              static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
-              ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways);
+  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u, page lines %u, copy rank %u)\n",
+              within, rows, static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
+              ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways, page_lines, copy_rank);
   return 0;
 }
 
@@ -147,7 +148,8 @@ static void print_probe_header() {
 // A probe CSV (l2probe --csv) predicted again on the CPU with other L2 settings, and the summed
 // error: how the model's sets and dirty limit were chosen (kernels/RESULTS.md).
 static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm, int partitions, std::uint32_t ways,
-                             std::uint32_t dirty_ways, std::uint64_t dirty_at_start) {
+                             std::uint32_t dirty_ways, std::uint64_t dirty_at_start, std::uint32_t page_lines,
+                             std::uint32_t copy_rank) {
   std::ifstream in(path);
   if (!in) throw std::invalid_argument("cannot open '" + path + "'");
   std::string line;
@@ -174,11 +176,13 @@ static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm
     } catch (const std::exception&) {
       throw std::invalid_argument(where + ": a number does not parse");
     }
-    const ProbeTraffic pred = probe_predicted(c, l2, sms, blocks_per_sm, partitions, ways, dirty_ways, dirty_at_start);
+    const ProbeTraffic pred =
+        probe_predicted(c, l2, sms, blocks_per_sm, partitions, ways, dirty_ways, dirty_at_start, page_lines, copy_rank);
     error += print_probe_row(c.pattern, c.bytes, l2, c.passes, mr, mw, pred);
   }
-  std::printf("summed |meas - pred|: %.1f MiB per pass (%d partition(s), %u ways, dirty limit %u, %llu B dirty at start)\n",
-              error, partitions, ways, dirty_ways, static_cast<unsigned long long>(dirty_at_start));
+  std::printf("summed |meas - pred|: %.1f MiB per pass (%d partition(s), %u ways, dirty limit %u, %llu B dirty at start, "
+              "page lines %u, copy rank %u)\n",
+              error, partitions, ways, dirty_ways, static_cast<unsigned long long>(dirty_at_start), page_lines, copy_rank);
   return 0;
 }
 
@@ -240,7 +244,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
       }
       const ProbeTraffic pred =
           probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
-                          static_cast<std::uint64_t>(baseline));
+                          static_cast<std::uint64_t>(baseline), dev.l2_page_lines, dev.l2_copy_rank);
       const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
       print_probe_row(pat, bytes, dev.l2_bytes, passes, mr, mw, pred);
       char line[256];
@@ -307,6 +311,12 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-dirty-ways", pred_dirty,
                    "dirty lines a set keeps before writing its oldest back (0: no limit; Hopper: 16)")
       ->capture_default_str();
+  std::uint32_t pred_page = 0, pred_rank = 0;  // the onset probes' choice, 16384 / 21, is not the default (RESULTS.md)
+  pred->add_option("--l2-page-lines", pred_page, "lines of a page spread evenly over the sets (0: every line at random)")
+      ->capture_default_str();
+  pred->add_option("--l2-copy-rank", pred_rank,
+                   "a far partition's copy enters its set this many lines above the LRU one (0: most recent)")
+      ->capture_default_str();
 
   auto* probe = app.add_subcommand(
       "l2probe", "sweep two access patterns (reread, read-modify-write) over buffer sizes around the L2: measured HBM bytes against the L2 model's");
@@ -330,6 +340,11 @@ static int run_main(int argc, char** argv) {
   probe->add_option("--l2-ways", probe_ways, "with --from: lines per set (0: fully associative)")->capture_default_str();
   probe->add_option("--l2-dirty-ways", probe_dirty, "with --from: dirty lines a set keeps (0: no limit)")->capture_default_str();
   probe->add_option("--dirty-at-start", probe_dirty_start, "with --from: dirty bytes in the L2 when each range starts")
+      ->capture_default_str();
+  std::uint32_t probe_page = 0, probe_rank = 0;
+  probe->add_option("--l2-page-lines", probe_page, "with --from: lines of a page spread evenly over the sets (0: at random)")
+      ->capture_default_str();
+  probe->add_option("--l2-copy-rank", probe_rank, "with --from: far copies' entry rank above the LRU end (0: most recent)")
       ->capture_default_str();
 
   auto* ring = app.add_subcommand(
@@ -368,11 +383,12 @@ static int run_main(int argc, char** argv) {
 
   if (probe->parsed() && !probe_from.empty())
     return probe_replay_main(probe_from, probe_sms, probe_bps, probe_partitions, probe_ways, probe_dirty,
-                             flashsim::sim::parse_size(probe_dirty_start));
+                             flashsim::sim::parse_size(probe_dirty_start), probe_page, probe_rank);
   if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
   if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty,
                         pred_dirty_start.empty() ? std::nullopt
-                                                 : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)));
+                                                 : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)),
+                        pred_page, pred_rank);
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())
@@ -459,8 +475,10 @@ static int run_main(int argc, char** argv) {
     Runner runner(opt);
     prof_status = runner.profiler_status();
     if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set)\n", dev.name.c_str(),
-                dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways);
+    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set, page lines %u, "
+                "copy rank %u)\n",
+                dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
+                dev.l2_page_lines, dev.l2_copy_rank);
     std::printf("profiler: %s\n", prof_status.c_str());
     std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
     std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));

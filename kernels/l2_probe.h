@@ -40,7 +40,8 @@ struct ProbeTraffic {
 // write-back the range pays for when the probe evicts them.
 ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                              int l2_partitions, std::uint32_t ways = 0, std::uint32_t dirty_ways = 0,
-                             std::uint64_t dirty_at_start = 0);
+                             std::uint64_t dirty_at_start = 0, std::uint32_t page_lines = 0,
+                             std::uint32_t copy_rank = 0);
 
 // "0.25,0.5,1.5" (fractions of the L2) -> buffer sizes, each rounded to a multiple of 4 KiB.
 // Throws std::invalid_argument naming the field that is not a positive number below 16.

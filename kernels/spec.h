@@ -139,11 +139,13 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = 
 // kernel's occupancy and its block order: the HBM bytes the tile machine predicts.
 // `l2_partitions`: the L2's slices (sim/launch.h; Hopper has 2); `l2_ways`, `l2_dirty_ways`: its
 // sets and dirty-line limit (sim/l2.h; 0: fully associative, no limit); `dirty_at_start`: bytes of
-// unrelated dirty lines in the L2 when the run starts (sim/launch.h GpuModel).
+// unrelated dirty lines in the L2 when the run starts (sim/launch.h GpuModel); `l2_page_lines`,
+// `l2_copy_rank`: page-balanced sets and the far copies' rank (isa/program.h L2Geometry).
 std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                                std::vector<CountedArray>* arrays = nullptr, std::string* error = nullptr,
                                int l2_partitions = 1, std::uint32_t l2_ways = 0, std::uint32_t l2_dirty_ways = 0,
-                               std::uint64_t dirty_at_start = 0);
+                               std::uint64_t dirty_at_start = 0, std::uint32_t l2_page_lines = 0,
+                               std::uint32_t l2_copy_rank = 0);
 // A row of a `flashsim-gpu compare` CSV back as a Spec: schedule id, size label ("8x4096x64
 // causal"), dtype. Throws std::invalid_argument naming what does not parse.
 Spec spec_from_row(const std::string& schedule, const std::string& size, const std::string& dtype);

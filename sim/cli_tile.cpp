@@ -70,7 +70,7 @@ struct SweepArgs {
 struct GpuArgs {
   std::string l2;
   std::int64_t sms = 132, blocks_per_sm = 1;
-  std::uint32_t line = 128, sector = 32, partitions = 1, ways = 0, dirty_ways = 0;
+  std::uint32_t line = 128, sector = 32, partitions = 1, ways = 0, dirty_ways = 0, page_lines = 0, copy_rank = 0;
   bool json = false;
 
   std::optional<sim::GpuModel> model() const {
@@ -81,6 +81,8 @@ struct GpuArgs {
     g.l2.sector_bytes = sector;
     g.l2.ways = ways;
     g.l2.dirty_ways = dirty_ways;
+    g.l2.page_lines = page_lines;
+    g.l2.copy_rank = copy_rank;
     g.sms = sms;
     g.blocks_per_sm = blocks_per_sm;
     g.l2_partitions = partitions;
@@ -93,6 +95,8 @@ struct GpuArgs {
     os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU"
        << (ways ? " over sets of " + std::to_string(ways) + " ways" : std::string())
        << (dirty_ways ? ", at most " + std::to_string(dirty_ways) + " dirty lines a set" : std::string())
+       << (page_lines ? ", sets even within pages of " + std::to_string(page_lines) + " lines" : std::string())
+       << (copy_rank ? ", far copies entering " + std::to_string(copy_rank) + " lines above their set's LRU end" : std::string())
        << (partitions > 1 ? ", " + std::to_string(partitions) + " partitions" : std::string()) << "), " << sms << " SMs x "
        << blocks_per_sm << " resident blocks";
     return os.str();
@@ -112,6 +116,10 @@ void add_gpu_options(CLI::App* c, GpuArgs& g) {
   c->add_option("--l2-ways", g.ways, "L2 lines per set, addresses hashed onto sets (with --l2; 0: fully associative)");
   c->add_option("--l2-dirty-ways", g.dirty_ways,
                 "dirty lines a set holds before its oldest is written back early (with --l2; 0: no limit)");
+  c->add_option("--l2-page-lines", g.page_lines,
+                "lines of a page spread evenly over the sets and partitions, pages at random (with --l2; 0: every line at random)");
+  c->add_option("--l2-copy-rank", g.copy_rank,
+                "a far partition's copy enters its set this many lines above the least recently used one (with --l2; 0: most recent)");
   c->add_flag("--json", g.json, "Print one JSON object instead of the table");
 }
 

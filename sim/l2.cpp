@@ -11,7 +11,8 @@ void validate(const L2Config& c) {
   if (std::string why = isa::l2_geometry_error(c); !why.empty()) throw std::invalid_argument(why);
 }
 
-L2Cache::L2Cache(const L2Config& config, std::size_t streams) : cfg_(config), counts_(streams) {
+L2Cache::L2Cache(const L2Config& config, std::size_t streams, std::uint32_t slices)
+    : cfg_(config), slices_(std::max<std::uint32_t>(1, slices)), counts_(streams) {
   validate(cfg_);
   sectors_per_line_ = cfg_.line_bytes / cfg_.sector_bytes;
   line_shift_ = static_cast<std::uint32_t>(std::countr_zero(cfg_.line_bytes));
@@ -104,8 +105,22 @@ void L2Cache::evict(std::uint32_t s) {
   unlink(s);
 }
 
+namespace {
+std::uint64_t page_offset_hash(std::uint64_t page) {  // where a page's rotation starts
+  std::uint64_t h = (page + 0x2545f4914f6cdd1dULL) * 0x9e3779b97f4a7c15ULL;
+  h ^= h >> 31;
+  h *= 0xd6e8feb86659fd93ULL;
+  h ^= h >> 32;
+  return h;
+}
+}  // namespace
+
 std::uint32_t L2Cache::set_of_line(std::uint64_t line) const {
   if (sets_ == 1) return 0;
+  if (cfg_.page_lines) {  // this slice's lines of the page in turn over the sets, from a page's offset
+    const std::uint64_t page = line / cfg_.page_lines, in_page = (line % cfg_.page_lines) / slices_;
+    return static_cast<std::uint32_t>((in_page + page_offset_hash(page)) % sets_);
+  }
   // A hash unlike bucket_of's and the partitions', so that sets, slices and the index spread
   // lines independently.
   std::uint64_t h = (line + 0x632be59bd9b4e019ULL) * 0x9e6c63d0676a9a99ULL;
@@ -115,7 +130,22 @@ std::uint32_t L2Cache::set_of_line(std::uint64_t line) const {
   return static_cast<std::uint32_t>(h % sets_);
 }
 
-std::uint32_t L2Cache::use_line(std::uint64_t line) {
+void L2Cache::insert_at_rank(std::uint32_t s, std::uint32_t rank) {
+  const std::uint32_t set = set_of_slot(s);
+  std::uint32_t below = tail_[set];  // s goes just above `below`, `rank` lines up from the end
+  for (std::uint32_t k = 1; k < rank && below != kNone && prev_[below] != kNone; ++k) below = prev_[below];
+  if (below == kNone || prev_[below] == kNone) {
+    push_front(s);
+    return;
+  }
+  const std::uint32_t above = prev_[below];
+  prev_[s] = above;
+  next_[s] = below;
+  prev_[below] = s;
+  next_[above] = s;
+}
+
+std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
   std::uint32_t s = find(line);
   if (s == kNone) {
     const std::uint32_t set = set_of_line(line);
@@ -130,7 +160,8 @@ std::uint32_t L2Cache::use_line(std::uint64_t line) {
     valid_[s] = 0;
     dirty_[s] = 0;
     insert_index(line, s);
-    push_front(s);
+    if (rank) insert_at_rank(s, rank);
+    else push_front(s);
   } else if (s != head_[set_of_slot(s)]) {
     unlink(s);
     push_front(s);
@@ -207,7 +238,7 @@ void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_
 }
 
 std::uint32_t L2Cache::copy_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream) {
-  const std::uint32_t s = use_line(line);
+  const std::uint32_t s = use_line(line, cfg_.copy_rank);
   const std::uint32_t absent = mask & ~valid_[s];
   counts_[stream].hits += static_cast<std::uint64_t>(std::popcount(mask & valid_[s]));
   valid_[s] |= mask;
@@ -222,7 +253,7 @@ PartitionedL2::PartitionedL2(const L2Config& config, std::uint32_t partitions, s
   if (cfg_.capacity_bytes && slice.capacity_bytes == 0)
     throw std::invalid_argument("an L2 of " + std::to_string(cfg_.capacity_bytes) + " bytes cannot be split into " +
                                 std::to_string(partitions) + " partitions of whole lines");
-  for (std::uint32_t p = 0; p < partitions; ++p) slices_.emplace_back(slice, streams);
+  for (std::uint32_t p = 0; p < partitions; ++p) slices_.emplace_back(slice, streams, partitions);
   sectors_per_line_ = cfg_.line_bytes / cfg_.sector_bytes;
 }
 
@@ -266,6 +297,10 @@ void PartitionedL2::access(std::uint64_t addr, std::uint64_t bytes, std::uint32_
 }
 
 std::uint32_t PartitionedL2::home_of(std::uint64_t addr) const {
+  if (cfg_.page_lines) {  // a page's lines take the slices in turn, from a page's offset
+    const std::uint64_t line = addr >> slices_[0].line_shift();
+    return static_cast<std::uint32_t>((line % cfg_.page_lines + page_offset_hash(line / cfg_.page_lines)) % slices_.size());
+  }
   // Hashed so that neighbouring lines spread over the slices.
   const std::uint64_t h = (addr >> slices_[0].line_shift()) * 0x9e3779b97f4a7c15ULL;
   return static_cast<std::uint32_t>((h >> 32) % slices_.size());

@@ -38,7 +38,9 @@ struct L2Counts {
 
 class L2Cache {
  public:
-  L2Cache(const L2Config& config, std::size_t streams);
+  // `slices`: how many partitions share the line numbers (page-balanced sets count the lines of a
+  // page that live in this one).
+  L2Cache(const L2Config& config, std::size_t streams, std::uint32_t slices = 1);
 
   void read(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream) { access(addr, bytes, stream, false); }
   void write(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream) { access(addr, bytes, stream, true); }
@@ -69,7 +71,10 @@ class L2Cache {
   static constexpr std::uint32_t kNone = 0xffffffffu;
   void access(std::uint64_t addr, std::uint64_t bytes, std::uint32_t stream, bool write);
   void touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write);
-  std::uint32_t use_line(std::uint64_t line);  // the line's slot, made most recent (allocated on a miss)
+  // The line's slot, made most recent; allocated on a miss, most recent or `rank` lines above the
+  // least recently used (rank > 0).
+  std::uint32_t use_line(std::uint64_t line, std::uint32_t rank = 0);
+  void insert_at_rank(std::uint32_t slot, std::uint32_t rank);
   std::uint32_t set_of_line(std::uint64_t line) const;
   std::uint32_t set_of_slot(std::uint32_t slot) const { return sets_ == 1 ? 0 : slot / ways_; }  // no divide when fully associative
   void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
@@ -85,6 +90,7 @@ class L2Cache {
   std::uint32_t line_shift_ = 7, sector_shift_ = 5;
   std::uint32_t slots_ = 0, used_ = 0;
   std::uint32_t ways_ = 0, sets_ = 0;  // set k owns slots [k ways_, (k + 1) ways_)
+  std::uint32_t slices_ = 1;
   std::vector<std::uint64_t> tag_;
   std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
   std::vector<std::uint32_t> head_, tail_;  // per set: most and least recently used

@@ -437,3 +437,50 @@ TEST_CASE("l2: dirty lines at the start are the launch's HBM writes only when it
     CHECK(written == evicted);
   }
 }
+
+TEST_CASE("l2: page-balanced sets hold a buffer of exactly the capacity; random ones do not", "[l2]") {
+  // 64 lines in 16 sets of 4. A 64-line buffer read twice: with pages of 16 lines each spread over
+  // the 16 sets (a rotation per page), every set gets exactly 4 lines, so the second pass hits
+  // everywhere (64 lines = 8 KiB read from HBM once). Hashing each line at random puts 5 or more in
+  // some set, whose lines then evict each other on the second pass.
+  L2Config c = l2_of(64 * 128);
+  c.ways = 4;
+  c.page_lines = 16;
+  L2Cache even(c, 1);
+  for (int pass = 0; pass < 2; ++pass) even.read(0, 64 * 128, 0);
+  CHECK(even.counts()[0].hbm_read == 64 * 128);
+  c.page_lines = 0;
+  L2Cache random(c, 1);
+  for (int pass = 0; pass < 2; ++pass) random.read(0, 64 * 128, 0);
+  CHECK(random.counts()[0].hbm_read > 64 * 128);
+  // Two partitions: a page's lines take the slices in turn, half of a 16-line page in each.
+  c.page_lines = 16;
+  sim::PartitionedL2 two(c, 2, 1);
+  int in_first = 0;
+  for (std::uint64_t line = 0; line < 16; ++line) in_first += two.home_of(line * 128) == 0 ? 1 : 0;
+  CHECK(in_first == 8);
+}
+
+TEST_CASE("l2: a copy entering at a low rank is evicted before the lines above it", "[l2]") {
+  // One set of 4 lines. A, B, C, D read (most recent first: D C B A). A copy of E with rank 1
+  // evicts A and enters just above the least recently used line: D C E B. The next two misses
+  // (F, G) evict B, then E: C stays. With rank 0 the copy enters as the most recent (E D C B) and
+  // F, G evict B and C: E stays.
+  for (std::uint32_t rank : {1u, 0u}) {
+    L2Config c = l2_of(4 * 128);
+    c.ways = 4;
+    c.copy_rank = rank;
+    L2Cache l2(c, 1);
+    for (std::uint64_t line : {0, 1, 2, 3}) l2.access_line(line, 0xf, 0, false);
+    l2.copy_line(4, 0xf, 0);
+    l2.access_line(5, 0xf, 0, false);
+    l2.access_line(6, 0xf, 0, false);
+    INFO("rank " << rank);
+    CHECK(l2.resident_sectors(4 * 128, 128) == (rank ? 0u : 4u));  // E
+    CHECK(l2.resident_sectors(2 * 128, 128) == (rank ? 4u : 0u));  // C
+  }
+  L2Config bad = l2_of(4 * 128);
+  bad.ways = 4;
+  bad.copy_rank = 5;
+  CHECK_THROWS_AS(L2Cache(bad, 1), std::invalid_argument);
+}
