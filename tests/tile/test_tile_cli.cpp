@@ -99,4 +99,15 @@ TEST_CASE("flashsim traffic --l2-ways/--l2-dirty-ways: sets and a dirty limit, a
   out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 8MiB --l2-ways 8 --l2-dirty-ways 9", rc);
   CHECK(rc != 0);
   CHECK(out.find("dirty") != std::string::npos);
+  // Page-balanced sets and low-rank far copies: described, and the same compulsory reads where all fits.
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --heads 4 --l2 8MiB --sms 4 --l2-partitions 2 "
+                      "--l2-ways 8 --l2-page-lines 16384 --l2-copy-rank 5",
+                rc);
+  CHECK(rc == 0);
+  CHECK(out.find("sets even within pages of 16384 lines") != std::string::npos);
+  CHECK(out.find("far copies entering 5 lines above") != std::string::npos);
+  CHECK(out.find("1572864") != std::string::npos);
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 8MiB --l2-ways 8 --l2-copy-rank 9", rc);
+  CHECK(rc != 0);
+  CHECK(out.find("copy rank") != std::string::npos);
 }
