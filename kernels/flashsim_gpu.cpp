@@ -21,6 +21,7 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "kernels/l2_probe.h"
 #include "kernels/profiler.h"
@@ -67,6 +68,20 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 
 }  // namespace
 
+// A CSV's header, read from an open file; `column` names the file when a column is missing.
+struct CsvReader {
+  std::ifstream in;
+  std::string path;
+  std::vector<std::string> head;
+  explicit CsvReader(const std::string& p) : in(p), path(p) {
+    if (!in) throw std::invalid_argument("cannot open '" + path + "'");
+    std::string line;
+    std::getline(in, line);
+    head = flashsim::sim::csv_split(line);
+  }
+  std::size_t column(const char* name) const { return flashsim::sim::csv_column(head, name, path); }
+};
+
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
 // bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
 // `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
@@ -74,12 +89,11 @@ bool write_to(const std::string& path, const std::function<void(std::ostream&)>&
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
                         std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
                         std::uint32_t copy_rank) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot open '" + path + "'");
+  CsvReader csv(path);
+  std::ifstream& in = csv.in;
+  const auto& head = csv.head;
+  auto col = [&](const char* name) { return csv.column(name); };
   std::string line;
-  std::getline(in, line);
-  const auto head = flashsim::sim::csv_split(line);
-  auto col = [&](const char* name) { return flashsim::sim::csv_column(head, name, path); };
   const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
   const auto c_dirty = std::find(head.begin(), head.end(), "dirty_at_start") - head.begin();
@@ -150,12 +164,11 @@ static void print_probe_header() {
 static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm, int partitions, std::uint32_t ways,
                              std::uint32_t dirty_ways, std::uint64_t dirty_at_start, std::uint32_t page_lines,
                              std::uint32_t copy_rank) {
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument("cannot open '" + path + "'");
+  CsvReader csv(path);
+  std::ifstream& in = csv.in;
+  const auto& head = csv.head;
+  auto col = [&](const char* name) { return csv.column(name); };
   std::string line;
-  std::getline(in, line);
-  const auto head = flashsim::sim::csv_split(line);
-  auto col = [&](const char* name) { return flashsim::sim::csv_column(head, name, path); };
   const std::size_t c_p = col("pattern"), c_b = col("bytes"), c_l2 = col("l2_bytes"), c_n = col("passes"),
                     c_r = col("hbm_read"), c_w = col("hbm_written");
   print_probe_header();
