@@ -3,7 +3,8 @@
 //
 //   flashsim-gpu list
 //   flashsim-gpu compare [--schedules LIST] [--sizes LIST] [--dtype LIST] [--causal no|yes|both]
-//                        [--repeats N] [--no-profile] [--no-check] [--seed N] [--csv FILE] [--json FILE]
+//                        [--repeats N] [--no-profile] [--no-check] [--writes one-range|split] [--seed N]
+//                        [--csv FILE] [--json FILE]
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
 //   flashsim-gpu l2probe [--patterns reread,rmw] [--fractions LIST] [--passes N] [--csv FILE]
 //   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
@@ -98,6 +99,9 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
   const auto c_dirty = std::find(head.begin(), head.end(), "dirty_at_start") - head.begin();
   const bool have_dirty = c_dirty < static_cast<std::ptrdiff_t>(head.size());
+  // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
+  const auto c_method = std::find(head.begin(), head.end(), "writes_measured") - head.begin();
+  const bool have_method = c_method < static_cast<std::ptrdiff_t>(head.size());
   std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
   int rows = 0, within = 0;
   for (int n = 2; std::getline(in, line); ++n) {
@@ -121,7 +125,15 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": dirty_at_start is not a number");
       }
     }
-    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty, page_lines, copy_rank);
+    bool one_range = false;
+    if (have_method) {
+      const std::string& m = f[static_cast<std::size_t>(c_method)];
+      if (m != "one-range" && m != "split")
+        throw std::invalid_argument(path + ":" + std::to_string(n) + ": writes_measured is '" + m + "', not one-range or split");
+      one_range = m == "one-range";
+    }
+    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty, page_lines, copy_rank,
+                       !one_range);
     if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
@@ -300,6 +312,13 @@ static int run_main(int argc, char** argv) {
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
   cmp->add_flag("--no-profile", no_profile, "skip the CUPTI range profiler (times only)");
+  std::string writes = "one-range";
+  cmp->add_option("--writes", writes,
+                  "how HBM writes are measured: one-range (the run and the L2 flushes after it in one range, less "
+                  "the same range without the run) or split (the run's range plus a rerun's write-back, measured "
+                  "apart: misses what the L2 writes back on its own in between; the method before 2026-11-25)")
+      ->check(CLI::IsMember({"one-range", "split"}))
+      ->capture_default_str();
   cmp->add_flag("--no-check", no_check, "skip the CPU reference check");
   cmp->add_option("--seed", seed, "random seed (default: from the clock, fresh each run)");
   cmp->add_option("--csv", csv, "also write CSV to FILE ('-' for stdout)");
@@ -485,6 +504,7 @@ static int run_main(int argc, char** argv) {
     opt.profile = !no_profile;
     opt.check = !no_check;
     opt.predict = false;  // below, on worker threads
+    opt.writes_one_range = writes == "one-range";
     Runner runner(opt);
     prof_status = runner.profiler_status();
     if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());

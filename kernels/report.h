@@ -23,10 +23,15 @@ struct Row {
   Bytes compulsory;               // each input once, each output once
   Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
   Bytes expected;                 // model with small panels read once (see expected_hbm)
-  // dram__bytes_read.sum / dram__bytes_write.sum of the range; the writes include writeback_bytes.
+  // dram__bytes_read.sum of the run's range; the writes: see writes_one_range.
   std::optional<Bytes> measured;
-  // Lines the range left dirty in L2 reach HBM only later: the writes of the flush that follows
-  // the range (measured as a range of its own) are charged back to it.
+  // How the writes were measured. true: one range holding the run and the two L2 flushes after
+  // it, less the same range without the run (the baseline), so lines the run left dirty are
+  // counted as they leave. false (CSVs from before 2026-11-25): the run's range plus the write-back
+  // of a second run's dirty lines, measured apart; that misses what the L2 writes back on its own
+  // between the two (1-5 MiB where much of the L2 is dirty at the end; kernels/RESULTS.md).
+  bool writes_one_range = false;
+  // Written after the run's range ended: the dirty lines it left in L2 (charged to it).
   std::optional<double> writeback_bytes;
   std::optional<Bytes> l2;        // lts__t_sectors_srcunit_tex_op_{read,write}.sum * 32
   std::optional<double> l2_red_bytes;     // lts__t_sectors_srcunit_tex_op_red.sum * 32 (atomics)

@@ -23,6 +23,9 @@ struct RunOptions {
   // false: run() leaves Row::predicted empty and the caller predicts (compare does it on worker
   // threads while the GPU measures the next rows, see predict_row).
   bool predict = true;
+  // Writes measured in one range with the flushes that follow the run (Row::writes_one_range);
+  // false: the run's range plus a rerun's write-back, as before 2026-11-25.
+  bool writes_one_range = true;
 };
 
 // The row's predicted HBM bytes (the L2 model on the CPU, from the row's spec, occupancy and dirty

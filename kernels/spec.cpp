@@ -570,7 +570,7 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
 std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                                std::vector<CountedArray>* arrays, std::string* error, int l2_partitions,
                                std::uint32_t l2_ways, std::uint32_t l2_dirty_ways, std::uint64_t dirty_at_start,
-                               std::uint32_t l2_page_lines, std::uint32_t l2_copy_rank) {
+                               std::uint32_t l2_page_lines, std::uint32_t l2_copy_rank, bool dirty_at_start_counted) {
 #ifdef FLASHSIM_HAVE_SIM
   flashsim::sim::GpuModel g;
   g.l2.capacity_bytes = l2_bytes;
@@ -586,9 +586,20 @@ std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, i
     if (error) *error = "the GPU model needs an L2 size, SMs and an occupancy";
     return std::nullopt;
   }
-  return count_on_tile_machine(s, &g, arrays, error);
+  std::vector<CountedArray> own;
+  auto total = count_on_tile_machine(s, &g, arrays ? arrays : &own, error);
+  if (total && !dirty_at_start_counted) {
+    auto& list = arrays ? *arrays : own;
+    const auto foreign = std::find_if(list.begin(), list.end(),
+                                      [](const CountedArray& a) { return a.name == flashsim::traffic::kDirtyAtStartArray; });
+    if (foreign != list.end()) {
+      total->written -= foreign->written;
+      list.erase(foreign);
+    }
+  }
+  return total;
 #else
-  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions, (void)l2_ways, (void)l2_dirty_ways, (void)dirty_at_start, (void)l2_page_lines, (void)l2_copy_rank;
+  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions, (void)l2_ways, (void)l2_dirty_ways, (void)dirty_at_start, (void)l2_page_lines, (void)l2_copy_rank, (void)dirty_at_start_counted;
   if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
   return std::nullopt;
 #endif

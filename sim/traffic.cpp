@@ -91,7 +91,7 @@ class Counter {
       a.l2_misses += counts[k].misses * multiplier;
     }
     if (gpu->dirty_at_start_bytes) {  // not the schedule's bytes, but HBM writes the GPU's range shows
-      ArrayTraffic a{"(L2 dirty at start)"};
+      ArrayTraffic a{kDirtyAtStartArray};
       a.hbm_bytes_written = foreign;
       t.arrays.push_back(a);
     }

@@ -11,6 +11,10 @@
 
 namespace flashsim::traffic {
 
+// The array that holds, through a GPU model with dirty lines at the start, the write-back of
+// those lines that the run evicted (sim/launch.h GpuModel::dirty_at_start_bytes).
+inline constexpr const char* kDirtyAtStartArray = "(L2 dirty at start)";
+
 struct ArrayTraffic {
   std::string name;
   std::uint64_t bytes_read = 0;     // what the schedule's LOADs and STOREs request

@@ -5,7 +5,8 @@
 # SET 1 (default): the 27 runs that checked the two-partition model; SET 2: 33 runs at other sizes
 # again, that checked the sets and dirty limit that l2probe measured; SET 3: 44 runs at sizes again
 # new, causal ones among them, that checked matmul-outer's C strips (2026-11-24, fourth session);
-# SET 4: 36 runs again new, that checked the page-balanced sets and the far copies' low rank.
+# SET 4: 36 runs again new, that checked the page-balanced sets and the far copies' low rank;
+# SET 5: 40 runs again new, the first with writes measured in one range (2026-11-25).
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
@@ -22,7 +23,16 @@ run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows
   "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
-if [ "$set" = 4 ]; then
+if [ "$set" = 5 ]; then
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:60x131072,softmax:100x131072,softmax:36x262144
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:2816x2816x768,matmul:3328x3328x512,matmul:6144x3072x256 --dtype fp32,bf16
+  run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:14x6144x64 --causal no
+  run fwdc -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:20x5120x64 --causal yes
+  run fwd128 -s attn-fa2-mma --sizes attn-fwd:20x4096x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:44x2048x64,attn-bwd:10x6144x64 --causal no
+  run bwdc -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:24x3072x64 --causal yes
+  run bwd128 -s bwd-mma --sizes attn-bwd:14x4096x128 --causal no
+elif [ "$set" = 4 ]; then
   run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:64x131072,softmax:120x131072,softmax:48x262144
   run matmul -s matmul-inner,matmul-outer --sizes matmul:2304x2304x1024,matmul:3072x3840x512,matmul:5632x5632x128 --dtype fp32,bf16
   run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:10x8192x64 --causal no

@@ -618,7 +618,7 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   const std::string csv = c.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
-  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start\n") != std::string::npos);
+  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured\n") != std::string::npos);
   rows[0].predicted = Bytes{16777216, 16777216};
   rows[0].blocks_per_sm = 8;
   rows[0].dirty_at_start_bytes = 3145728;
@@ -652,6 +652,17 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK(cells.at(static_cast<std::size_t>(at - names.begin())) == "3145728");
   write_json(j2, rows, "dev", "ok");
   CHECK(j2.str().find("\"hbm_writeback\": 3145728") != std::string::npos);
+  // and how the writes were measured: the method before 2026-11-25 (split), or one range
+  auto method = std::find(names.begin(), names.end(), "writes_measured");
+  REQUIRE(method != names.end());
+  CHECK(cells.at(static_cast<std::size_t>(method - names.begin())) == "split\n");
+  CHECK(j2.str().find("\"writes_measured\": \"split\"") != std::string::npos);
+  rows[0].writes_one_range = true;
+  std::ostringstream c3, j3;
+  write_csv(c3, rows);
+  write_json(j3, rows, "dev", "ok");
+  CHECK(c3.str().find(",one-range\n") != std::string::npos);
+  CHECK(j3.str().find("\"writes_measured\": \"one-range\"") != std::string::npos);
 
   // no explanation when measured matches the model
   rows[0].measured = r.model;
@@ -677,6 +688,23 @@ TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted wit
   REQUIRE(p);
   CHECK(p->read == 3ull * 4 * 1024 * 64 * 2);
   CHECK(p->written == 4ull * 1024 * 64 * 2 + 4ull * 1024 * 4);
+}
+
+TEST_CASE("with writes measured in one range, the dirty lines at the start are not the run's writes", "[kernels][l2]") {
+  // A stream four times a 1 MiB L2 evicts all 256 KiB of dirty lines at the start: a range of the
+  // run alone sees their write-back; a range with the flushes sees it in its baseline too.
+  const Spec s = spec_from_row("softmax-online", "64x16384", "fp32");
+  std::vector<CountedArray> with, without;
+  auto counted_in = predicted(s, 1ull << 20, 16, 2, &with, nullptr, 2, 32, 16, 256u << 10, 0, 0, true);
+  auto not_counted = predicted(s, 1ull << 20, 16, 2, &without, nullptr, 2, 32, 16, 256u << 10, 0, 0, false);
+  REQUIRE(counted_in);
+  REQUIRE(not_counted);
+  CHECK(counted_in->written == not_counted->written + (256u << 10));
+  CHECK(counted_in->read == not_counted->read);
+  CHECK(with.size() == without.size() + 1);
+  CHECK(std::none_of(without.begin(), without.end(), [](const CountedArray& a) { return a.name == "(L2 dirty at start)"; }));
+  // the output itself: each Y line once, plus the row statistics
+  CHECK(not_counted->written >= 64ull * 16384 * 4);
 }
 
 TEST_CASE("predictions made on several threads at once equal the same predictions made one by one", "[kernels][l2]") {
