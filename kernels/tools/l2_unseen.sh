@@ -6,7 +6,7 @@
 # again, that checked the sets and dirty limit that l2probe measured; SET 3: 44 runs at sizes again
 # new, causal ones among them, that checked matmul-outer's C strips (2026-11-24, fourth session);
 # SET 4: 36 runs again new, that checked the page-balanced sets and the far copies' low rank;
-# SET 5: 40 runs again new, the first with writes measured in one range (2026-11-25).
+# SET 5: 39 runs again new, the first with writes measured in one range (2026-11-25).
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
