@@ -102,10 +102,19 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
   const auto c_method = std::find(head.begin(), head.end(), "writes_measured") - head.begin();
   const bool have_method = c_method < static_cast<std::ptrdiff_t>(head.size());
-  std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
-  int rows = 0, within = 0;
+  // Every row is read and checked first, so that bad input stops before any long prediction.
+  struct Job {
+    int line;
+    std::vector<std::string> f;
+    Spec spec;
+    Bytes meas;
+    int occ;
+    std::uint64_t dirty;
+    bool one_range;
+  };
+  std::vector<Job> jobs;
   for (int n = 2; std::getline(in, line); ++n) {
-    const auto f = flashsim::sim::csv_split(line);
+    auto f = flashsim::sim::csv_split(line);
     if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
     const Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
     Bytes meas;
@@ -116,7 +125,6 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     } catch (const std::exception&) {
       continue;  // a row without a measurement or an occupancy: nothing to compare
     }
-    std::string why;
     std::uint64_t dirty = dirty_at_start.value_or(0);
     if (!dirty_at_start && have_dirty) {
       try {
@@ -132,17 +140,43 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": writes_measured is '" + m + "', not one-range or split");
       one_range = m == "one-range";
     }
-    auto p = predicted(s, l2_bytes, sms, occ, nullptr, &why, partitions, ways, dirty_ways, dirty, page_lines, copy_rank,
-                       !one_range);
-    if (!p) throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + why);
+    jobs.push_back(Job{n, std::move(f), s, meas, occ, dirty, one_range});
+  }
+  // The rows' models run on worker threads (each builds its own machine); rows print in order.
+  struct Result {
+    std::optional<Bytes> p;
+    std::string why;
+  };
+  auto predict_job = [&](const Job& j) {
+    Result r;
+    r.p = predicted(j.spec, l2_bytes, sms, j.occ, nullptr, &r.why, partitions, ways, dirty_ways, j.dirty, page_lines,
+                    copy_rank, !j.one_range);
+    return r;
+  };
+  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
+  std::deque<std::future<Result>> pending;
+  std::size_t next = 0;
+  std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
+  int rows = 0, within = 0;
+  for (const Job& j : jobs) {
+    while (next < jobs.size() && pending.size() < workers)
+      pending.push_back(std::async(std::launch::async, predict_job, std::cref(jobs[next++])));
+    const Result r = pending.front().get();
+    pending.pop_front();
+    if (!r.p) {
+      for (auto& other : pending) other.wait();  // no thread may outlive the rows it reads
+      throw std::invalid_argument(path + ":" + std::to_string(j.line) + ": " + r.why);
+    }
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
     };
-    const bool ok = close(meas.read, p->read) && close(meas.written, p->written);
+    const bool ok = close(j.meas.read, r.p->read) && close(j.meas.written, r.p->written);
     ++rows;
     within += ok ? 1 : 0;
-    std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(), fmt_rw(meas).c_str(),
-                fmt_rw(*p).c_str(), fmt_ratio_rw(meas, *p).c_str(), ok ? "" : "  > 10 %");
+    const auto& f = j.f;
+    std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(),
+                fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %");
+    std::fflush(stdout);
   }
   std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u, page lines %u, copy rank %u)\n",
               within, rows, static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
