@@ -43,6 +43,15 @@ below: 3072^3 (3 waves either way) and 5120x1000x3000 go 192, one-wave grids suc
 where A has >= 1536 rows and the estimate says the saving beats the copy, B is copied with rows of
 round16(n) first (OptPad, only if the workspace has room).
 
+Clusters (v3::Sched, cluster_shape). Where B's rows (as the kernel reads them) are not whole
+128-byte lines, the grid runs as clusters of 2 or 4 CTAs on neighbouring tiles, and the CTAs that
+share a panel each load a part of it and multicast it to the others (cp.async.bulk.tensor
+.multicast::cluster): 2x1 shares B, 2x2 A too (where A's rows are not whole lines either), 1x2 A
+alone (only by override). That halves those panels' L2 -> SM traffic. Each consumer warp releases a
+stage on the empty barriers of every CTA that fills it. Only data-parallel plans and plain k-splits
+take a cluster; FLASHSIM_MATMUL_CLUSTER=1x1|1x2|2x1|2x2 overrides the rule. H100: 5120x1000x3000
+0.100 -> 0.071 ms (2x2), 1000x1000x8192 0.059 -> 0.047 ms (2x1); elsewhere clusters lost 1-14 %.
+
 Split-k / stream-k (v3::Sched, MatmulPlan). A grid whose tiles fill at most half the SMs (1000 x
 1000 x 8192: 64 tiles of 128x128 on 132 SMs) gets its k loop split: the plan runs s x tiles blocks,
 each taking one s-th of one tile's k-iterations (plan_sk with grid = s x tiles). The general form,
@@ -72,6 +81,7 @@ spread over C (all rows when M <= 64); tolerance fp32 1e-4, bf16 1e-2 (relative 
 */
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
@@ -319,10 +329,10 @@ __device__ __forceinline__ void wgmma_m64n192k16(float (&d)[96], std::uint64_t d
 
 // Tile t of a persistent block's sequence -> (tile row, tile column), in groups of kGroupM tile rows
 // walked column by column, so that the tiles in flight at once share panels of A and B in L2.
-__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn) {
-  const int per_group = kGroupM * tiles_n;
-  const int first_m = (t / per_group) * kGroupM;
-  const int rows = min(tiles_m - first_m, kGroupM);
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int& tm, int& tn, int group_m = kGroupM) {
+  const int per_group = group_m * tiles_n;
+  const int first_m = (t / per_group) * group_m;
+  const int rows = min(tiles_m - first_m, group_m);
   const int r = t % per_group;
   tm = first_m + r % rows;
   tn = r / rows;
@@ -336,13 +346,46 @@ __device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int
 // consumer warpgroup (kind 0: the block's first piece, which starts where its range starts; kind 1:
 // its last piece, which starts at a tile's first iteration), and `counters` one int per stream-k
 // tile and warpgroup, zero at launch (the launcher clears them).
+//
+// Clusters (cm x cn CTAs, cm, cn in {1, 2}): the tiles are walked as super tiles of cm x cn tiles
+// (stiles_m x stiles_n of them, the grid's edge padded with tiles outside C), one a cluster: tile
+// index vt = super tile x cm cn + rank, rank = rm cn + rn owning tile row st_m cm + rm and column
+// st_n cn + rn. The CTAs of a row (same rm) share A's 128 x 64 panel: each loads 128 / cn of its rows
+// and multicasts them to the others; those of a column share B's 64 x BN panel the same way, 64 / cm
+// of its k-rows each. dp_tiles and sk_tiles count tile indices, so multiples of cm cn. With a
+// cluster, stream-k is only the plain split: grid = split x sk_tiles, dp_tiles = 0, and CTA
+// blockIdx = (super tile x split + part) x cm cn + rank works as block (vt x split + part) of the
+// stream-k walk, so that a cluster's CTAs take the same k range of their tiles.
 struct Sched {
   int tiles_m, tiles_n, nk;
   int dp_tiles, sk_tiles;
   long long sk_iters;
   float* partials;
   int* counters;
+  int cm, cn, stiles_m, stiles_n, split;
 };
+
+// Tile index vt -> (tile row, tile column); see Sched.
+__device__ __forceinline__ void vtile_coords(const Sched& s, int vt, int& tm, int& tn) {
+  const int cs = s.cm * s.cn;
+  if (cs == 1) {
+    tile_coords(vt, s.tiles_m, s.tiles_n, tm, tn);
+    return;
+  }
+  int stm, stn;
+  const int r = vt % cs;
+  tile_coords(vt / cs, s.stiles_m, s.stiles_n, stm, stn, kGroupM / s.cm);
+  tm = stm * s.cm + r / s.cn;
+  tn = stn * s.cn + r % s.cn;
+}
+
+// This CTA's block number in the stream-k walk (see Sched): blockIdx.x without a cluster.
+__device__ __forceinline__ int walk_block(const Sched& s) {
+  const int cs = s.cm * s.cn;
+  if (cs == 1 || s.sk_tiles == 0) return blockIdx.x;
+  const int c = blockIdx.x / cs, r = blockIdx.x % cs;
+  return ((c / s.split) * cs + r) * s.split + c % s.split;
+}
 
 __device__ __forceinline__ long long sk_start(const Sched& s, int b) {
   return static_cast<long long>(b) * s.sk_iters / gridDim.x;
@@ -359,9 +402,9 @@ struct UnitIter {
   int t = 0, kb0 = 0, kb1 = 0, rel = -1;
   int dp_next;
   long long g, end;
-  __device__ explicit UnitIter(const Sched& s) : dp_next(blockIdx.x) {
-    g = s.sk_tiles > 0 ? sk_start(s, blockIdx.x) : 0;
-    end = s.sk_tiles > 0 ? sk_start(s, blockIdx.x + 1) : 0;
+  __device__ UnitIter(const Sched& s, int vb) : dp_next(blockIdx.x) {
+    g = s.sk_tiles > 0 ? sk_start(s, vb) : 0;
+    end = s.sk_tiles > 0 ? sk_start(s, vb + 1) : 0;
   }
   __device__ bool next(const Sched& s) {
     if (dp_next < s.dp_tiles) {
@@ -417,9 +460,9 @@ constexpr int kRedSlots = 2;  // pieces in flight
 static_assert(kRedSlots * kRedChunk * 16 * 128 <= 2 * kCChunkBytes, "sk_reduce's pieces fit a warpgroup's C chunks");
 template <int BN>
 __device__ __forceinline__ void sk_reduce(float (&acc)[BN / 2], const Sched& s, long long t0, int blo, int bhi,
-                                          int half, unsigned char* stage) {
+                                          int half, unsigned char* stage, int self) {
   constexpr int kVec = BN / 8;  // float4 per thread: 64 x BN fp32 over 128 threads
-  const int self = blockIdx.x, others = bhi - blo;
+  const int others = bhi - blo;
   float4* buf = reinterpret_cast<float4*>(stage) + threadIdx.x % 128;
   // piece i = (chunk i / others, the (i % others)-th other block) into slot i % kRedSlots
   auto issue = [&](int i) {
@@ -479,7 +522,7 @@ __device__ __forceinline__ void sk_reduce(float (&acc)[BN / 2], const Sched& s, 
 // deadlock whatever the order in which blocks run.
 template <int BN>
 __device__ __forceinline__ bool sk_fixup(float (&acc)[BN / 2], const Sched& s, const UnitIter& u, int half,
-                                         volatile int* sk_last, unsigned char* cbuf) {
+                                         volatile int* sk_last, unsigned char* cbuf, int vb) {
   constexpr int kVec = BN / 8;  // float4 per thread: 64 x BN fp32 over 128 threads
   const int tid = threadIdx.x % 128;
   const long long t0 = static_cast<long long>(u.rel) * s.nk;
@@ -490,7 +533,7 @@ __device__ __forceinline__ bool sk_fixup(float (&acc)[BN / 2], const Sched& s, c
   if (tid == 0) sk_last[half] = ld_acquire_gpu(counter) == bhi - blo;
   named_barrier(1 + half);
   if (!sk_last[half]) {
-    float4* mine = sk_slot<BN>(s, t0, blockIdx.x, half);
+    float4* mine = sk_slot<BN>(s, t0, vb, half);
 #pragma unroll
     for (int i = 0; i < kVec; ++i)
       __stcg(mine + i * 128, make_float4(acc[4 * i], acc[4 * i + 1], acc[4 * i + 2], acc[4 * i + 3]));
@@ -501,7 +544,7 @@ __device__ __forceinline__ bool sk_fixup(float (&acc)[BN / 2], const Sched& s, c
     if (!sk_last[half]) return false;
   }
   __threadfence();
-  sk_reduce<BN>(acc, s, t0, blo, bhi, half, cbuf + half * 2 * kCChunkBytes);
+  sk_reduce<BN>(acc, s, t0, blo, bhi, half, cbuf + half * 2 * kCChunkBytes, vb);
   return true;
 }
 
@@ -511,6 +554,10 @@ __device__ __forceinline__ bool sk_fixup(float (&acc)[BN / 2], const Sched& s, c
 // reading it. Every block walks its pieces of work (UnitIter) in the same order in both roles.
 // kDirectC: C is stored from the staging buffers with plain bounded 2-byte stores (any n, any
 // alignment; c_direct with row stride ldc, n_c columns) instead of TMA through map_c.
+// In a cluster (Sched) each stage is filled by the CTAs that share its panels, so empty[s] counts the
+// consumer warps of all of them (each warp arrives on the stage's empty barrier in every CTA that
+// writes into its shared memory) and full[s] the bytes from all of them; map_a's boxes are 128 / cn
+// rows, map_b's 64 / cm k-rows.
 template <int BN, bool kDirectC>
 __global__ void __launch_bounds__(kThreads, 1)
     matmul_bf16_wgmma_kernel(const __grid_constant__ CUtensorMap map_a, const __grid_constant__ CUtensorMap map_b,
@@ -528,37 +575,63 @@ __global__ void __launch_bounds__(kThreads, 1)
   unsigned char* cbuf = ring + kStages * kStageBytes;  // kConsumers x 2 output chunks
 
   const int wg = threadIdx.x / 128, lane = threadIdx.x % 32;
+  // cluster: rank = rm cn + rn; peers in A (same rm) and in B (same rn)
+  const int cm = sched.cm, cn = sched.cn, cs = cm * cn;
+  const unsigned rank = cs > 1 ? tma::cluster_rank() : 0;
+  const int rm = rank / cn, rn = rank % cn;
+  const std::uint16_t mask_a = static_cast<std::uint16_t>(((1u << cn) - 1) << (rm * cn));
+  const std::uint16_t mask_b = static_cast<std::uint16_t>(cm == 2 ? (1u << rn) | (1u << (rn + cn)) : 1u << rn);
   if (threadIdx.x == 0) {
     for (int s = 0; s < kStages; ++s) {
       tma::mbar_init(smem_addr(&full[s]), 1);
-      tma::mbar_init(smem_addr(&empty[s]), kConsumers * 4);
+      tma::mbar_init(smem_addr(&empty[s]), kConsumers * 4 * (1 + (cn > 1) + (cm > 1)));
     }
     tma::mbar_init_fence();
   }
-  __syncthreads();
-
-  const int tiles_m = sched.tiles_m, tiles_n = sched.tiles_n;
+  // the peers' barriers must be initialized before anything lands in or arrives on them
+  if (cs > 1)
+    tma::cluster_sync();
+  else
+    __syncthreads();
+  const int vb = walk_block(sched);
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
-    if (threadIdx.x != 0) return;
-    int it = 0;
-    UnitIter u(sched);
-    while (u.next(sched)) {
-      int tm, tn;
-      tile_coords(u.t, tiles_m, tiles_n, tm, tn);
-      for (int kb = u.kb0; kb < u.kb1; ++kb, ++it) {
-        const int s = it % kStages;
-        mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
-        tma::mbar_arrive_expect_tx(smem_addr(&full[s]), kStageBytes);  // whole boxes count, zero-filled parts too
-        tma::load_2d(smem_addr(stage_a(s)), &map_a, smem_addr(&full[s]), kb * kBK, tm * kBM);
+    if (threadIdx.x == 0) {
+      int it = 0;
+      UnitIter u(sched, vb);
+      while (u.next(sched)) {
+        int tm, tn;
+        vtile_coords(sched, u.t, tm, tn);
+        for (int kb = u.kb0; kb < u.kb1; ++kb, ++it) {
+          const int s = it % kStages;
+          mbar_wait(&empty[s], ((it / kStages) & 1) ^ 1);
+          tma::mbar_arrive_expect_tx(smem_addr(&full[s]), kStageBytes);  // whole boxes count, zero-filled parts too
+          if (cn == 1)
+            tma::load_2d(smem_addr(stage_a(s)), &map_a, smem_addr(&full[s]), kb * kBK, tm * kBM);
+          else  // this CTA's 64 rows of the row's A panel, to both CTAs of the row
+            tma::load_2d_multicast(smem_addr(stage_a(s)) + rn * (kABytes / 2), &map_a, smem_addr(&full[s]), kb * kBK,
+                                   tm * kBM + rn * (kBM / 2), mask_a);
 #pragma unroll
-        for (int j = 0; j < kBN / 64; ++j)
-          tma::load_2d(smem_addr(stage_b(s) + j * kBBoxBytes), &map_b, smem_addr(&full[s]), tn * kBN + j * 64, kb * kBK);
+          for (int j = 0; j < kBN / 64; ++j)
+            if (cm == 1)
+              tma::load_2d(smem_addr(stage_b(s) + j * kBBoxBytes), &map_b, smem_addr(&full[s]), tn * kBN + j * 64,
+                           kb * kBK);
+            else  // this CTA's 32 k-rows of the column's B box, to both CTAs of the column
+              tma::load_2d_multicast(smem_addr(stage_b(s) + j * kBBoxBytes) + rm * (kBBoxBytes / 2), &map_b,
+                                     smem_addr(&full[s]), tn * kBN + j * 64, kb * kBK + rm * (kBK / 2), mask_b);
+        }
       }
     }
+    if (cs > 1) tma::cluster_sync();  // no CTA leaves while a peer may still arrive on its barriers
     return;
   }
+  // a consumer warp's release of a stage: on its own empty barrier and on those of the CTAs that fill it
+  auto release = [&](int s) {
+    tma::mbar_arrive(smem_addr(&empty[s]));
+    if (cn > 1) tma::mbar_arrive_cluster(smem_addr(&empty[s]), rank ^ 1u);
+    if (cm > 1) tma::mbar_arrive_cluster(smem_addr(&empty[s]), rank ^ static_cast<unsigned>(cn));
+  };
 
   asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
   const int half = wg - 1;                     // which 64 rows of the tile
@@ -569,10 +642,10 @@ __global__ void __launch_bounds__(kThreads, 1)
   for (int i = 0; i < kAcc; ++i) acc[i] = 0.f;
   int it = 0;
   unsigned chunk = 0;  // C chunks staged so far: buffer chunk % 2 (with BN = 192, 3 a tile, q alone would not alternate)
-  UnitIter u(sched);
+  UnitIter u(sched, vb);
   while (u.next(sched)) {
     int tm, tn;
-    tile_coords(u.t, tiles_m, tiles_n, tm, tn);
+    vtile_coords(sched, u.t, tm, tn);
     for (int kb = u.kb0; kb < u.kb1; ++kb, ++it) {
       const int s = it % kStages;
       mbar_wait(&full[s], (it / kStages) & 1);
@@ -593,16 +666,16 @@ __global__ void __launch_bounds__(kThreads, 1)
       wgmma::commit();
       // keep this k-step's group in flight; the previous one is done, so its stage can be refilled
       wgmma::wait<1>();
-      if (kb > u.kb0 && lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
+      if (kb > u.kb0 && lane == 0) release((it - 1) % kStages);
     }
     wgmma::wait<0>();
-    if (lane == 0) tma::mbar_arrive(smem_addr(&empty[(it - 1) % kStages]));
+    if (lane == 0) release((it - 1) % kStages);
 #pragma unroll
     for (int i = 0; i < kAcc; ++i) reg_fence(acc[i]);
 
     // a piece of a tile that other blocks share: only the last to finish stores it
     if (u.rel >= 0 && u.kb1 - u.kb0 != sched.nk &&
-        !sk_fixup<BN>(acc, sched, u, half, sk_last, cbuf))
+        !sk_fixup<BN>(acc, sched, u, half, sk_last, cbuf, vb))
       continue;
 
     // Epilogue: fragment layout of m64nNk16: register 4j + {0,1} holds (row l/4, columns
@@ -643,7 +716,9 @@ __global__ void __launch_bounds__(kThreads, 1)
         asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // st.shared -> TMA's reads
         named_barrier(1 + half);
         if (threadIdx.x % 128 == 0) {
-          tma::store_2d(&map_c, smem_addr(buf), tn * kBN + q * 64, tm * kBM + half * 64);
+          // (a cluster's padding tiles lie wholly outside C)
+          if (tn * kBN + q * 64 < n_c && tm * kBM + half * 64 < m)
+            tma::store_2d(&map_c, smem_addr(buf), tn * kBN + q * 64, tm * kBM + half * 64);
           tma::bulk_commit();
         }
       }
@@ -651,6 +726,7 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
   // shared memory must outlive the stores' reads of it
   if (!kDirectC && threadIdx.x % 128 == 0) tma::bulk_wait<0>();
+  if (cs > 1) tma::cluster_sync();
 }
 
 // Zero-padded copies for TMA: dst [rows][cols_to] from src [rows][cols] (any alignment), columns
@@ -856,13 +932,20 @@ OptPad opt_pad(int m, int n, int k, double est) {
 
 constexpr std::size_t round256(std::size_t x) { return (x + 255) / 256 * 256; }
 
-// Padded rows are rounded up to 16 elements (whole sectors; 8 would do for TMA).
+// For kernels/tools/bench_matmul_fast.cu: the optional copy's row multiple (16: whole sectors, 64:
+// whole lines). Not part of the library's interface.
+std::atomic<int> g_pad_round{16};
+
+// Padded rows are rounded up to 16 elements (whole sectors; 8 would do for TMA); the optional copy's
+// rows to g_pad_round.
 FastLayout fast_layout(int m, int n, int k, bool a_misaligned, bool b_misaligned, bool c_misaligned, OptPad w = {}) {
   FastLayout l{};
   l.pad_a = k % 8 != 0 || a_misaligned || w.a;
   l.pad_b = n % 8 != 0 || b_misaligned || w.b;
-  l.kp = l.pad_a ? (k + 15) / 16 * 16 : k;
-  l.np = l.pad_b ? (n + 15) / 16 * 16 : n;
+  const int ra = w.a && k % 8 == 0 && !a_misaligned ? g_pad_round.load(std::memory_order_relaxed) : 16;
+  const int rb = w.b && n % 8 == 0 && !b_misaligned ? g_pad_round.load(std::memory_order_relaxed) : 16;
+  l.kp = l.pad_a ? (k + ra - 1) / ra * ra : k;
+  l.np = l.pad_b ? (n + rb - 1) / rb * rb : n;
   l.direct_c = n % 8 != 0 || c_misaligned;
   const std::size_t a_bytes = l.pad_a ? round256(std::size_t(m) * l.kp * 2) : 0;
   const std::size_t b_bytes = l.pad_b ? round256(std::size_t(k) * l.np * 2) : 0;
@@ -906,7 +989,9 @@ struct MatmulPlan {
   int bn = 256, grid = 1;
   int tiles_m = 0, tiles_n = 0, nk = 0;
   int dp_tiles = 0, sk_tiles = 0;
+  int cm = 1, cn = 1, split = 0;  // cluster shape (v3::Sched); split: the k-split with a cluster
   double est = 0;
+  int cluster() const { return cm * cn; }
   long long tiles() const { return static_cast<long long>(tiles_m) * tiles_n; }
   bool stream_k() const { return sk_tiles > 0; }
   // fp32 partials, two slots per block and consumer warpgroup; one counter per tile and warpgroup
@@ -1034,7 +1119,31 @@ MatmulPlan choose_plan(int m, int n, int k, int sms, int mode, int force_bn) {
     o << "dp" << p.bn << " g" << p.grid;
   else
     o << "sk" << p.bn << " g" << p.grid << " dp" << p.dp_tiles << "+sk" << p.sk_tiles;
+  if (p.cluster() > 1) o << " c" << p.cm << "x" << p.cn;
   return o.str();
+}
+
+// Clusters: the plan's tiles walked in cm x cn super tiles (v3::Sched), A multicast along a
+// cluster's rows (cn = 2), B along its columns (cm = 2). Only data-parallel plans and plain
+// splits (grid = split x tiles) take one; `clusters` is how many clusters of this size the device
+// holds at once (a data-parallel grid has at most that many).
+MatmulPlan with_cluster(MatmulPlan p, int cm, int cn, int clusters) {
+  const int cs = cm * cn;
+  if (cs == 1 || p.tiles() == 0) return p;
+  const bool split = p.stream_k() && p.dp_tiles == 0 && p.grid % p.sk_tiles == 0;
+  if (p.stream_k() && !split) return p;
+  const long long st = static_cast<long long>((p.tiles_m + cm - 1) / cm) * ((p.tiles_n + cn - 1) / cn);
+  p.cm = cm;
+  p.cn = cn;
+  if (split) {
+    p.split = p.grid / p.sk_tiles;
+    p.sk_tiles = static_cast<int>(st * cs);
+    p.grid = p.split * p.sk_tiles;
+  } else {
+    p.dp_tiles = static_cast<int>(st * cs);
+    p.grid = static_cast<int>(std::min<long long>(st, std::max(clusters, 1)) * cs);
+  }
+  return p;
 }
 
 // FLASHSIM_MATMUL_SPLITK: unset, empty or "auto": the plan above (-1); 0 or 1: never stream-k (0);
@@ -1065,12 +1174,65 @@ int splitk_mode() {
   return o == kSplitkFromEnv ? splitk_mode_from_env() : o;
 }
 
+// FLASHSIM_MATMUL_CLUSTER: unset, empty or "auto": the rule in cluster_shape; "1x1", "1x2", "2x1",
+// "2x2": that cluster shape (cm x cn) where the plan can take one. Encoded as 10 cm + cn, -1 auto.
+int cluster_mode_from_env() {
+  static const int mode = [] {
+    const char* v = std::getenv("FLASHSIM_MATMUL_CLUSTER");
+    if (v == nullptr || *v == '\0' || std::string(v) == "auto") return -1;
+    const std::string t(v);
+    if (t == "1x1") return 11;
+    if (t == "1x2") return 12;
+    if (t == "2x1") return 21;
+    if (t == "2x2") return 22;
+    throw std::invalid_argument("FLASHSIM_MATMUL_CLUSTER must be auto, 1x1, 1x2, 2x1 or 2x2, got '" + t + "'");
+  }();
+  return mode;
+}
+// For kernels/tools/bench_matmul_fast.cu: kSplitkFromEnv: the variable decides, else as above.
+std::atomic<int> g_cluster_override{kSplitkFromEnv};
+
+int cluster_mode() {
+  const int o = g_cluster_override.load(std::memory_order_relaxed);
+  return o == kSplitkFromEnv ? cluster_mode_from_env() : o;
+}
+
+// How many clusters of cs CTAs of the BN-wide kernel the current device runs at once (cached).
+int cluster_capacity(int bn, int cs, int sms);
+
+// The cluster shape (10 cm + cn) for plan p; mode as cluster_mode(). ka, nb: the lengths of A's and
+// B's rows as the kernel reads them (after any padded copy). Auto, fitted to 17 shapes and checked on
+// 4 more on the H100 and the H200 (2026-11-25, RESULTS.md): clusters paid wherever B's rows are not
+// whole 128-byte L2 lines (nb % 64 != 0) and the k loop is at least kClusterMinK iterations long.
+// Sharing B, 1000 x 1000 x 8192 and 1000 x 3000 x 8192 ran 0.77-0.82x as long; sharing A as well
+// where A's rows are not whole lines either, 5120 x 1000 x 3000 0.70-0.77x and 6000 x 1000 x 5000
+// 0.92x. Elsewhere 1x2 and 2x1 lost 0-14 % (2x2 up to 85 %): B rows of whole lines (4000 x 3000 x
+// 2048 with B copied to 3008 columns, 2560 x 2048 x 3000 whose A rows straddle, the squares), or 16
+// iterations (3000 x 1000 x 1000). A data-parallel grid takes 2 x 2 only where its waves do not
+// grow (30 such clusters fit the H100 and the H200).
+constexpr int kClusterMinK = 32;
+
+int cluster_shape(const MatmulPlan& p, int ka, int nb, int sms, int mode) {
+  if (mode >= 0) return mode;
+  if (p.nk < kClusterMinK || p.tiles() == 0 || nb % 64 == 0) return 11;
+  if (ka % 64 == 0) return 21;
+  if (p.stream_k()) return 22;
+  const long long st = static_cast<long long>((p.tiles_m + 1) / 2) * ((p.tiles_n + 1) / 2);
+  const long long cap = cluster_capacity(p.bn, 4, sms);
+  const long long waves1 = (p.tiles() + sms - 1) / sms, waves4 = (st + cap - 1) / cap;
+  return waves4 <= waves1 ? 22 : 21;
+}
+
 // The plan for m x n x k on a device with `sms` multiprocessors; n and k as the kernel sees them.
 MatmulPlan matmul_fast_plan(int m, int n, int k, int sms) {
   // n and k as the kernel sees them without the optional padding; with it the tile counts are the
   // same (every tile width is a multiple of 64)
   const FastLayout l = fast_layout(m, n, k, false, false, false);
-  return choose_plan(m, l.np, l.kp, sms, splitk_mode(), g_bn_override.load(std::memory_order_relaxed));
+  const MatmulPlan p = choose_plan(m, l.np, l.kp, sms, splitk_mode(), g_bn_override.load(std::memory_order_relaxed));
+  const FastLayout lw = fast_layout(m, n, k, false, false, false, opt_pad(m, n, k, p.est));  // rows as read
+  const int c = cluster_shape(p, lw.kp, lw.np, std::max(sms, 1), cluster_mode());
+  if (c == 11) return p;
+  return with_cluster(p, c / 10, c % 10, cluster_capacity(p.bn, (c / 10) * (c % 10), sms));
 }
 
 void check_shape(int m, int n, int k) {
@@ -1084,8 +1246,63 @@ void check_shape(int m, int n, int k) {
 template <int BN, bool kDirectC>
 void launch_v3(const MatmulPlan& p, const CUtensorMap& map_a, const CUtensorMap& map_b, const CUtensorMap& map_c, int m,
                const v3::Sched& sched, __nv_bfloat16* c, int n, cudaStream_t stream) {
-  v3::matmul_bf16_wgmma_kernel<BN, kDirectC><<<p.grid, v3::kThreads, v3::Cfg<BN>::kSmemBytes, stream>>>(
-      map_a, map_b, map_c, m, sched, c, n, n);
+  if (p.cluster() == 1) {
+    v3::matmul_bf16_wgmma_kernel<BN, kDirectC><<<p.grid, v3::kThreads, v3::Cfg<BN>::kSmemBytes, stream>>>(
+        map_a, map_b, map_c, m, sched, c, n, n);
+    return;
+  }
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(p.grid);
+  cfg.blockDim = dim3(v3::kThreads);
+  cfg.dynamicSmemBytes = v3::Cfg<BN>::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = p.cluster();
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  CUDA_CHECK(cudaLaunchKernelEx(&cfg, v3::matmul_bf16_wgmma_kernel<BN, kDirectC>, map_a, map_b, map_c, m, sched, c, n,
+                                static_cast<long long>(n)));
+}
+
+template <int BN>
+int query_cluster_capacity(int cs) {
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(cs);
+  cfg.blockDim = dim3(v3::kThreads);
+  cfg.dynamicSmemBytes = v3::Cfg<BN>::kSmemBytes;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cs;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  CUDA_CHECK(cudaOccupancyMaxActiveClusters(&n, v3::matmul_bf16_wgmma_kernel<BN, false>, &cfg));
+  return n;
+}
+
+int cluster_capacity(int bn, int cs, int sms) {
+  static std::mutex mu;
+  static std::vector<std::array<int, 9>> by_device;  // [bn 256/192/128][cs 2/4/other] per device, 0: not asked yet
+  int dev = 0;
+  if (sms <= 0 || cudaGetDevice(&dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::max(1, sms / cs);
+  }
+  prepare_device_for_v3();  // the kernels' shared-memory limits, which the query needs
+  std::lock_guard<std::mutex> lock(mu);
+  if (static_cast<std::size_t>(dev) >= by_device.size()) by_device.resize(dev + 1, std::array<int, 9>{});
+  int& slot = by_device[dev][(bn == 256 ? 0 : bn == 192 ? 1 : 2) * 3 + (cs == 2 ? 0 : cs == 4 ? 1 : 2)];
+  if (slot == 0) {
+    const int n = bn == 256 ? query_cluster_capacity<256>(cs) : bn == 192 ? query_cluster_capacity<192>(cs)
+                                                                           : query_cluster_capacity<128>(cs);
+    slot = std::max(1, n);
+  }
+  return slot;
 }
 
 }  // namespace
@@ -1151,8 +1368,9 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   const int ka = l.pad_a ? l.kp : k, nb = l.pad_b ? l.np : n;  // n % 8 == 0 unless B is padded
 
   // B keeps k rows: TMA zero-fills rows k..kp, which meet A's zero columns
-  const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM);  // boxes of 128 rows x 64 k
-  const CUtensorMap map_b = bf16_tensor_map(b_use, k, nb, v3::kBK);  // 64 k-rows x 64 columns
+  // (a cluster's CTAs load 1 / cn of A's box and 1 / cm of B's each)
+  const CUtensorMap map_a = bf16_tensor_map(a_use, m, ka, v3::kBM / plan.cn);  // boxes of 128 rows x 64 k
+  const CUtensorMap map_b = bf16_tensor_map(b_use, k, nb, v3::kBK / plan.cm);  // 64 k-rows x 64 columns
   const CUtensorMap map_c = l.direct_c ? CUtensorMap{} : bf16_tensor_map(c, m, n, 64);  // output chunks of 64 x 64
 
   v3::Sched sched{};
@@ -1162,6 +1380,11 @@ void matmul_bf16_fast(const __nv_bfloat16* a, const __nv_bfloat16* b, __nv_bfloa
   sched.dp_tiles = plan.dp_tiles;
   sched.sk_tiles = plan.sk_tiles;
   sched.sk_iters = static_cast<long long>(plan.sk_tiles) * plan.nk;
+  sched.cm = plan.cm;
+  sched.cn = plan.cn;
+  sched.stiles_m = (plan.tiles_m + plan.cm - 1) / plan.cm;
+  sched.stiles_n = (plan.tiles_n + plan.cn - 1) / plan.cn;
+  sched.split = plan.split;
   if (plan.stream_k()) {
     sched.partials = reinterpret_cast<float*>(ws + l.bytes);
     sched.counters = reinterpret_cast<int*>(ws + l.bytes + plan.partial_bytes());

@@ -64,6 +64,35 @@ __device__ __forceinline__ void load_3d(std::uint32_t dst, const CUtensorMap* ma
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
       : "memory");
 }
+// The same box into the same shared-memory offset of every CTA of the cluster in cta_mask (bit r:
+// rank r), completing its bytes on the barrier at the same offset in each of them.
+__device__ __forceinline__ void load_2d_multicast(std::uint32_t dst, const CUtensorMap* map, std::uint32_t bar, int c0,
+                                                  int c1, std::uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%3, "
+      "%4}], [%2], %5;" ::"r"(dst),
+      "l"(reinterpret_cast<std::uint64_t>(map)), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+// Thread block clusters: this CTA's rank, a barrier over every thread of the cluster (release /
+// acquire: shared memory written before it is seen by the other CTAs after it), and an arrive on
+// the barrier at local shared address `bar` of the CTA of rank `rank`.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+}
+// (The default semantics, release at CTA scope, as CUTLASS's ClusterBarrier::arrive: written
+// .release.cluster, ptxas put a MEMBAR.ALL.GPU before each arrive and the multicast matmul ran
+// 1.4-3.6x as long on the H100.)
+__device__ __forceinline__ void mbar_arrive_cluster(std::uint32_t bar, unsigned rank) {
+  asm volatile("{\n\t.reg .b32 ra;\n\tmapa.shared::cluster.u32 ra, %0, %1;\n\tmbarrier.arrive.shared::cluster.b64 _, [ra];\n\t}" ::"r"(bar),
+               "r"(rank)
+               : "memory");
+}
 // TMA store of a 2-D box from shared memory; elements outside the tensor are not written.
 __device__ __forceinline__ void store_2d(const CUtensorMap* map, std::uint32_t src, int c0, int c1) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" ::"l"(

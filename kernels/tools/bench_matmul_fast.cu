@@ -16,10 +16,13 @@
 //                                       the heuristic's estimate beside it (to fit its constants)
 //   ./bench_matmul_fast --pads M N K    auto's plan with the optional 64-column padding of B, A, both
 //                                       and neither (matmul.cu's OptPad) against cuBLAS
+//   ./bench_matmul_fast --clusters      per shape the auto plan with clusters 1x1, 1x2, 2x1, 2x2 and the
+//                                       rule (matmul.cu's cluster_shape) against cuBLAS
+//   ./bench_matmul_fast --clusters M N K the same for every tile width, and with A and B copied
 //   ./bench_matmul_fast --explain [SMS] the plan chosen for each listed shape at SMS multiprocessors
 //                                       (default 132); host only, needs no GPU
-// FLASHSIM_MATMUL_SPLITK (matmul.cu's header) applies to the default run and --time; --ab, --plans
-// and the checks set the mode themselves.
+// FLASHSIM_MATMUL_SPLITK and FLASHSIM_MATMUL_CLUSTER (matmul.cu's header) apply to the default run
+// and --time; --ab, --plans, --clusters and the checks set the mode themselves.
 //
 // Checks: fresh random inputs in [-1, 1) for every shape, C (NaN) and the workspace (0xff) poisoned
 // before each run, every element of C must be finite, sampled rows against the float64 CPU reference
@@ -117,8 +120,10 @@ void cublas_matmul(cublasHandle_t h, const bf16* a, const bf16* b, bf16* c, int 
 
 // Plan modes: the FLASHSIM_MATMUL_SPLITK values (-1 auto, 0 off, s >= 2 forced), a tile width, and
 // the optional 64-column padding (-1 the rule, else bit 0 B, bit 1 A: g_pad_override).
+// cl: the cluster shape as 10 cm + cn (-1 the rule; matmul.cu's FLASHSIM_MATMUL_CLUSTER).
+// round: the optional copy's row multiple (matmul.cu's g_pad_round).
 struct Mode {
-  int splitk = -1, bn = 0, pad = -1;
+  int splitk = -1, bn = 0, pad = -1, cl = -1, round = 16;
 };
 constexpr Mode kOff{0, 0}, kAuto{-1, 0};
 
@@ -126,11 +131,15 @@ void set_mode(Mode md) {
   fg::g_splitk_override = md.splitk;
   fg::g_bn_override = md.bn;
   fg::g_pad_override = md.pad;
+  fg::g_cluster_override = md.cl;
+  fg::g_pad_round = md.round;
 }
 void clear_mode() {
   fg::g_splitk_override = fg::kSplitkFromEnv;
   fg::g_bn_override = 0;
   fg::g_pad_override = -1;
+  fg::g_cluster_override = fg::kSplitkFromEnv;
+  fg::g_pad_round = 16;
 }
 
 int device_sms() {
@@ -158,6 +167,8 @@ std::string mode_name(Mode md) {
   std::string s = md.splitk < 0 ? "auto" : md.splitk == 0 ? "off" : "s=" + std::to_string(md.splitk);
   if (md.bn) s += " bn" + std::to_string(md.bn);
   if (md.pad >= 0) s += " pad" + std::to_string(md.pad);
+  if (md.cl >= 0) s += " c" + std::to_string(md.cl / 10) + "x" + std::to_string(md.cl % 10);
+  if (md.round != 16) s += " r" + std::to_string(md.round);
   return s;
 }
 
@@ -397,6 +408,36 @@ void plans_table(cublasHandle_t h, int m, int n, int k) {
   std::printf("%-12s %-26s %8s %9.4f\n", "cuBLAS", "", "", cub);
 }
 
+// cluster shapes against none: per shape, the rule's plan with clusters 1x1 / 1x2 / 2x1 / 2x2 and
+// the rule itself, then cuBLAS; with `widths`, every tile width x cluster shape.
+void clusters_row(cublasHandle_t h, int m, int n, int k, bool widths) {
+  std::vector<Mode> modes;
+  for (int bn : widths ? std::vector<int>{0, 256, 192, 128} : std::vector<int>{0})
+    for (int cl : {11, 12, 21, 22}) modes.push_back(Mode{-1, bn, -1, cl});
+  if (widths) {  // and with the optional copies of A and B, rows of 16 or 64 elements
+    for (int cl : {11, 12, 21, 22}) modes.push_back(Mode{-1, 0, 3, cl});
+    for (int cl : {11, 21, 22}) modes.push_back(Mode{-1, 0, -1, cl, 64});
+    for (int cl : {11, 21, 22}) modes.push_back(Mode{-1, 0, 3, cl, 64});
+  }
+  modes.push_back(kAuto);
+  Inputs in(m, n, k);
+  const auto med = time_modes(h, in, modes, false);
+  const double cub = med.back();
+  if (!widths) {
+    std::printf("%-16s", shape_name(m, n, k).c_str());
+    for (std::size_t i = 0; i < modes.size(); ++i) std::printf(" %8.4f", med[i]);
+    std::printf(" %8.4f", cub);
+    for (std::size_t i = 0; i < modes.size(); ++i) std::printf(" %6.3f", cub / med[i]);
+    std::printf("  %s\n", plan_of(kAuto, m, n, k).c_str());
+    return;
+  }
+  std::printf("\n%s\n", shape_name(m, n, k).c_str());
+  for (std::size_t i = 0; i < modes.size(); ++i)
+    std::printf("%-16s %-30s %9.4f %7.3f\n", mode_name(modes[i]).c_str(), plan_of(modes[i], m, n, k).c_str(), med[i],
+                cub / med[i]);
+  std::printf("%-16s %-30s %9.4f\n", "cuBLAS", "", cub);
+}
+
 const std::vector<std::array<int, 3>> kTimed = {
     {8192, 8192, 8192}, {4096, 4096, 4096}, {8192, 8192, 1024}, {4000, 3000, 2048}, {5120, 1000, 3000},
     {3000, 8192, 1000}, {1000, 1000, 8192}, {1000, 777, 300},   {2048, 512, 16384}, {777, 4096, 4096},
@@ -428,13 +469,14 @@ void explain(int sms) {
 
 static int run_main(int argc, char** argv) {
   const std::string cmd = argc > 1 ? argv[1] : "";
-  const bool sized =
-      argc == 5 && (cmd == "--check" || cmd == "--time" || cmd == "--ab" || cmd == "--plans" || cmd == "--pads");
-  const bool ok_args = argc == 1 || sized || (argc == 2 && cmd == "--ab") || (cmd == "--explain" && argc <= 3);
+  const bool sized = argc == 5 && (cmd == "--check" || cmd == "--time" || cmd == "--ab" || cmd == "--plans" ||
+                                   cmd == "--pads" || cmd == "--clusters");
+  const bool ok_args = argc == 1 || sized || (argc == 2 && (cmd == "--ab" || cmd == "--clusters")) ||
+                       (cmd == "--explain" && argc <= 3);
   if (!ok_args)
     throw std::invalid_argument(
         "usage: bench_matmul_fast [--check M N K | --time M N K | --ab [M N K] | --plans M N K | --pads M N K | "
-        "--explain [SMS]]");
+        "--clusters [M N K] | --explain [SMS]]");
   if (cmd == "--explain") {
     explain(argc == 3 ? std::max(1, parse_size(argv[2])) : 132);
     return 0;
@@ -446,10 +488,16 @@ static int run_main(int argc, char** argv) {
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs, cc %d.%d\n", prop.name, prop.multiProcessorCount, prop.major, prop.minor);
   const std::vector<Mode> all_modes = {kOff,         kAuto,        Mode{2, 0},     Mode{3, 0},      Mode{2, 128},
-                                       Mode{0, 192}, Mode{2, 192}, Mode{1024, 256}, Mode{0, 0, 3}, Mode{2, 0, 3}};
+                                       Mode{0, 192}, Mode{2, 192}, Mode{1024, 256}, Mode{0, 0, 3}, Mode{2, 0, 3},
+                                       // clusters: data-parallel and plain splits
+                                       Mode{0, 0, -1, 12}, Mode{0, 192, -1, 21}, Mode{0, 128, 3, 22},
+                                       Mode{2, 128, -1, 12}, Mode{3, 0, -1, 22}, Mode{2, 192, 3, 21},
+                                       Mode{-1, 0, 3, 22, 64}};
   if (cmd == "--check") {
     // fewer modes than the sweep: compute-sanitizer runs this
-    const std::vector<Mode> modes = {kOff, kAuto, Mode{3, 0}, Mode{0, 192}, Mode{3, 192}, Mode{-1, 0, 3}};
+    const std::vector<Mode> modes = {kOff,         kAuto,          Mode{3, 0},          Mode{0, 192},
+                                     Mode{3, 192}, Mode{-1, 0, 3}, Mode{0, 0, -1, 22},  Mode{0, 192, -1, 12},
+                                     Mode{2, 128, -1, 21}, Mode{3, 0, 3, 22}, Mode{-1, 0, 3, 21, 64}};
     const bool ok = check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes) &&
                     check_shape_modes(nullptr, dims[0], dims[1], dims[2], modes, 1);
     return ok ? 0 : 1;
@@ -474,6 +522,16 @@ static int run_main(int argc, char** argv) {
     std::printf("%-16s %-26s %8s %8s %8s %8s %8s %8s   ratios cuBLAS/ours in the same order\n", "m x n x k", "auto plan",
                 "none", "B", "A", "A+B", "rule", "cuBLAS");
     pads_row(h, dims[0], dims[1], dims[2]);
+    return 0;
+  }
+  if (cmd == "--clusters") {
+    if (sized) {
+      clusters_row(h, dims[0], dims[1], dims[2], true);
+    } else {
+      std::printf("%-16s %8s %8s %8s %8s %8s %8s   ratios cuBLAS/ours in the same order, auto plan\n", "m x n x k", "c1x1",
+                  "c1x2", "c2x1", "c2x2", "rule", "cuBLAS");
+      for (const auto& s : kTimed) clusters_row(h, s[0], s[1], s[2], false);
+    }
     return 0;
   }
   if (cmd == "--plans") {
