@@ -18,7 +18,8 @@ struct Row {
   std::optional<Bytes> predicted;
   int blocks_per_sm = 0;
   // Dirty lines the profiler leaves in L2 at a range's start (the write-back baseline), which the
-  // prediction starts with: those the run evicts are HBM writes of its range.
+  // prediction starts with. Those the run evicts are HBM writes of its range; with writes measured
+  // in one range the baseline holds their write-back too, and the prediction leaves it out.
   double dirty_at_start_bytes = 0;
   Bytes compulsory;               // each input once, each output once
   Bytes model;                    // what our kernel issues with no cache (kernels/spec.cpp)
