@@ -6,7 +6,7 @@
 //                        [--repeats N] [--no-profile] [--no-check] [--writes one-range|split] [--seed N]
 //                        [--csv FILE] [--json FILE]
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
-//   flashsim-gpu l2probe [--patterns reread,rmw] [--fractions LIST] [--passes N] [--csv FILE]
+//   flashsim-gpu l2probe [--patterns reread,rmw,copy] [--fractions LIST] [--passes N] [--csv FILE]
 //   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
 //                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]  (kernels/ring.h)
 #include <CLI/CLI.hpp>
@@ -189,7 +189,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
 // write-back of each line), measured and predicted; returns |meas - pred| summed over R and W.
 static double print_probe_row(ProbePattern pat, std::uint64_t bytes, std::uint64_t l2_bytes, int passes, double mr,
                               double mw, const ProbeTraffic& pred) {
-  const bool rmw = pat == ProbePattern::Rmw;
+  const bool rmw = pat != ProbePattern::Reread;  // writes its buffer (rmw) or a second one (copy)
   const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
   auto extra = [&](double x) { return std::max(0.0, x - w) / per; };
   const double r_meas = extra(mr), r_pred = extra(static_cast<double>(pred.read));
@@ -223,12 +223,13 @@ static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm
     const auto f = flashsim::sim::csv_split(line);
     const std::string where = path + ":" + std::to_string(n);
     if (f.size() < head.size()) throw std::invalid_argument(where + ": too few fields");
-    if (f[c_p] != "reread" && f[c_p] != "rmw") throw std::invalid_argument(where + ": pattern '" + f[c_p] + "'");
+    ProbePattern pattern;
+    if (!parse_probe_pattern(f[c_p], &pattern)) throw std::invalid_argument(where + ": pattern '" + f[c_p] + "'");
     ProbeCase c;
     std::uint64_t l2 = 0;
     double mr = 0, mw = 0;
     try {
-      c = ProbeCase{f[c_p] == "rmw" ? ProbePattern::Rmw : ProbePattern::Reread, std::stoull(f[c_b]), std::stoi(f[c_n])};
+      c = ProbeCase{pattern, std::stoull(f[c_b]), std::stoi(f[c_n])};
       l2 = std::stoull(f[c_l2]);
       mr = std::stod(f[c_r]);
       mw = std::stod(f[c_w]);
@@ -250,9 +251,9 @@ static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm
 static int probe_main(const std::string& patterns, const std::string& fractions, int passes, const std::string& csv) {
   std::vector<ProbePattern> pats;
   for (const auto& p : flashsim::sim::csv_split(patterns)) {
-    if (p == "reread") pats.push_back(ProbePattern::Reread);
-    else if (p == "rmw") pats.push_back(ProbePattern::Rmw);
-    else throw std::invalid_argument("--patterns: '" + p + "' is not reread or rmw");
+    ProbePattern pat;
+    if (!parse_probe_pattern(p, &pat)) throw std::invalid_argument("--patterns: '" + p + "' is not reread, rmw or copy");
+    pats.push_back(pat);
   }
   probe_sizes(fractions, 1 << 20);  // bad input is refused before looking for a GPU
   const DeviceInfo dev = device_info();
@@ -275,6 +276,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   const double baseline = measure_writeback(prof, flusher, "write-back baseline", [] {}, 0.0, &why).value_or(0.0);
   std::uint64_t max_bytes = 0;
   for (auto b : sizes) max_bytes = std::max(max_bytes, b);
+  max_bytes *= 2;  // the copy pattern's X and Y
   DevBuf buf(max_bytes), sink(sizeof(float));
   CUDA_CHECK(cudaMemset(buf.get(), 0, max_bytes));
   std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s), %u ways, "
@@ -286,7 +288,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   for (auto pat : pats)
     for (auto bytes : sizes) {
       ProbeCase c{pat, bytes, passes};
-      const bool rmw = pat == ProbePattern::Rmw;
+      const bool rmw = pat != ProbePattern::Reread;
       // After a flush the range runs every pass; a second, unmeasured run of the same passes, then
       // the write-back range catches the dirty lines the passes left in L2.
       auto m = prof.measure(std::string("probe ") + probe_name(pat), [&] { flusher.flush(); }, [&] {
@@ -388,7 +390,7 @@ static int run_main(int argc, char** argv) {
       "l2probe", "sweep two access patterns (reread, read-modify-write) over buffer sizes around the L2: measured HBM bytes against the L2 model's");
   std::string probe_patterns = "reread,rmw", probe_fractions = "0.25,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.1,1.25,1.5,2.0", probe_csv;
   int probe_passes = 5;
-  probe->add_option("--patterns", probe_patterns, "comma list of reread, rmw")->capture_default_str();
+  probe->add_option("--patterns", probe_patterns, "comma list of reread, rmw, copy")->capture_default_str();
   probe->add_option("--fractions", probe_fractions, "buffer sizes as fractions of the L2")->capture_default_str();
   probe->add_option("--passes", probe_passes, "launches over the buffer in the measured range")
       ->check(CLI::Range(2, 100))

@@ -10,14 +10,26 @@
 
 namespace flashsim::gpu {
 
-const char* probe_name(ProbePattern p) { return p == ProbePattern::Reread ? "reread" : "rmw"; }
+const char* probe_name(ProbePattern p) {
+  return p == ProbePattern::Reread ? "reread" : p == ProbePattern::Rmw ? "rmw" : "copy";
+}
+
+bool parse_probe_pattern(const std::string& name, ProbePattern* out) {
+  for (ProbePattern p : {ProbePattern::Reread, ProbePattern::Rmw, ProbePattern::Copy})
+    if (name == probe_name(p)) {
+      *out = p;
+      return true;
+    }
+  return false;
+}
 
 #ifdef FLASHSIM_HAVE_SIM
 namespace {
 
-// One launch of the probe kernel: block b walks chunks b, b + grid, ... as the kernel does.
-void record_pass(sim::LaunchRecorder& rec, std::uint64_t launch, std::uint64_t bytes, std::uint64_t grid, bool rmw,
-                 std::uint32_t stream) {
+// One launch of the probe kernel: block b walks chunks b, b + grid, ... as the kernel does. The
+// copy pattern's Y lies right after X, as in the GPU's buffer.
+void record_pass(sim::LaunchRecorder& rec, std::uint64_t launch, std::uint64_t bytes, std::uint64_t grid,
+                 ProbePattern pattern, std::uint32_t stream) {
   const std::uint64_t chunks = bytes / kProbeChunk;
   for (std::uint64_t b = 0; b < grid && b < chunks; ++b) {
     rec.begin_block(launch, b);
@@ -29,7 +41,8 @@ void record_pass(sim::LaunchRecorder& rec, std::uint64_t launch, std::uint64_t b
       a.row_bytes = static_cast<std::uint32_t>(kProbeChunk);
       a.stream = stream;
       rec.add(a);
-      if (rmw) {
+      if (pattern != ProbePattern::Reread) {
+        if (pattern == ProbePattern::Copy) a.addr += bytes;
         a.write = true;
         rec.add(a);
       }
@@ -55,11 +68,10 @@ ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms
   g.blocks_per_sm = blocks_per_sm;
   g.l2_partitions = static_cast<std::uint32_t>(l2_partitions);
   const std::uint64_t grid = static_cast<std::uint64_t>(sms) * static_cast<std::uint64_t>(blocks_per_sm);
-  const bool rmw = c.pattern == ProbePattern::Rmw;
   // Every pass is one launch; the range starts after a flush (clean, empty for the probe's buffer)
   // and its dirty lines are written back at the end, as the measurement's write-back run does.
   sim::LaunchRecorder rec;
-  for (int p = 0; p < c.passes; ++p) record_pass(rec, static_cast<std::uint64_t>(p), c.bytes, grid, rmw, 0);
+  for (int p = 0; p < c.passes; ++p) record_pass(rec, static_cast<std::uint64_t>(p), c.bytes, grid, c.pattern, 0);
   std::uint64_t foreign = 0;
   const auto counts = rec.simulate(g, 1, &foreign);
   return ProbeTraffic{counts[0].hbm_read, counts[0].hbm_written + foreign};

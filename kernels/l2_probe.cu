@@ -3,6 +3,8 @@
 // the same order).
 #include <cuda_runtime.h>
 
+#include <algorithm>
+
 #include "kernels/workload.h"
 #include "kernels/l2_probe.h"
 
@@ -29,21 +31,37 @@ __global__ void __launch_bounds__(256) probe_rmw_kernel(float4* __restrict__ p, 
   }
 }
 
+__global__ void __launch_bounds__(256) probe_copy_kernel(const float4* __restrict__ x, float4* __restrict__ y,
+                                                          std::size_t n) {
+  for (std::size_t i = blockIdx.x * 256ULL + threadIdx.x; i < n; i += static_cast<std::size_t>(gridDim.x) * 256) {
+    float4 v = x[i];
+    v.x += 1.f;
+    v.y += 1.f;
+    v.z += 1.f;
+    v.w += 1.f;
+    y[i] = v;
+  }
+}
+
 }  // namespace
 
 int probe_blocks_per_sm() {
-  int a = 0, b = 0;
+  int a = 0, b = 0, c = 0;
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&a, probe_read_kernel, 256, 0));
   CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, probe_rmw_kernel, 256, 0));
-  return a < b ? a : b;
+  CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&c, probe_copy_kernel, 256, 0));
+  return std::min(a, std::min(b, c));
 }
 
+// `buf` holds `bytes` (copy: 2 x `bytes`).
 void probe_pass(ProbePattern pattern, void* buf, std::uint64_t bytes, int grid, float* sink) {
   const std::size_t n = bytes / 16;
   if (pattern == ProbePattern::Reread)
     probe_read_kernel<<<grid, 256>>>(static_cast<const float4*>(buf), n, sink);
-  else
+  else if (pattern == ProbePattern::Rmw)
     probe_rmw_kernel<<<grid, 256>>>(static_cast<float4*>(buf), n);
+  else  // X is the buffer's first `bytes`, Y the next
+    probe_copy_kernel<<<grid, 256>>>(static_cast<const float4*>(buf), static_cast<float4*>(buf) + n, n);
   CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,10 @@
 //   rmw     a buffer of W bytes read-modified-written in `passes` launches: HBM reads beyond W are
 //           what the L2 lost between passes; HBM writes (with the write-back of what the range left
 //           dirty) beyond W are dirty lines that went out before the last pass.
+//   copy    a buffer X of W bytes read and a buffer Y of W bytes written (Y = X + 1, as a softmax's
+//           last pass does) in `passes` launches: HBM reads beyond W are what the L2 lost of the
+//           clean X, HBM writes beyond W what it wrote back of the dirty Y before the last pass. An
+//           LRU cache loses both alike; a cache that keeps dirty lines first loses more of X.
 // The range starts after an L2 flush, so the first pass always reads W from HBM.
 // Each probe kernel is a persistent grid of sms x blocks_per_sm blocks of 256 threads walking the
 // buffer in 16-byte loads, grid-stride: block b touches 4 KiB chunk b, b + grid, b + 2 grid, ...
@@ -18,12 +22,15 @@
 
 namespace flashsim::gpu {
 
-enum class ProbePattern { Reread, Rmw };
+enum class ProbePattern { Reread, Rmw, Copy };
 const char* probe_name(ProbePattern p);
+
+// "reread" / "rmw" / "copy" -> the pattern; false for any other name.
+bool parse_probe_pattern(const std::string& name, ProbePattern* out);
 
 struct ProbeCase {
   ProbePattern pattern = ProbePattern::Reread;
-  std::uint64_t bytes = 0;  // W, a multiple of 4096
+  std::uint64_t bytes = 0;  // W, a multiple of 4096 (copy: X and Y are W each)
   int passes = 2;           // launches inside the measured range
 };
 

@@ -748,6 +748,20 @@ TEST_CASE("l2probe: the model's side of the probes on hand-computed cases", "[ke
   CHECK(p.read == 2 * 2 * l2);
   CHECK(p.written == 2 * 2 * l2);
   CHECK_THROWS(probe_predicted(ProbeCase{ProbePattern::Reread, 1000, 2}, l2, 4, 2, 1));
+  // Copy: X and Y of a quarter of the L2 each fit: X read once, Y written back once at the end.
+  p = probe_predicted(ProbeCase{ProbePattern::Copy, l2 / 4, 3}, l2, 4, 2, 1);
+  CHECK(p.read == l2 / 4);
+  CHECK(p.written == l2 / 4);
+  // X and Y of the whole L2 each, in address order through an LRU: every pass misses all of X and
+  // evicts all of Y (its last pass's Y at the end).
+  p = probe_predicted(ProbeCase{ProbePattern::Copy, l2, 3}, l2, 4, 2, 1);
+  CHECK(p.read == 3 * l2);
+  CHECK(p.written == 3 * l2);
+  ProbePattern parsed = ProbePattern::Reread;
+  CHECK(parse_probe_pattern("copy", &parsed));
+  CHECK(parsed == ProbePattern::Copy);
+  CHECK(std::string(probe_name(parsed)) == "copy");
+  CHECK_FALSE(parse_probe_pattern("write", &parsed));
 
   const auto sizes = probe_sizes("0.5,1,1.5", l2);
   REQUIRE(sizes.size() == 3);
