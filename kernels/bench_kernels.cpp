@@ -17,6 +17,8 @@
 #include <cuda_runtime.h>
 
 #include <CLI/CLI.hpp>
+
+#include "sim/cli.h"
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -327,7 +329,12 @@ static int run_main(int argc, char** argv) {
   app.add_option("--ref", ref_path, "TSV of PyTorch SDPA rates from kernels/tools/sdpa_reference.py");
   app.add_option("--csv", csv_path, "also write the table as CSV");
   app.add_flag("--quick", quick, "fewer shapes and repeats");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints the message, or the help
+    return rc == 0 ? 0 : flashsim::cli::kExitBadInput;
+  }
   auto want = [&](const char* op) { return ("," + ops + ",").find(std::string(",") + op + ",") != std::string::npos; };
 
   auto dev = fg::device_info();

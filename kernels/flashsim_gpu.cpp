@@ -30,6 +30,7 @@
 #include "kernels/ring.h"
 #include "kernels/runner.h"
 #include "kernels/spec.h"
+#include "sim/cli.h"
 #include "sim/csv_text.h"
 #include "sim/l2.h"
 #include "sim/main_guard.h"
@@ -352,7 +353,7 @@ static int run_main(int argc, char** argv) {
   cmp->add_option("--writes", writes,
                   "how HBM writes are measured: one-range (the run and the L2 flushes after it in one range, less "
                   "the same range without the run) or split (the run's range plus a rerun's write-back, measured "
-                  "apart: misses what the L2 writes back on its own in between; the method before 2026-11-25)")
+                  "apart: 2 MiB off either way; the method before 2026-11-25)")
       ->check(CLI::IsMember({"one-range", "split"}))
       ->capture_default_str();
   cmp->add_flag("--no-check", no_check, "skip the CPU reference check");
@@ -438,7 +439,12 @@ static int run_main(int argc, char** argv) {
   ring->add_option("--repeats", ring_opt.repeats, "timed batches (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
 
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);  // prints the message, or the help
+    return rc == 0 ? 0 : flashsim::cli::kExitBadInput;
+  }
 
   if (ring->parsed()) {
 #ifdef FLASHSIM_HAVE_NCCL

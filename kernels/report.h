@@ -29,8 +29,8 @@ struct Row {
   // How the writes were measured. true: one range holding the run and the two L2 flushes after
   // it, less the same range without the run (the baseline), so lines the run left dirty are
   // counted as they leave. false (CSVs from before 2026-11-25): the run's range plus the write-back
-  // of a second run's dirty lines, measured apart; that misses what the L2 writes back on its own
-  // between the two (1-5 MiB where much of the L2 is dirty at the end; kernels/RESULTS.md).
+  // of a second run's dirty lines, measured apart, which lands 2 MiB off either way
+  // (kernels/RESULTS.md, "Writes measured in one range").
   bool writes_one_range = false;
   // Written after the run's range ended: the dirty lines it left in L2 (charged to it).
   std::optional<double> writeback_bytes;
