@@ -82,6 +82,11 @@ struct CsvReader {
     head = flashsim::sim::csv_split(line);
   }
   std::size_t column(const char* name) const { return flashsim::sim::csv_column(head, name, path); }
+  // A column that older files lack.
+  std::optional<std::size_t> optional_column(const char* name) const {
+    const auto at = std::find(head.begin(), head.end(), name);
+    return at == head.end() ? std::nullopt : std::optional<std::size_t>(static_cast<std::size_t>(at - head.begin()));
+  }
 };
 
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
@@ -98,11 +103,9 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   std::string line;
   const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
-  const auto c_dirty = std::find(head.begin(), head.end(), "dirty_at_start") - head.begin();
-  const bool have_dirty = c_dirty < static_cast<std::ptrdiff_t>(head.size());
+  const auto c_dirty = csv.optional_column("dirty_at_start");
   // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
-  const auto c_method = std::find(head.begin(), head.end(), "writes_measured") - head.begin();
-  const bool have_method = c_method < static_cast<std::ptrdiff_t>(head.size());
+  const auto c_method = csv.optional_column("writes_measured");
   // Every row is read and checked first, so that bad input stops before any long prediction.
   struct Job {
     int line;
@@ -127,16 +130,16 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       continue;  // a row without a measurement or an occupancy: nothing to compare
     }
     std::uint64_t dirty = dirty_at_start.value_or(0);
-    if (!dirty_at_start && have_dirty) {
+    if (!dirty_at_start && c_dirty) {
       try {
-        dirty = static_cast<std::uint64_t>(std::stod(f[static_cast<std::size_t>(c_dirty)]));
+        dirty = static_cast<std::uint64_t>(std::stod(f[*c_dirty]));
       } catch (const std::exception&) {
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": dirty_at_start is not a number");
       }
     }
     bool one_range = false;
-    if (have_method) {
-      const std::string& m = f[static_cast<std::size_t>(c_method)];
+    if (c_method) {
+      const std::string& m = f[*c_method];
       if (m != "one-range" && m != "split")
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": writes_measured is '" + m + "', not one-range or split");
       one_range = m == "one-range";
@@ -155,6 +158,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     return r;
   };
   const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
+  // Declared after `jobs`, so destroyed first: each future waits for its thread, also on a throw.
   std::deque<std::future<Result>> pending;
   std::size_t next = 0;
   std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
@@ -164,10 +168,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       pending.push_back(std::async(std::launch::async, predict_job, std::cref(jobs[next++])));
     const Result r = pending.front().get();
     pending.pop_front();
-    if (!r.p) {
-      for (auto& other : pending) other.wait();  // no thread may outlive the rows it reads
-      throw std::invalid_argument(path + ":" + std::to_string(j.line) + ": " + r.why);
-    }
+    if (!r.p) throw std::invalid_argument(path + ":" + std::to_string(j.line) + ": " + r.why);
     auto close = [](std::uint64_t m, std::uint64_t q) {
       return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
     };
@@ -190,11 +191,12 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
 // write-back of each line), measured and predicted; returns |meas - pred| summed over R and W.
 static double print_probe_row(ProbePattern pat, std::uint64_t bytes, std::uint64_t l2_bytes, int passes, double mr,
                               double mw, const ProbeTraffic& pred) {
-  const bool rmw = pat != ProbePattern::Reread;  // writes its buffer (rmw) or a second one (copy)
+  const bool writes = pat != ProbePattern::Reread;  // its buffer (rmw) or a second one (copy)
   const double w = static_cast<double>(bytes), mib = 1048576.0, per = (passes > 1 ? passes - 1 : 1) * mib;
   auto extra = [&](double x) { return std::max(0.0, x - w) / per; };
   const double r_meas = extra(mr), r_pred = extra(static_cast<double>(pred.read));
-  const double w_meas = rmw ? extra(mw) : mw / per, w_pred = rmw ? extra(static_cast<double>(pred.written)) : pred.written / per;
+  const double w_meas = writes ? extra(mw) : mw / per,
+               w_pred = writes ? extra(static_cast<double>(pred.written)) : pred.written / per;
   std::printf("%-7s %9.1f %6.2f %12.2f %12.2f %12.2f %12.2f\n", probe_name(pat), w / mib, w / static_cast<double>(l2_bytes),
               r_meas, r_pred, w_meas, w_pred);
   std::fflush(stdout);
@@ -277,7 +279,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   const double baseline = measure_writeback(prof, flusher, "write-back baseline", [] {}, 0.0, &why).value_or(0.0);
   std::uint64_t max_bytes = 0;
   for (auto b : sizes) max_bytes = std::max(max_bytes, b);
-  max_bytes *= 2;  // the copy pattern's X and Y
+  if (std::find(pats.begin(), pats.end(), ProbePattern::Copy) != pats.end()) max_bytes *= 2;  // its X and Y
   DevBuf buf(max_bytes), sink(sizeof(float));
   CUDA_CHECK(cudaMemset(buf.get(), 0, max_bytes));
   std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s), %u ways, "
@@ -289,7 +291,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   for (auto pat : pats)
     for (auto bytes : sizes) {
       ProbeCase c{pat, bytes, passes};
-      const bool rmw = pat != ProbePattern::Reread;
+      const bool writes = pat != ProbePattern::Reread;
       // After a flush the range runs every pass; a second, unmeasured run of the same passes, then
       // the write-back range catches the dirty lines the passes left in L2.
       auto m = prof.measure(std::string("probe ") + probe_name(pat), [&] { flusher.flush(); }, [&] {
@@ -297,7 +299,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
       }, &why);
       if (!m) throw std::runtime_error("probe not measured: " + why);
       double wb = 0;
-      if (rmw) {
+      if (writes) {
         auto w = measure_writeback(prof, flusher, "probe write-back", [&] {
           for (int p = 0; p < passes; ++p) probe_pass(pat, buf.get(), bytes, grid, sink.as<float>());
         }, baseline, &why);
