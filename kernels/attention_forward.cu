@@ -683,6 +683,14 @@ struct Tile {
       wgmma::wgmma_rs<0>(wgmma::WgmmaN<BC>{}, T{}, s, qa[kk],
                          wgmma::desc128(ks + (kk / 4) * (BC * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
   }
+  // the same with Q read from shared memory (64 rows in boxes of 64 x 128 bytes at qsm): frees the
+  // 32 registers a thread holds Q in, which the wider KV tiles need
+  __device__ __forceinline__ static void issue_s(float (&s)[BC / 2], std::uint32_t qsm, std::uint32_t ks) {
+#pragma unroll
+    for (int kk = 0; kk < D / 16; ++kk)
+      wgmma::wgmma_ss<0>(wgmma::WgmmaN<BC>{}, T{}, s, wgmma::desc128(qsm + (kk / 4) * (64 * 128) + (kk % 4) * 32, 16, 1024),
+                         wgmma::desc128(ks + (kk / 4) * (BC * 128) + (kk % 4) * 32, 16, 1024), kk > 0);
+  }
   // o += P V for the tile at vs (V stored [keys][d]: an MN-major B operand)
   __device__ __forceinline__ static void issue_pv(float (&o)[D / 2], const std::uint32_t (&pa)[BC / 16][4],
                                                   std::uint32_t vs) {
@@ -1010,6 +1018,9 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // its own "empty" barrier, O its own staging buffer). kStatic is for the full mask only: causal
 // tiles differ in length, the blocks drift apart, the tiles in flight span many heads and L2 no
 // longer holds their K/V (H100, N = 16384: 2.5 ms against 1.6 one tile per block).
+// QSMEM: S = Q K^T reads Q from shared memory instead of registers, which frees the 32 registers
+// that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) need; one block per tile only.
+// Measured as variants on an H100 (kernels/RESULTS.md, 2026-11-25): no faster, not in the launcher.
 // Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
 
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
@@ -1023,6 +1034,8 @@ enum WsSched { kOneTile = 0, kStatic = 1 };
 
 template <int D, int BC, int STAGES, bool PERSIST>
 struct WsConfig {
+  // BC need not be a power of two (FA3 takes 176 at d = 128): a box of BC rows x 128 bytes stays
+  // 1024-aligned for any multiple of 8, and P V steps over the keys 16 at a time
   static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
   static constexpr int kQBytes = kBR * D * 2;
   static constexpr int kOBytes = PERSIST ? kQBytes : 0;  // else O is staged where Q was
@@ -1030,16 +1043,17 @@ struct WsConfig {
   static constexpr int kBars = 2 + 4 * STAGES;  // q_full, q_empty, k_full, v_full, k_empty, v_empty
   // Q | O | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
   static constexpr int kSmem = kQBytes + kOBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
-  static_assert(D % 64 == 0 && BC % 64 == 0, "whole 128-byte rows");
+  static_assert(D % 64 == 0 && BC % 16 == 0, "whole 128-byte rows; key tiles of 16-row steps");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM>
 __global__ void __launch_bounds__(384, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
   constexpr bool PERSIST = SCHED != kOneTile;
+  static_assert(!(QSMEM && PERSIST), "a persistent block frees Q's buffer for the next tile before its last S");
   using C = WsConfig<D, BC, STAGES, PERSIST>;
   using W = Tile<T, D, BC>;
   extern __shared__ unsigned char smem_raw[];
@@ -1141,25 +1155,32 @@ __global__ void __launch_bounds__(384, 1)
     const int q0c = q0 + 64 * c;
     const int q_row = q0c + row_w + g;
 
-    std::uint32_t qa[D / 16][4];  // the warp's 16 rows of Q as A fragments, for the whole loop
+    float s[BC / 2];
+    // the warp's 16 rows of Q as A fragments for the whole loop, or (QSMEM) S reads Q from qc
+    std::uint32_t qa[QSMEM ? 1 : D / 16][4];
+    if constexpr (!QSMEM) {
 #pragma unroll
-    for (int kk = 0; kk < D / 16; ++kk)
-      mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
-    __syncwarp();  // every lane's Q reads are done before any lane writes O staged over them (kOneTile)
-    if constexpr (PERSIST) release(q_empty);
+      for (int kk = 0; kk < D / 16; ++kk)
+        mma::ldmatrix_x4(qa[kk], wgmma::sw128<64>(qc, row_w + (lane % 8) + ((lane / 8) & 1) * 8, kk * 2 + lane / 16));
+      __syncwarp();  // every lane's Q reads are done before any lane writes O staged over them (kOneTile)
+      if constexpr (PERSIST) release(q_empty);
+    }
+    auto issue_s = [&](std::uint32_t kb) {
+      if constexpr (QSMEM) W::issue_s(s, qc, kb);
+      else W::issue_s(s, qa, kb);
+    };
 
     float acc_o[D / 2];
 #pragma unroll
     for (int i = 0; i < D / 2; ++i) acc_o[i] = 0.f;
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
-    float s[BC / 2];
     std::uint32_t pa[BC / 16][4];
 
     // prologue: S_0 and its softmax (O is still zero: no rescale)
     tma::mbar_wait(k_full(it % STAGES), full_parity(it));
     turn_wait();
     wgmma::fence();
-    W::issue_s(s, qa, kbuf(it));
+    issue_s(kbuf(it));
     wgmma::commit();
     turn_pass();
     wgmma::wait<0>();
@@ -1176,7 +1197,7 @@ __global__ void __launch_bounds__(384, 1)
       W::pin(pa);
       turn_wait();
       wgmma::fence();
-      W::issue_s(s, qa, kbuf(cur));
+      issue_s(kbuf(cur));
       wgmma::commit();
       W::issue_pv(acc_o, pa, vbuf(prev));
       wgmma::commit();
@@ -1235,12 +1256,12 @@ __global__ void __launch_bounds__(384, 1)
   }
 }
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false>
 void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   static int sms_of[64] = {};
   int dev = 0;
@@ -1443,6 +1464,10 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V6(D, BC, ST, PP, SCHED)                                                                        \
   {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " sched " #SCHED, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED>, \
    hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED>}
+#define FLASHSIM_V6Q(D, BC, ST, PP)                                                                        \
+  {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " one tile, Q smem",                                            \
+   hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, hopper::kOneTile, true>,                                 \
+   hopper::launch_fwd_ws<__half, D, BC, ST, PP, hopper::kOneTile, true>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1450,11 +1475,13 @@ extern const Variant kVariants[] = {
     FLASHSIM_V5(128, 128, true, true),
     FLASHSIM_V6(128, 128, 2, false, 0), FLASHSIM_V6(128, 128, 2, true, 0),  FLASHSIM_V6(128, 128, 3, true, 0),
     FLASHSIM_V6(128, 64, 3, true, 0),   FLASHSIM_V6(128, 128, 2, false, 1), FLASHSIM_V6(128, 128, 2, true, 1),
-    FLASHSIM_V6(64, 128, 2, true, 0),
+    FLASHSIM_V6(64, 128, 2, true, 0),   FLASHSIM_V6Q(128, 128, 2, false), FLASHSIM_V6Q(128, 176, 2, false),
+    FLASHSIM_V6Q(128, 176, 2, true),    FLASHSIM_V6Q(128, 192, 2, false), FLASHSIM_V6Q(128, 128, 2, true),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
 #undef FLASHSIM_V5
 #undef FLASHSIM_V6
+#undef FLASHSIM_V6Q
 }  // namespace flashsim::gpu::fwd_variants
 #endif
