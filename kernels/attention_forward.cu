@@ -1017,7 +1017,9 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // L2): the producer loads the next tile's Q and K/V while the consumers finish the last one (Q has
 // its own "empty" barrier, O its own staging buffer). kStatic is for the full mask only: causal
 // tiles differ in length, the blocks drift apart, the tiles in flight span many heads and L2 no
-// longer holds their K/V (H100, N = 16384: 2.5 ms against 1.6 one tile per block).
+// longer holds their K/V (H100, N = 16384: 2.5 ms against 1.6 one tile per block). kPaired is
+// kStatic over units of equal cost: a head's heaviest causal tile with its lightest, the second
+// heaviest with the second lightest, ..., so the blocks stay in step and K/V stay in L2.
 // QSMEM: S = Q K^T reads Q from shared memory instead of registers, which frees the 32 registers
 // that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) need; one block per tile only.
 // Measured as variants on an H100 (kernels/RESULTS.md, 2026-11-25): no faster, not in the launcher.
@@ -1030,7 +1032,7 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-enum WsSched { kOneTile = 0, kStatic = 1 };
+enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2 };
 
 template <int D, int BC, int STAGES, bool PERSIST>
 struct WsConfig {
@@ -1070,11 +1072,38 @@ __global__ void __launch_bounds__(384, 1)
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
 
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
-  const int first = PERSIST ? blockIdx.x : 0, step = PERSIST ? gridDim.x : 1, end = PERSIST ? q_tiles * bh : 1;
-  auto coords = [&](int t, int& q0, int& head) {  // heavy causal tiles first
-    const int qt = PERSIST ? t % q_tiles : blockIdx.x;
-    head = PERSIST ? t / q_tiles : blockIdx.y;
-    q0 = (causal ? q_tiles - 1 - qt : qt) * C::kBR;
+  // kPaired numbers each head's tiles in slots of two, padded to an even count
+  const int head_slots = SCHED == kPaired ? q_tiles + (q_tiles & 1) : q_tiles;
+  const int end = PERSIST ? head_slots * bh : 1;
+  auto slot = [&](int k) {  // this block's k-th slot
+    if constexpr (SCHED == kOneTile) return k == 0 ? 0 : end;
+    else if constexpr (SCHED == kStatic) return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
+    else return 2 * (static_cast<int>(blockIdx.x) + (k >> 1) * static_cast<int>(gridDim.x)) + (k & 1);
+  };
+  // the Q tile of slot t; false for kPaired's padding slot
+  auto coords = [&](int t, int& q0, int& head) {
+    if constexpr (SCHED == kPaired) {
+      head = t / head_slots;
+      const int r = t % head_slots, p = r >> 1, heavy = q_tiles - 1 - p;
+      if ((r & 1) && p == heavy) return false;
+      q0 = ((r & 1) ? p : heavy) * C::kBR;  // causal: the heavy tile first, then its light partner
+    } else {
+      const int qt = PERSIST ? t % q_tiles : blockIdx.x;
+      head = PERSIST ? t / q_tiles : blockIdx.y;
+      q0 = (causal ? q_tiles - 1 - qt : qt) * C::kBR;  // heavy causal tiles first
+    }
+    return true;
+  };
+  // advances cursor k past padding slots; false once the block's slots are done
+  auto next_tile = [&](int& k, int& q0, int& head) {
+    for (;; ++k) {
+      const int t = slot(k);
+      if (t >= end) return false;
+      if (coords(t, q0, head)) {
+        ++k;
+        return true;
+      }
+    }
   };
   auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
 
@@ -1095,13 +1124,9 @@ __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
-    int it = 0;
-    for (int local = 0;; ++local) {
-      const int t = first + local * step;
-      if (t >= end) break;
+    int it = 0, cursor = 0, q0, head;
+    for (int local = 0; next_tile(cursor, q0, head); ++local) {
       if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
-      int q0, head;
-      coords(t, q0, head);
       const int tiles = kv_tiles(q0);
       tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
@@ -1145,12 +1170,9 @@ __global__ void __launch_bounds__(384, 1)
     if (c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
   }
 
-  int it = 0, local = 0;
-  for (int t = first;; t += step, ++local) {
-    if (t >= end) break;
+  int it = 0, cursor = 0, q0, head;
+  for (int local = 0; next_tile(cursor, q0, head); ++local) {
     tma::mbar_wait(q_full, local & 1);
-    int q0, head;
-    coords(t, q0, head);
     const int tiles = kv_tiles(q0);
     const int q0c = q0 + 64 * c;
     const int q_row = q0c + row_w + g;
@@ -1275,7 +1297,8 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
                     map_v = tma::head_tensor_map(v, bh, n, D, BC);
   record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
-  const dim3 grid = PERSIST ? dim3(std::min(q_tiles * bh, sms)) : dim3(q_tiles, bh);
+  const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * bh : q_tiles * bh;  // kPaired: a block takes two tiles at a time
+  const dim3 grid = PERSIST ? dim3(std::min(units, sms)) : dim3(q_tiles, bh);
   kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
   CUDA_CHECK_LAUNCH();
 }
@@ -1288,12 +1311,13 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
   // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
   // blocks per SM; version 6 at d = 64 was 9-20 % slower); d = 128 version 6 (128 x 128 tiles,
-  // warp-specialized, intra-warpgroup overlap, 2 stages): full mask persistent (kStatic, ping-pong
-  // made no difference there), causal one block per tile with ping-pong
+  // warp-specialized, intra-warpgroup overlap, 2 stages, no ping-pong), persistent blocks: full
+  // mask in tile order (kStatic), causal in pairs of equal work (kPaired; under the full mask it is
+  // as fast as kStatic but its blocks span twice the heads, and L2 then misses some K/V re-reads)
   if (d == 64) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (d == 128) {
-    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired>(q, k, v, o, lse, bh, n, causal, stream);
     else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
@@ -1308,11 +1332,13 @@ template void attention_forward_fast<__half>(const __half*, const __half*, const
 template <class T>
 void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
                                   bool causal, cudaStream_t stream) {
-  // the full-mask d = 128 launch is the only persistent one; the others already give each tile a block
-  if (d == 128 && !causal) {
+  // the d = 128 launch is the persistent one; d = 64 already gives each tile a block. Causal keeps
+  // ping-pong here: one block per tile was measured with it (kernels/RESULTS.md, 2026-11-24)
+  if (d == 128) {
     if (bh < 1 || n < 1 || bh > 65535)
       throw std::invalid_argument("attention_forward_fast_tiled: need 1 <= bh <= 65535, n >= 1");
-    hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+    else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
     attention_forward_fast(q, k, v, o, lse, bh, n, d, causal, stream);
   }
@@ -1475,6 +1501,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V5(128, 128, true, true),
     FLASHSIM_V6(128, 128, 2, false, 0), FLASHSIM_V6(128, 128, 2, true, 0),  FLASHSIM_V6(128, 128, 3, true, 0),
     FLASHSIM_V6(128, 64, 3, true, 0),   FLASHSIM_V6(128, 128, 2, false, 1), FLASHSIM_V6(128, 128, 2, true, 1),
+    FLASHSIM_V6(128, 128, 2, false, 2), FLASHSIM_V6(128, 128, 2, true, 2),
     FLASHSIM_V6(64, 128, 2, true, 0),   FLASHSIM_V6Q(128, 128, 2, false), FLASHSIM_V6Q(128, 176, 2, false),
     FLASHSIM_V6Q(128, 176, 2, true),    FLASHSIM_V6Q(128, 192, 2, false), FLASHSIM_V6Q(128, 128, 2, true),
 };

@@ -43,7 +43,8 @@ template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
                             bool causal, cudaStream_t stream);
 // The same function, launched with one thread block per Q tile at every d and mask (the d = 128
-// full-mask launch above is persistent, one block per SM, about 1 % faster alone). A kernel on
+// launch above is persistent, one block per SM: alone it is 1-14 % faster under the full mask and
+// up to 13 % under the causal mask, most at small N; kernels/RESULTS.md). A kernel on
 // another stream of the same GPU (NCCL's, in flashsim-gpu ring) then gets SMs as tiles finish
 // instead of waiting for the whole grid. Both forward launchers raise their kernels' shared-memory
 // limit on every device they launch on, so one process can run them on several GPUs (the backward

@@ -529,6 +529,7 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.causal = s.causal;
         // The fast kernels' block order: heaviest causal tiles first, bwd-mma's head groups.
         p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma;
+        p.paired_tiles = s.schedule == Schedule::AttnFA2Mma && s.d == 128 && s.causal;  // v6's causal launch (kPaired)
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive

@@ -34,6 +34,7 @@ struct AttentionArgs {
   std::string output;
   bool arrays = true;
   bool heavy_first = false;
+  bool paired_tiles = false;
   std::int64_t heads_per_group = 0;
 };
 
@@ -340,6 +341,7 @@ int report_traffic(const GpuArgs& g, const std::string& heading, const std::vect
 int do_traffic_attention(const AttentionArgs& a, const GpuArgs& g) {
   AttentionParams p = attention_params(a);
   p.heavy_first = a.heavy_first;
+  p.paired_tiles = a.paired_tiles;
   p.heads_per_group = a.heads_per_group;
   std::vector<std::string> list;
   if (a.schedule == "all") list = kForward;
@@ -660,6 +662,9 @@ void register_tile_commands(CLI::App& app, int& exit_code) {
   ta->add_flag("!--no-arrays", tatt->arrays, "Totals only, no per-array rows");
   ta->add_flag("--heavy-first", tatt->heavy_first,
                "GPU block order (with --l2): causal blocks with the most tiles start first, as the fast kernels do");
+  ta->add_flag("--paired-tiles", tatt->paired_tiles,
+               "GPU block order of FA2 forward (with --l2): a block takes a head's Q tiles in pairs, heaviest with "
+               "lightest, as the fast d = 128 kernel does");
   ta->add_option("--heads-per-group", tatt->heads_per_group,
                  "GPU block order of bwd-atomic-dq (with --l2): groups of heads, K/V tile outer, as bwd-mma does")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 16));

@@ -84,6 +84,9 @@ struct AttentionParams {
   bool base2 = false;              // EXP2D/LOG2 variant (same traffic)
   // Block order of the GPU kernels (the L2 model only; no effect on the trace's counts).
   bool heavy_first = false;          // causal: the tiles with the most work start first
+  // forward FA2: one block takes a head's Q tiles in pairs, the heaviest causal tile with the
+  // lightest, then the next two (the persistent d = 128 kernel; units of equal work)
+  bool paired_tiles = false;
   std::int64_t heads_per_group = 0;  // backward atomic-dq: K/V-tile blocks in groups of heads
   std::uint64_t sram_bytes = 0;    // > 0: the generated program faults if its tiles exceed it
 };

@@ -452,6 +452,8 @@ class AttentionGen {
   }
   // Q tiles of the fast forward kernel run the heaviest (latest) first under causal.
   std::int64_t q_order(std::int64_t i) const { return p_.causal && p_.heavy_first ? g_.tr - 1 - i : i; }
+  // paired_tiles: the k-th Q tile a head's blocks take, pairs (last, first), (last - 1, second), ...
+  std::int64_t paired_tile(std::int64_t k) const { return (k & 1) ? k / 2 : g_.tr - 1 - k / 2; }
   // The dK/dV blocks of the atomic-dq backward: (head, K/V tile) in grid order, or the fast
   // kernel's groups of heads_per_group heads with the K/V tile outer inside a group.
   void kv_block(std::uint64_t launch, std::int64_t h, std::int64_t j) {
@@ -519,9 +521,11 @@ class AttentionGen {
   void forward(std::int64_t h, AttentionForward s) {
     HeadArrays a = declare(h, true, s, AttentionBackward::TwoPass);
     if (s == AttentionForward::FA2) {
-      for (std::int64_t i = 0; i < g_.tr; ++i) {
+      for (std::int64_t k = 0; k < g_.tr; ++k) {
+        const std::int64_t i = p_.paired_tiles ? paired_tile(k) : k;
         b_.boundary();
-        block(0, h, q_order(i), g_.tr);
+        if (!p_.paired_tiles) block(0, h, q_order(i), g_.tr);
+        else if (k % 2 == 0) block(0, h, k / 2, (g_.tr + 1) / 2);  // the pair's second tile: the same block
         b_.load(a.Q, i, 0, rQ);
         bool first = true;
         for (std::int64_t j = 0; j < g_.tc; ++j) {

@@ -484,3 +484,35 @@ TEST_CASE("l2: a copy entering at a low rank is evicted before the lines above i
   bad.copy_rank = 5;
   CHECK_THROWS_AS(L2Cache(bad, 1), std::invalid_argument);
 }
+
+TEST_CASE("l2: paired Q tiles, one block taking the heaviest causal tile and then the lightest", "[l2]") {
+  // One head, n = 256, d = 64, 64 x 64 tiles, causal: Q tile i reads K_j, V_j for j <= i. Every
+  // tile of Q, K, V, O is 64 rows x 128 bytes = 8 KiB (64 lines); L_i is 64 x 4 bytes (2 lines).
+  traffic::AttentionParams p;
+  p.n = 256;
+  p.d = 64;
+  p.causal = true;
+  p.heavy_first = true;
+  // One SM and an LRU of 33 KiB (four tiles and 8 lines), so blocks run one after the other.
+  const auto g = gpu_of(33 * KiB, 1);
+  const auto one_per_block = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, &g);
+  p.paired_tiles = true;
+  const auto paired = traffic::count_attention_forward(p, traffic::AttentionForward::FA2, &g);
+  // The order changes no request: K is requested 4 + 3 + 2 + 1 = 10 tiles = 80 KiB either way.
+  for (const char* name : {"Q", "K", "V", "O", "L"}) {
+    INFO(name);
+    REQUIRE(paired.find(name)->bytes_read == one_per_block.find(name)->bytes_read);
+    REQUIRE(paired.find(name)->bytes_written == one_per_block.find(name)->bytes_written);
+  }
+  REQUIRE(paired.find("K")->bytes_read == 80 * KiB);
+  // Heaviest first, tiles 3, 2, 1, 0: between two reads of a K or V tile come at least
+  // 5 tiles and 2 lines (tile 0's K_0: V_0, K_1, V_1, O_1, L_1, Q_0), more than the L2 holds.
+  REQUIRE(one_per_block.find("K")->hbm_bytes_read == 80 * KiB);
+  REQUIRE(one_per_block.find("V")->hbm_bytes_read == 80 * KiB);
+  // Paired, tiles 3 then 0 in one block, 2 then 1 in the next: tile 2 re-reads K_0 with only V_0,
+  // O_0, L_0 and Q_2 in between (3 tiles and 2 lines), and V_0 after O_0, L_0, Q_2 and K_0: both
+  // hit. Every other re-read has 7 tiles or more in between. HBM: 80 - 8 KiB each.
+  REQUIRE(paired.find("K")->hbm_bytes_read == 72 * KiB);
+  REQUIRE(paired.find("V")->hbm_bytes_read == 72 * KiB);
+  REQUIRE(paired.find("Q")->hbm_bytes_read == 32 * KiB);
+}

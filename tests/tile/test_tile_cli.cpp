@@ -111,3 +111,18 @@ TEST_CASE("flashsim traffic --l2-ways/--l2-dirty-ways: sets and a dirty limit, a
   CHECK(rc != 0);
   CHECK(out.find("copy rank") != std::string::npos);
 }
+
+TEST_CASE("flashsim traffic attention --paired-tiles: the fast d = 128 kernel's block order", "[tile][cli][l2]") {
+  // tests/tile/test_l2.cpp derives these: one SM, a 33 KiB LRU, causal n = 256 in 64 x 64 tiles;
+  // paired, tile 2 re-reads K_0 right after tile 0 did (8 KiB of K hit, HBM 73728 of 81920 bytes)
+  const std::string bin = FLASHSIM_BINARY;
+  const std::string base = bin + " traffic attention --schedule fa2 --n 256 --d 64 --br 64 --bc 64 --causal "
+                                 "--heavy-first --l2 33KiB --sms 1";
+  int rc = 0;
+  std::string out = run_cmd(base, rc);
+  CHECK(rc == 0);
+  CHECK(out.find("73728") == std::string::npos);
+  out = run_cmd(base + " --paired-tiles", rc);
+  CHECK(rc == 0);
+  CHECK(out.find("73728") != std::string::npos);
+}
