@@ -47,6 +47,7 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 #include "kernels/attention.h"
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
+#include "kernels/launch_order.h"
 #include "kernels/mma.cuh"
 #include "kernels/reference.h"
 #include "kernels/tma.cuh"
@@ -1021,8 +1022,10 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // kStatic over units of equal cost: a head's heaviest causal tile with its lightest, the second
 // heaviest with the second lightest, ..., so the blocks stay in step and K/V stay in L2.
 // QSMEM: S = Q K^T reads Q from shared memory instead of registers, which frees the 32 registers
-// that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) need; one block per tile only.
-// Measured as variants on an H100 (kernels/RESULTS.md, 2026-11-25): no faster, not in the launcher.
+// that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) or a third consumer need (ptxas gives
+// each of 512 threads at most 128 registers, whatever setmaxnreg does at run time). A persistent
+// block frees Q's buffer for its next tile once the tile's last S is done.
+// NC: consumer warpgroups, 2 (128-row tiles) or 3 (192-row tiles, FA3's choice at d = 64).
 // Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
 
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
@@ -1034,11 +1037,15 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
 
 enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2 };
 
-template <int D, int BC, int STAGES, bool PERSIST>
+template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
   // BC need not be a power of two (FA3 takes 176 at d = 128): a box of BC rows x 128 bytes stays
   // 1024-aligned for any multiple of 8, and P V steps over the keys 16 at a time
-  static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
+  static constexpr int kBR = 64 * NC;  // NC consumer warpgroups of 64 rows
+  static constexpr int kThreads = 128 * (NC + 1);
+  // setmaxnreg: the producer keeps 24, the consumers share the rest of the 64K registers
+  static constexpr int kConsumerRegs = NC == 2 ? 240 : 160;
+  static_assert((24 + NC * kConsumerRegs) * 128 <= 65536, "register file");
   static constexpr int kQBytes = kBR * D * 2;
   static constexpr int kOBytes = PERSIST ? kQBytes : 0;  // else O is staged where Q was
   static constexpr int kKVBytes = BC * D * 2;
@@ -1046,17 +1053,17 @@ struct WsConfig {
   // Q | O | K ring | V ring | mbarriers, + 1024 of slack for the swizzle's 1024-byte alignment
   static constexpr int kSmem = kQBytes + kOBytes + 2 * STAGES * kKVBytes + 8 * kBars + 1024;
   static_assert(D % 64 == 0 && BC % 16 == 0, "whole 128-byte rows; key tiles of 16-row steps");
+  static_assert(NC == 2 || NC == 3, "two consumer warpgroups (d = 128) or three (FA3's d = 64 tiles)");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM>
-__global__ void __launch_bounds__(384, 1)
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC>
+__global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>::kThreads, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
   constexpr bool PERSIST = SCHED != kOneTile;
-  static_assert(!(QSMEM && PERSIST), "a persistent block frees Q's buffer for the next tile before its last S");
-  using C = WsConfig<D, BC, STAGES, PERSIST>;
+  using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
   using W = Tile<T, D, BC>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = PERSIST ? qs + C::kQBytes : qs;
@@ -1109,12 +1116,12 @@ __global__ void __launch_bounds__(384, 1)
 
   if (threadIdx.x == 0) {
     tma::mbar_init(q_full, 1);
-    tma::mbar_init(q_empty, 8);  // lane 0 of each consumer warp, once its Q rows are in registers
+    tma::mbar_init(q_empty, 4 * NC);  // lane 0 of each consumer warp, once its Q rows are in registers
     for (int s = 0; s < STAGES; ++s) {
       tma::mbar_init(k_full(s), 1);
       tma::mbar_init(v_full(s), 1);
-      tma::mbar_init(k_empty(s), 8);
-      tma::mbar_init(v_empty(s), 8);
+      tma::mbar_init(k_empty(s), 4 * NC);
+      tma::mbar_init(v_empty(s), 4 * NC);
     }
     tma::mbar_init_fence();
   }
@@ -1130,7 +1137,7 @@ __global__ void __launch_bounds__(384, 1)
       const int tiles = kv_tiles(q0);
       tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int h = 0; h < NC; ++h)
 #pragma unroll
         for (int b = 0; b < D / 64; ++b)
           tma::load_3d(qs + h * (64 * D * 2) + b * 64 * 128, &map_q, q_full, b * 64, q0 + 64 * h, head);
@@ -1150,7 +1157,9 @@ __global__ void __launch_bounds__(384, 1)
     return;
   }
 
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  if constexpr (NC == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  else asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
+  static_assert(C::kConsumerRegs == (NC == 2 ? 240 : 160), "the immediates above");
   const int c = wg - 1;  // which 64 rows of the tile
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const std::uint32_t qc = qs + c * (64 * D * 2), oc = os + c * (64 * D * 2);  // this warpgroup's rows
@@ -1159,15 +1168,16 @@ __global__ void __launch_bounds__(384, 1)
   auto release = [&](std::uint32_t bar) {
     if (lane == 0) tma::mbar_arrive(bar);
   };
-  // PINGPONG: barrier 1 + c is "consumer c may issue"; the other one arrives on it
+  // PINGPONG: barrier 1 + c is "consumer c may issue"; the consumers take turns round-robin, each
+  // arriving on the next one's barrier once its products are issued
   auto turn_wait = [&] {
     if constexpr (PINGPONG) named_bar_sync(1 + c, 256);
   };
   auto turn_pass = [&] {
-    if constexpr (PINGPONG) named_bar_arrive(2 - c, 256);
+    if constexpr (PINGPONG) named_bar_arrive(1 + (c + 1) % NC, 256);
   };
   if constexpr (PINGPONG) {
-    if (c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
+    if (c == NC - 1) named_bar_arrive(1, 256);  // consumer 0 goes first
   }
 
   int it = 0, cursor = 0, q0, head;
@@ -1208,6 +1218,8 @@ __global__ void __launch_bounds__(384, 1)
     wgmma::wait<0>();
     W::pin(s);
     release(k_empty(it % STAGES));
+    // QSMEM: Q's buffer is free for the next tile once the tile's last S is done
+    if constexpr (QSMEM && PERSIST) if (tiles == 1) release(q_empty);
     W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
     W::pack(s, pa);
     // steady state: S_j and P_{j-1} V_{j-1} in flight together
@@ -1227,6 +1239,7 @@ __global__ void __launch_bounds__(384, 1)
       wgmma::wait<1>();  // S_j done; P V may still run
       W::pin(s);
       release(k_empty(cur % STAGES));
+      if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
       wgmma::wait<0>();
       W::pin(acc_o);
@@ -1274,16 +1287,16 @@ __global__ void __launch_bounds__(384, 1)
     __syncwarp();  // the staging rows are rewritten by the next tile
   }
   if constexpr (PINGPONG) {
-    if (c == 0) named_bar_sync(1, 256);  // takes consumer 1's last pass, so both barriers end even
+    if (c == 0) named_bar_sync(1, 256);  // takes the last consumer's last pass, so every barrier ends even
   }
 }
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2>
 void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
   constexpr bool PERSIST = SCHED != kOneTile;
-  using C = WsConfig<D, BC, STAGES, PERSIST>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM>;
+  using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   static int sms_of[64] = {};
   int dev = 0;
@@ -1295,11 +1308,11 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(D));
   const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, 64), map_k = tma::head_tensor_map(k, bh, n, D, BC),
                     map_v = tma::head_tensor_map(v, bh, n, D, BC);
-  record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
+  record_occupancy(reinterpret_cast<const void*>(kernel), C::kThreads, C::kSmem);
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * bh : q_tiles * bh;  // kPaired: a block takes two tiles at a time
   const dim3 grid = PERSIST ? dim3(std::min(units, sms)) : dim3(q_tiles, bh);
-  kernel<<<grid, 384, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
+  kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
   CUDA_CHECK_LAUNCH();
 }
 
@@ -1309,18 +1322,25 @@ template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
                             cudaStream_t stream) {
   if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
-  // chosen by measurement on an H100 (kernels/RESULTS.md): d = 64 version 5 (64 x 128 tiles, three
-  // blocks per SM; version 6 at d = 64 was 9-20 % slower); d = 128 version 6 (128 x 128 tiles,
-  // warp-specialized, intra-warpgroup overlap, 2 stages, no ping-pong), persistent blocks: full
-  // mask in tile order (kStatic), causal in pairs of equal work (kPaired; under the full mask it is
-  // as fast as kStatic but its blocks span twice the heads, and L2 then misses some K/V re-reads)
-  if (d == 64) {
-    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
-  } else if (d == 128) {
-    if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired>(q, k, v, o, lse, bh, n, causal, stream);
+  if (d != 64 && d != 128) throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
+  // the tiling is chosen by measurement on an H100 (kernels/launch_order.h, which the L2 model's
+  // prediction shares). Version 6 everywhere it is persistent: d = 128 on 128-row tiles (two
+  // consumers, Q in registers, 2 stages); d = 64 on 192-row tiles (three consumers at 128
+  // registers each, so Q is read from shared memory; ping-pong; 3 stages under the full mask, 2
+  // causal). Causal tiles go in pairs
+  // of equal work (kPaired): under the full mask it is as fast as kStatic, but its blocks span twice
+  // the heads and L2 then misses some K/V re-reads. Short N at d = 64: version 5, one block per
+  // 64-row tile, three per SM.
+  const AttnFwdTiling t = attention_forward_fast_tiling(n, d, causal);
+  if (d == 128) {
+    if (t.paired) hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired>(q, k, v, o, lse, bh, n, causal, stream);
     else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic>(q, k, v, o, lse, bh, n, causal, stream);
+  } else if (!t.persistent) {
+    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
+  } else if (t.paired) {
+    hopper::launch_fwd_ws<T, 64, 128, 2, true, hopper::kPaired, true, 3>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
-    throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
+    hopper::launch_fwd_ws<T, 64, 128, 3, true, hopper::kStatic, true, 3>(q, k, v, o, lse, bh, n, causal, stream);
   }
 }
 
@@ -1332,15 +1352,19 @@ template void attention_forward_fast<__half>(const __half*, const __half*, const
 template <class T>
 void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
                                   bool causal, cudaStream_t stream) {
-  // the d = 128 launch is the persistent one; d = 64 already gives each tile a block. Causal keeps
-  // ping-pong here: one block per tile was measured with it (kernels/RESULTS.md, 2026-11-24)
+  // the launcher's persistent choices as one block per tile: d = 128 version 6 on 128-row tiles
+  // (causal with ping-pong: one block per tile was measured with it, kernels/RESULTS.md,
+  // 2026-11-24); d = 64 version 5 on 64-row tiles (version 6 on 192-row tiles one block each was
+  // slower than version 5 at every N, H100 2026-11-25)
+  if (bh < 1 || n < 1 || bh > 65535)
+    throw std::invalid_argument("attention_forward_fast_tiled: need 1 <= bh <= 65535, n >= 1");
   if (d == 128) {
-    if (bh < 1 || n < 1 || bh > 65535)
-      throw std::invalid_argument("attention_forward_fast_tiled: need 1 <= bh <= 65535, n >= 1");
     if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
     else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
+  } else if (d == 64) {
+    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
-    attention_forward_fast(q, k, v, o, lse, bh, n, d, causal, stream);
+    throw std::invalid_argument("attention_forward_fast_tiled: head dimension must be 64 or 128");
   }
 }
 
@@ -1494,6 +1518,10 @@ namespace flashsim::gpu::fwd_variants {
   {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " one tile, Q smem",                                            \
    hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, hopper::kOneTile, true>,                                 \
    hopper::launch_fwd_ws<__half, D, BC, ST, PP, hopper::kOneTile, true>}
+// three consumer warpgroups: 192-row Q tiles (FA3's d = 64 tiling)
+#define FLASHSIM_V6W3(D, BC, ST, PP, SCHED, QS)                                                                   \
+  {D, "v6 ws 192x" #BC " st" #ST " pp " #PP " sched " #SCHED " Q smem " #QS,                                     \
+   hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED, QS, 3>, hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED, QS, 3>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1504,11 +1532,19 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6(128, 128, 2, false, 2), FLASHSIM_V6(128, 128, 2, true, 2),
     FLASHSIM_V6(64, 128, 2, true, 0),   FLASHSIM_V6Q(128, 128, 2, false), FLASHSIM_V6Q(128, 176, 2, false),
     FLASHSIM_V6Q(128, 176, 2, true),    FLASHSIM_V6Q(128, 192, 2, false), FLASHSIM_V6Q(128, 128, 2, true),
+    FLASHSIM_V6(64, 128, 2, false, 1),  FLASHSIM_V6W3(64, 128, 2, false, 0, false), FLASHSIM_V6W3(64, 128, 2, true, 0, false),
+    FLASHSIM_V6W3(64, 128, 2, false, 1, false), FLASHSIM_V6W3(64, 128, 2, true, 1, false),
+    FLASHSIM_V6W3(64, 128, 2, false, 2, false), FLASHSIM_V6W3(64, 128, 2, false, 0, true),
+    FLASHSIM_V6W3(64, 64, 3, false, 1, false),  FLASHSIM_V6W3(64, 128, 2, false, 1, true),
+    FLASHSIM_V6W3(64, 128, 2, true, 1, true),   FLASHSIM_V6W3(64, 128, 2, false, 2, true),
+    FLASHSIM_V6W3(64, 128, 3, false, 1, true),  FLASHSIM_V6W3(64, 128, 3, true, 1, true),
+    FLASHSIM_V6W3(64, 128, 2, true, 2, true),   FLASHSIM_V6W3(64, 128, 3, false, 2, true),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
 #undef FLASHSIM_V5
 #undef FLASHSIM_V6
 #undef FLASHSIM_V6Q
+#undef FLASHSIM_V6W3
 }  // namespace flashsim::gpu::fwd_variants
 #endif

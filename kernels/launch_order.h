@@ -22,4 +22,23 @@ inline int bwd_mma_heads_per_group(std::int64_t n, std::int64_t d, int elem_byte
   return static_cast<int>(std::clamp<std::uint64_t>((20u << 20) / head_bytes, 1, static_cast<std::uint64_t>(bh)));
 }
 
+// The fast forward's Q-tile rows and block order at head dimension d (attention_forward_fast's
+// launcher and the L2 model's prediction of it). Chosen by measurement on an H100
+// (kernels/RESULTS.md, 2026-11-25): d = 128, version 6 on 128-row tiles, one persistent block per
+// SM, causal tiles in pairs of equal work; d = 64, version 6 with three consumer warpgroups on
+// 192-row tiles, persistent, where N is long enough that the last tile's padding costs little
+// (full mask from N = 2048, causal from N = 8192; below that version 5's 64-row tiles, one block
+// each, three per SM, are as fast or faster).
+struct AttnFwdTiling {
+  int br;            // Q-tile rows
+  int bc;            // K/V-tile rows
+  bool persistent;   // one block per SM walking the tiles in order
+  bool paired;       // causal: a head's heaviest tile with its lightest, then the next pair
+};
+inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t d, bool causal) {
+  if (d == 128) return {128, 128, true, causal};
+  if (n >= (causal ? 8192 : 2048)) return {192, 128, true, causal};
+  return {64, 128, false, false};
+}
+
 }  // namespace flashsim::gpu

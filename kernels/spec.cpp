@@ -165,7 +165,12 @@ void apply_kernel_tiles(Spec& s) {
     case Schedule::SoftmaxThree:
     case Schedule::SoftmaxOnline: s.chunk = 4096; break;
     case Schedule::SoftmaxFast: s.chunk = 16384; break;
-    case Schedule::AttnFA2Mma: s.br = s.d == 128 ? 128 : 64; s.bc = 128; break;  // v6 at d = 128, v5 at d = 64
+    case Schedule::AttnFA2Mma: {  // the launcher's own choice
+      const auto t = attention_forward_fast_tiling(s.seq, s.d, s.causal);
+      s.br = t.br;
+      s.bc = t.bc;
+      break;
+    }
     case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
     default: s.br = 64; s.bc = 64; break;
   }
@@ -529,7 +534,7 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.causal = s.causal;
         // The fast kernels' block order: heaviest causal tiles first, bwd-mma's head groups.
         p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma;
-        p.paired_tiles = s.schedule == Schedule::AttnFA2Mma && s.d == 128 && s.causal;  // v6's causal launch (kPaired)
+        p.paired_tiles = s.schedule == Schedule::AttnFA2Mma && attention_forward_fast_tiling(s.seq, s.d, s.causal).paired;
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive

@@ -6,7 +6,8 @@
 //   bench_attention_forward_fast             full checks at small sizes (every variant), then the
 //                                            launcher on every timed shape (sampled rows checked)
 //   bench_attention_forward_fast --variants  every variant on every timed shape (bf16)
-//   bench_attention_forward_fast --sanitize  bh = 2, n = 100 and 77 only, for compute-sanitizer
+//   bench_attention_forward_fast --variants 64   the same at one head dimension (64 or 128) only
+//   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, for compute-sanitizer
 // Small checks: O and lse of every head against kernels/reference.cpp attention_forward (double);
 // timed shapes: 2 heads (first, last), 16 sampled rows, attention_forward_rows. Outputs are poisoned
 // (NaN) before each checked run. Timed shapes as bench_kernels: d 64/128, N 1024..16384,
@@ -20,10 +21,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention_forward_variants.h"
@@ -137,6 +140,11 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
 static int run_main(int argc, char** argv) {
   const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
+  const int only_d = variants && argc > 2 ? std::atoi(argv[2]) : 0;
+  if (only_d != 0 && only_d != 64 && only_d != 128) {
+    std::fprintf(stderr, "bench_attention_forward_fast: --variants takes a head dimension of 64 or 128, not '%s'\n", argv[2]);
+    return 2;
+  }
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -148,10 +156,12 @@ static int run_main(int argc, char** argv) {
     const int d_only = i < 0 ? 0 : fv::kVariants[i].d;
     const char* name = i < 0 ? "attention_forward_fast" : fv::kVariants[i].name;
     for (int d : {64, 128}) {
-      if (d_only && d != d_only) continue;
+      if ((d_only && d != d_only) || (only_d && d != only_d)) continue;
       for (bool causal : {false, true})
-        for (int n : sanitize ? std::vector<int>{77, 100} : std::vector<int>{1, 77, 100, 256, 333}) {
-          const int bh = n == 1 ? 1 : 2;
+        // bh = 300 at n = 77: more tiles than SMs, so a persistent block takes a second tile (its
+        // buffers handed over between tiles, which racecheck then sees)
+        for (auto [n, bh] : sanitize ? std::vector<std::pair<int, int>>{{77, 2}, {100, 2}, {77, 300}}
+                                     : std::vector<std::pair<int, int>>{{1, 1}, {77, 2}, {100, 2}, {256, 2}, {333, 2}, {77, 300}}) {
           ok &= check_small<__nv_bfloat16>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].bf16, name, seed += 10);
           ok &= check_small<__half>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].fp16, name, seed += 10);
         }
@@ -159,7 +169,7 @@ static int run_main(int argc, char** argv) {
   }
   if (!sanitize) {
     for (int d : {64, 128})
-      for (int n : {1024, 2048, 4096, 8192, 16384})
+      for (int n : only_d && d != only_d ? std::vector<int>{} : std::vector<int>{1024, 2048, 4096, 8192, 16384})
         for (bool causal : {false, true}) {
           if (variants) {
             for (int i = 0; i < fv::kVariantCount; ++i)

@@ -6,6 +6,7 @@
 
 #include <cstdio>
 
+#include "kernels/launch_order.h"
 #include "kernels/runner.h"
 
 using namespace flashsim::gpu;
@@ -54,6 +55,29 @@ TEST_CASE("the fast versions match the CPU reference in fp16 and at d = 128", "[
                       {Dtype::F32, Dtype::BF16, Dtype::F16}, {false, true});
   REQUIRE(specs.size() == 2 + 2 * 3 * 2 * 2);  // softmax fp32; attention x {bf16, fp16} x 3 sizes x masks
   std::uint64_t seed = 777;
+  for (const auto& s : specs) {
+    Row r = runner.run(s, seed++);
+    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
+                             << " tol " << r.tol << " (" << r.note << ")");
+    CHECK(r.validated);
+    CHECK(r.ok());
+  }
+}
+
+TEST_CASE("the fast forward's persistent d = 64 path (192-row tiles) matches the CPU reference", "[kernels][gpu]") {
+  if (!have_gpu()) return;
+  RunOptions opt;
+  opt.profile = false;
+  opt.warmup = 0;
+  opt.repeats = 1;
+  Runner runner(opt);
+  // N past the launcher's thresholds (full from 2048, causal from 8192) and no multiple of 192
+  REQUIRE(attention_forward_fast_tiling(2100, 64, false).br == 192);
+  REQUIRE(attention_forward_fast_tiling(8300, 64, true).paired);
+  auto specs = expand({Schedule::AttnFA2Mma}, parse_sizes("attn:3x2100x64,attn:1x8300x64"), {Dtype::BF16, Dtype::F16},
+                      {false, true});
+  REQUIRE(specs.size() == 8);
+  std::uint64_t seed = 4242;
   for (const auto& s : specs) {
     Row r = runner.run(s, seed++);
     INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
