@@ -29,9 +29,10 @@ in registers while it loops over the visible KV tiles, then writes O and logsume
 
 The fast versions (bf16/fp16, tensor cores; attention_forward_fast, schedule attn-fa2-mma, same FA2
 order and HBM traffic) are described at their kernels below: version 4 (mma.sync), version 5
-(wgmma, one warpgroup per 64-row Q tile; used at d = 64) and version 6 (warp-specialized: a TMA
-producer warp and two consumer warpgroups on a 128-row Q tile, intra-warpgroup overlap of S_{j+1}
-with P_j V_j, ping-pong between the consumers; used at d = 128).
+(wgmma, one warpgroup per 64-row Q tile; used at d = 64 for short N) and version 6 (warp-specialized:
+a TMA producer warp and two consumer warpgroups on a 128-row Q tile at d = 128, three on a 192-row
+tile at d = 64, intra-warpgroup overlap of S_{j+1} with P_j V_j, ping-pong between the consumers,
+persistent blocks; the launcher's choice is kernels/launch_order.h attention_forward_fast_tiling).
 ./attention_forward 6
 
 CPU reference: kernels/reference.cpp attention_forward (double) on up to 2 heads (first and last);
