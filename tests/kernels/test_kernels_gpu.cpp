@@ -4,7 +4,9 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <cstdint>
 #include <cstdio>
+#include <vector>
 
 #include "kernels/launch_order.h"
 #include "kernels/runner.h"
@@ -22,69 +24,48 @@ bool have_gpu() {
   return d.have_device;
 }
 
+// Runs each spec once, unprofiled, and checks it against the CPU reference.
+void check_against_reference(const std::vector<Spec>& specs, std::uint64_t seed) {
+  RunOptions opt;
+  opt.profile = false;
+  opt.warmup = 0;
+  opt.repeats = 1;
+  Runner runner(opt);
+  for (const auto& s : specs) {
+    Row r = runner.run(s, seed++);
+    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
+                             << " tol " << r.tol << " (" << r.note << ")");
+    CHECK(r.validated);
+    CHECK(r.ok());
+  }
+}
+
 }  // namespace
 
 TEST_CASE("every schedule matches the CPU reference at small sizes", "[kernels][gpu]") {
   if (!have_gpu()) return;
-  RunOptions opt;
-  opt.profile = false;
-  opt.warmup = 0;
-  opt.repeats = 1;
-  Runner runner(opt);
   auto sizes = parse_sizes("tiny,matmul:65x130x7,softmax:2x4096,attn:1x64x64,attn:3x1x64,attn:1x129x64");
-  auto specs = expand(parse_schedules("all"), sizes, {Dtype::F32, Dtype::BF16}, {false, true});
-  std::uint64_t seed = 12345;
-  for (const auto& s : specs) {
-    Row r = runner.run(s, seed++);
-    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
-                             << " tol " << r.tol << " (" << r.note << ")");
-    CHECK(r.validated);
-    CHECK(r.ok());
-  }
+  check_against_reference(expand(parse_schedules("all"), sizes, {Dtype::F32, Dtype::BF16}, {false, true}), 12345);
 }
 
 TEST_CASE("the fast versions match the CPU reference in fp16 and at d = 128", "[kernels][gpu]") {
   if (!have_gpu()) return;
-  RunOptions opt;
-  opt.profile = false;
-  opt.warmup = 0;
-  opt.repeats = 1;
-  Runner runner(opt);
   auto sizes = parse_sizes("attn:2x100x128,attn:1x1x128,attn:3x200x64,softmax:3x50000,softmax:2x16387");
   auto specs = expand(parse_schedules("softmax-fast,attn-fa2-mma,bwd-mma"), sizes,
                       {Dtype::F32, Dtype::BF16, Dtype::F16}, {false, true});
   REQUIRE(specs.size() == 2 + 2 * 3 * 2 * 2);  // softmax fp32; attention x {bf16, fp16} x 3 sizes x masks
-  std::uint64_t seed = 777;
-  for (const auto& s : specs) {
-    Row r = runner.run(s, seed++);
-    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
-                             << " tol " << r.tol << " (" << r.note << ")");
-    CHECK(r.validated);
-    CHECK(r.ok());
-  }
+  check_against_reference(specs, 777);
 }
 
 TEST_CASE("the fast forward's persistent d = 64 path (192-row tiles) matches the CPU reference", "[kernels][gpu]") {
   if (!have_gpu()) return;
-  RunOptions opt;
-  opt.profile = false;
-  opt.warmup = 0;
-  opt.repeats = 1;
-  Runner runner(opt);
   // N past the launcher's thresholds (full from 2048, causal from 8192) and no multiple of 192
   REQUIRE(attention_forward_fast_tiling(2100, 64, false).br == 192);
   REQUIRE(attention_forward_fast_tiling(8300, 64, true).paired);
   auto specs = expand({Schedule::AttnFA2Mma}, parse_sizes("attn:3x2100x64,attn:1x8300x64"), {Dtype::BF16, Dtype::F16},
                       {false, true});
   REQUIRE(specs.size() == 8);
-  std::uint64_t seed = 4242;
-  for (const auto& s : specs) {
-    Row r = runner.run(s, seed++);
-    INFO(info(s.schedule).id << " " << s.size_label() << " " << dtype_name(s.dtype) << ": rel err " << r.rel_err
-                             << " tol " << r.tol << " (" << r.note << ")");
-    CHECK(r.validated);
-    CHECK(r.ok());
-  }
+  check_against_reference(specs, 4242);
 }
 
 TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") {
