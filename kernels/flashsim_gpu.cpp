@@ -106,6 +106,9 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   const auto c_dirty = csv.optional_column("dirty_at_start");
   // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
   const auto c_method = csv.optional_column("writes_measured");
+  // The attention rows' tiling (Spec::br, bc, paired_tiles); CSVs from before the column: the tilings
+  // of their day (apply_attn_tiles_before_column). An empty field is read the same way.
+  const auto c_tiles = csv.optional_column("attn_tiles");
   // Every row is read and checked first, so that bad input stops before any long prediction.
   struct Job {
     int line;
@@ -120,7 +123,13 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   for (int n = 2; std::getline(in, line); ++n) {
     auto f = flashsim::sim::csv_split(line);
     if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
-    const Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
+    Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
+    try {
+      if (c_tiles && !f[*c_tiles].empty()) apply_attn_tiles_label(s, f[*c_tiles]);
+      else apply_attn_tiles_before_column(s);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + e.what());
+    }
     Bytes meas;
     int occ = 0;
     try {

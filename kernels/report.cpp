@@ -138,7 +138,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
   out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
          "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok,predicted_read,"
-         "predicted_written,blocks_per_sm,dirty_at_start,writes_measured\n";
+         "predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -151,7 +151,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
         << r.tol << ',' << (r.ok() ? 1 : 0) << ',' << u64(r.predicted, true) << ',' << u64(r.predicted, false) << ','
         << r.blocks_per_sm << ',' << fmt(r.dirty_at_start_bytes, 0) << ','
-        << (r.measured ? (r.writes_one_range ? "one-range" : "split") : "") << '\n';
+        << (r.measured ? (r.writes_one_range ? "one-range" : "split") : "") << ',' << attn_tiles_label(r.spec) << '\n';
   }
 }
 
@@ -183,6 +183,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
         << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ", \"writes_measured\": " << (r.measured ? (r.writes_one_range ? "\"one-range\"" : "\"split\"") : "null")
+        << ", \"attn_tiles\": " << (attn_tiles_label(r.spec).empty() ? "null" : flashsim::sim::json_string(attn_tiles_label(r.spec)))
         << ",\n     \"time_ms\": " << num(r.time_ms)
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())

@@ -169,10 +169,46 @@ void apply_kernel_tiles(Spec& s) {
       const auto t = attention_forward_fast_tiling(s.seq, s.d, s.causal);
       s.br = t.br;
       s.bc = t.bc;
+      s.paired_tiles = t.paired;
       break;
     }
     case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
     default: s.br = 64; s.bc = 64; break;
+  }
+}
+
+std::string attn_tiles_label(const Spec& s) {
+  if (s.op() != Op::AttnFwd && s.op() != Op::AttnBwd) return "";
+  return std::to_string(s.br) + "x" + std::to_string(s.bc) + (s.paired_tiles ? " paired" : "");
+}
+
+void apply_attn_tiles_label(Spec& s, const std::string& label) {
+  if (s.op() != Op::AttnFwd && s.op() != Op::AttnBwd) {
+    if (!label.empty()) throw std::invalid_argument("attn_tiles '" + label + "' on a row that is not attention");
+    return;
+  }
+  std::string dims = label;
+  const bool paired = dims.size() > 7 && dims.compare(dims.size() - 7, 7, " paired") == 0;
+  if (paired) dims.resize(dims.size() - 7);
+  const auto x = dims.find('x');
+  auto whole = [&](const std::string& t) -> std::int64_t {
+    if (t.empty() || t.size() > 5 || t.find_first_not_of("0123456789") != std::string::npos || std::stoll(t) < 1)
+      throw std::invalid_argument("attn_tiles '" + label + "' is not BRxBC (optionally followed by ' paired')");
+    return std::stoll(t);
+  };
+  if (x == std::string::npos) whole("");
+  const std::int64_t br = whole(dims.substr(0, x)), bc = whole(dims.substr(x + 1));
+  if (paired && !s.causal) throw std::invalid_argument("attn_tiles '" + label + "': tile pairs on a row without the causal mask");
+  s.br = br;
+  s.bc = bc;
+  s.paired_tiles = paired;
+}
+
+void apply_attn_tiles_before_column(Spec& s) {
+  if (s.schedule == Schedule::AttnFA2Mma && s.d == 64) {
+    s.br = 64;
+    s.bc = 128;
+    s.paired_tiles = false;
   }
 }
 
@@ -534,7 +570,7 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.causal = s.causal;
         // The fast kernels' block order: heaviest causal tiles first, bwd-mma's head groups.
         p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma;
-        p.paired_tiles = s.schedule == Schedule::AttnFA2Mma && attention_forward_fast_tiling(s.seq, s.d, s.causal).paired;
+        p.paired_tiles = s.paired_tiles;
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive

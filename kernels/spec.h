@@ -66,6 +66,7 @@ struct Spec {
   std::int64_t bh = 0, seq = 0, d = 64;
   std::int64_t br = 64, bc = 64;
   bool causal = false;
+  bool paired_tiles = false;  // attention: blocks take causal Q tiles in pairs of equal work
 
   Op op() const { return info(schedule).op; }
   std::string size_label() const;  // "8192x8192x256", "256x524288", "8x4096x64 causal"
@@ -73,6 +74,14 @@ struct Spec {
 
 // Default tile sizes of each schedule's kernel (the kernels are compiled for exactly these).
 void apply_kernel_tiles(Spec& s);
+// An attention row's tiling as compare's CSV and JSON record it: "BRxBC", plus " paired" for
+// causal tile pairs; "" for other ops. predict --from reads it back with apply_attn_tiles_label
+// (throws std::invalid_argument naming what does not parse). CSVs from before the column hold the
+// tilings of their day: apply_attn_tiles_before_column gives attn-fa2-mma at d = 64 version 5's
+// 64 x 128 tiles (the 192-row tiles came with the column).
+std::string attn_tiles_label(const Spec& s);
+void apply_attn_tiles_label(Spec& s, const std::string& label);
+void apply_attn_tiles_before_column(Spec& s);
 
 // Problem sizes per op. A size string is "op:AxBxC[:causal]" or a preset:
 //   tiny  (sanitizer-sized, N not a multiple of the tile), small (inside L2), large (far beyond L2).

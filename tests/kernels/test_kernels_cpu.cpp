@@ -397,6 +397,33 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
   CHECK(attention_forward_fast_tiling(8192, 64, true).paired);
   CHECK_FALSE(attention_forward_fast_tiling(8192, 64, false).paired);
   CHECK(attention_forward_fast_tiling(100, 128, true).paired);
+  // the tiling as compare's CSV records it, and read back by predict --from
+  CHECK(attn_tiles_label(fwd64("attn-fwd:2x8192x64", true)) == "192x128 paired");
+  CHECK(attn_tiles_label(fwd64("attn-fwd:2x8192x64", false)) == "192x128");
+  CHECK(attn_tiles_label(fwd64("attn-fwd:2x1000x64", false)) == "64x128");
+  CHECK(attn_tiles_label(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front()).empty());
+  {
+    Spec t = fwd64("attn-fwd:2x8192x64", true);
+    apply_attn_tiles_label(t, "64x128");
+    CHECK(t.br == 64);
+    CHECK_FALSE(t.paired_tiles);
+    apply_attn_tiles_label(t, "192x128 paired");
+    CHECK(t.br == 192);
+    CHECK(t.paired_tiles);
+    for (const char* bad : {"", "abc", "192x", "x128", "192x128 pairs", "0x128", "192*128", "-64x128"})
+      CHECK_THROWS_AS(apply_attn_tiles_label(t, bad), std::invalid_argument);
+    Spec full = fwd64("attn-fwd:2x8192x64", false);
+    CHECK_THROWS_WITH(apply_attn_tiles_label(full, "192x128 paired"), Catch::Contains("without the causal mask"));
+    Spec sm = expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front();
+    CHECK_NOTHROW(apply_attn_tiles_label(sm, ""));
+    CHECK_THROWS_WITH(apply_attn_tiles_label(sm, "64x64"), Catch::Contains("not attention"));
+    // rows from before the column: attn-fa2-mma at d = 64 ran version 5's 64 x 128 tiles
+    apply_attn_tiles_before_column(t);
+    CHECK(attn_tiles_label(t) == "64x128");
+    Spec d128 = expand({Schedule::AttnFA2Mma}, parse_sizes("attn-fwd:2x8192x128"), {}, {true}).front();
+    apply_attn_tiles_before_column(d128);
+    CHECK(attn_tiles_label(d128) == "128x128 paired");
+  }
   CHECK(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front().chunk == 16384);
   CHECK(parse_dtype("fp16") == Dtype::F16);
   CHECK(std::string(dtype_name(Dtype::F16)) == "fp16");
@@ -631,7 +658,7 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   const std::string csv = c.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
-  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured\n") != std::string::npos);
+  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles\n") != std::string::npos);
   rows[0].predicted = Bytes{16777216, 16777216};
   rows[0].blocks_per_sm = 8;
   rows[0].dirty_at_start_bytes = 3145728;
@@ -668,13 +695,17 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   // and how the writes were measured: the method before 2026-11-25 (split), or one range
   auto method = std::find(names.begin(), names.end(), "writes_measured");
   REQUIRE(method != names.end());
-  CHECK(cells.at(static_cast<std::size_t>(method - names.begin())) == "split\n");
+  CHECK(cells.at(static_cast<std::size_t>(method - names.begin())) == "split");
+  // the last column: an attention row's tiling, empty for other rows (this one is softmax)
+  CHECK(names.back() == "attn_tiles");
+  CHECK(cells.back() == "\n");
+  CHECK(j2.str().find("\"attn_tiles\": null") != std::string::npos);
   CHECK(j2.str().find("\"writes_measured\": \"split\"") != std::string::npos);
   rows[0].writes_one_range = true;
   std::ostringstream c3, j3;
   write_csv(c3, rows);
   write_json(j3, rows, "dev", "ok");
-  CHECK(c3.str().find(",one-range\n") != std::string::npos);
+  CHECK(c3.str().find(",one-range,\n") != std::string::npos);
   CHECK(j3.str().find("\"writes_measured\": \"one-range\"") != std::string::npos);
 
   // no explanation when measured matches the model
