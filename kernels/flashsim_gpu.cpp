@@ -106,8 +106,8 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   const auto c_dirty = csv.optional_column("dirty_at_start");
   // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
   const auto c_method = csv.optional_column("writes_measured");
-  // The attention rows' tiling (Spec::br, bc, paired_tiles); CSVs from before the column: the tilings
-  // of their day (apply_attn_tiles_before_column). An empty field is read the same way.
+  // The attention rows' tiling (Spec::br, bc, paired_tiles); CSVs from before the column: told by
+  // the occupancy (apply_attn_tiles_before_column). An empty field is read the same way.
   const auto c_tiles = csv.optional_column("attn_tiles");
   // Every row is read and checked first, so that bad input stops before any long prediction.
   struct Job {
@@ -124,12 +124,6 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     auto f = flashsim::sim::csv_split(line);
     if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
     Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
-    try {
-      if (c_tiles && !f[*c_tiles].empty()) apply_attn_tiles_label(s, f[*c_tiles]);
-      else apply_attn_tiles_before_column(s);
-    } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + e.what());
-    }
     Bytes meas;
     int occ = 0;
     try {
@@ -137,6 +131,12 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       occ = std::stoi(f[c_occ]);
     } catch (const std::exception&) {
       continue;  // a row without a measurement or an occupancy: nothing to compare
+    }
+    try {
+      if (c_tiles && !f[*c_tiles].empty()) apply_attn_tiles_label(s, f[*c_tiles]);
+      else apply_attn_tiles_before_column(s, occ);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + e.what());
     }
     std::uint64_t dirty = dirty_at_start.value_or(0);
     if (!dirty_at_start && c_dirty) {

@@ -204,8 +204,8 @@ void apply_attn_tiles_label(Spec& s, const std::string& label) {
   s.paired_tiles = paired;
 }
 
-void apply_attn_tiles_before_column(Spec& s) {
-  if (s.schedule == Schedule::AttnFA2Mma && s.d == 64) {
+void apply_attn_tiles_before_column(Spec& s, int blocks_per_sm) {
+  if (s.schedule == Schedule::AttnFA2Mma && s.d == 64 && blocks_per_sm != 1) {
     s.br = 64;
     s.bc = 128;
     s.paired_tiles = false;

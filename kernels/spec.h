@@ -76,12 +76,12 @@ struct Spec {
 void apply_kernel_tiles(Spec& s);
 // An attention row's tiling as compare's CSV and JSON record it: "BRxBC", plus " paired" for
 // causal tile pairs; "" for other ops. predict --from reads it back with apply_attn_tiles_label
-// (throws std::invalid_argument naming what does not parse). CSVs from before the column hold the
-// tilings of their day: apply_attn_tiles_before_column gives attn-fa2-mma at d = 64 version 5's
-// 64 x 128 tiles (the 192-row tiles came with the column).
+// (throws std::invalid_argument naming what does not parse). In CSVs from before the column the
+// row's occupancy tells the d = 64 kernels of attn-fa2-mma apart (apply_attn_tiles_before_column):
+// version 5 ran three blocks per SM on 64 x 128 tiles, version 6 one on the launcher's tiles.
 std::string attn_tiles_label(const Spec& s);
 void apply_attn_tiles_label(Spec& s, const std::string& label);
-void apply_attn_tiles_before_column(Spec& s);
+void apply_attn_tiles_before_column(Spec& s, int blocks_per_sm);
 
 // Problem sizes per op. A size string is "op:AxBxC[:causal]" or a preset:
 //   tiny  (sanitizer-sized, N not a multiple of the tile), small (inside L2), large (far beyond L2).

@@ -417,11 +417,14 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
     Spec sm = expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front();
     CHECK_NOTHROW(apply_attn_tiles_label(sm, ""));
     CHECK_THROWS_WITH(apply_attn_tiles_label(sm, "64x64"), Catch::Contains("not attention"));
-    // rows from before the column: attn-fa2-mma at d = 64 ran version 5's 64 x 128 tiles
-    apply_attn_tiles_before_column(t);
+    // rows from before the column: at d = 64 three blocks per SM were version 5 (64 x 128 tiles),
+    // one was version 6 on the launcher's tiles
+    apply_attn_tiles_before_column(t, 1);
+    CHECK(attn_tiles_label(t) == "192x128 paired");
+    apply_attn_tiles_before_column(t, 3);
     CHECK(attn_tiles_label(t) == "64x128");
     Spec d128 = expand({Schedule::AttnFA2Mma}, parse_sizes("attn-fwd:2x8192x128"), {}, {true}).front();
-    apply_attn_tiles_before_column(d128);
+    apply_attn_tiles_before_column(d128, 1);
     CHECK(attn_tiles_label(d128) == "128x128 paired");
   }
   CHECK(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front().chunk == 16384);
