@@ -1158,9 +1158,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     return;
   }
 
-  if constexpr (NC == 2) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
-  else asm volatile("setmaxnreg.inc.sync.aligned.u32 160;");
-  static_assert(C::kConsumerRegs == (NC == 2 ? 240 : 160), "the immediates above");
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(C::kConsumerRegs));
   const int c = wg - 1;  // which 64 rows of the tile
   const int warp = (threadIdx.x % 128) / 32, lane = threadIdx.x % 32, g = lane / 4, t4 = lane % 4;
   const std::uint32_t qc = qs + c * (64 * D * 2), oc = os + c * (64 * D * 2);  // this warpgroup's rows
@@ -1322,19 +1320,27 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
 
 }  // namespace hopper
 
+namespace {
+
+// The fast launchers' shared argument checks (grid.y holds the heads where blocks are per tile).
+void check_fast_args(const char* who, int bh, int n, int d) {
+  if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument(std::string(who) + ": need 1 <= bh <= 65535, n >= 1");
+  if (d != 64 && d != 128) throw std::invalid_argument(std::string(who) + ": head dimension must be 64 or 128");
+}
+
+}  // namespace
+
 template <class T>
 void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d, bool causal,
                             cudaStream_t stream) {
-  if (bh < 1 || n < 1 || bh > 65535) throw std::invalid_argument("attention_forward_fast: need 1 <= bh <= 65535, n >= 1");
-  if (d != 64 && d != 128) throw std::invalid_argument("attention_forward_fast: head dimension must be 64 or 128");
+  check_fast_args("attention_forward_fast", bh, n, d);
   // the tiling is chosen by measurement on an H100 (kernels/launch_order.h, which the L2 model's
   // prediction shares). Version 6 everywhere it is persistent: d = 128 on 128-row tiles (two
   // consumers, Q in registers, 2 stages); d = 64 on 192-row tiles (three consumers at 128
   // registers each, so Q is read from shared memory; ping-pong; 3 stages under the full mask, 2
-  // causal). Causal tiles go in pairs
-  // of equal work (kPaired): under the full mask it is as fast as kStatic, but its blocks span twice
-  // the heads and L2 then misses some K/V re-reads. Short N at d = 64: version 5, one block per
-  // 64-row tile, three per SM.
+  // causal). Causal tiles go in pairs of equal work (kPaired): under the full mask it is as fast
+  // as kStatic, but its blocks span twice the heads and L2 then misses some K/V re-reads. Short N
+  // at d = 64: version 5, one block per 64-row tile, three per SM.
   const AttnFwdTiling t = attention_forward_fast_tiling(n, d, causal);
   if (d == 128) {
     if (t.paired) hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired>(q, k, v, o, lse, bh, n, causal, stream);
@@ -1360,15 +1366,12 @@ void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, floa
   // (causal with ping-pong: one block per tile was measured with it, kernels/RESULTS.md,
   // 2026-11-24); d = 64 version 5 on 64-row tiles (version 6 on 192-row tiles one block each was
   // slower than version 5 at every N, H100 2026-11-25)
-  if (bh < 1 || n < 1 || bh > 65535)
-    throw std::invalid_argument("attention_forward_fast_tiled: need 1 <= bh <= 65535, n >= 1");
+  check_fast_args("attention_forward_fast_tiled", bh, n, d);
   if (d == 128) {
     if (causal) hopper::launch_fwd_ws<T, 128, 128, 2, true, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
     else hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kOneTile>(q, k, v, o, lse, bh, n, causal, stream);
-  } else if (d == 64) {
-    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else {
-    throw std::invalid_argument("attention_forward_fast_tiled: head dimension must be 64 or 128");
+    hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   }
 }
 

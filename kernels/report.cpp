@@ -172,6 +172,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const auto& r = rows[i];
     const auto& in = info(r.spec.schedule);
+    const std::string tiles = attn_tiles_label(r.spec);
     out << (i ? "," : "") << "\n    {\"schedule\": \"" << in.id << "\", \"file\": \"" << in.file
         << "\", \"version\": " << in.version << ", \"op\": \"" << op_name(in.op) << "\", \"size\": "
         << flashsim::sim::json_string(r.spec.size_label()) << ", \"dtype\": \"" << dtype_name(r.spec.dtype)
@@ -183,7 +184,7 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"l2\": " << bytes(r.l2) << ", \"l2_red\": " << (r.l2_red_bytes ? num(*r.l2_red_bytes) : "null")
         << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ", \"writes_measured\": " << (r.measured ? (r.writes_one_range ? "\"one-range\"" : "\"split\"") : "null")
-        << ", \"attn_tiles\": " << (attn_tiles_label(r.spec).empty() ? "null" : flashsim::sim::json_string(attn_tiles_label(r.spec)))
+        << ", \"attn_tiles\": " << (tiles.empty() ? "null" : flashsim::sim::json_string(tiles))
         << ",\n     \"time_ms\": " << num(r.time_ms)
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())

@@ -190,17 +190,15 @@ void apply_attn_tiles_label(Spec& s, const std::string& label) {
   std::string dims = label;
   const bool paired = dims.size() > 7 && dims.compare(dims.size() - 7, 7, " paired") == 0;
   if (paired) dims.resize(dims.size() - 7);
-  const auto x = dims.find('x');
-  auto whole = [&](const std::string& t) -> std::int64_t {
-    if (t.empty() || t.size() > 5 || t.find_first_not_of("0123456789") != std::string::npos || std::stoll(t) < 1)
-      throw std::invalid_argument("attn_tiles '" + label + "' is not BRxBC (optionally followed by ' paired')");
-    return std::stoll(t);
-  };
-  if (x == std::string::npos) whole("");
-  const std::int64_t br = whole(dims.substr(0, x)), bc = whole(dims.substr(x + 1));
+  std::vector<std::int64_t> tiles;
+  try {
+    tiles = parse_dims(dims, 2);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument("attn_tiles '" + label + "' is not BRxBC (optionally followed by ' paired'): " + e.what());
+  }
   if (paired && !s.causal) throw std::invalid_argument("attn_tiles '" + label + "': tile pairs on a row without the causal mask");
-  s.br = br;
-  s.bc = bc;
+  s.br = tiles[0];
+  s.bc = tiles[1];
   s.paired_tiles = paired;
 }
 

@@ -140,8 +140,8 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
 static int run_main(int argc, char** argv) {
   const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
-  const int only_d = variants && argc > 2 ? std::atoi(argv[2]) : 0;
-  if (only_d != 0 && only_d != 64 && only_d != 128) {
+  const int head_dim = variants && argc > 2 ? std::atoi(argv[2]) : 0;  // 0: both
+  if (head_dim != 0 && head_dim != 64 && head_dim != 128) {
     std::fprintf(stderr, "bench_attention_forward_fast: --variants takes a head dimension of 64 or 128, not '%s'\n", argv[2]);
     return 2;
   }
@@ -152,11 +152,12 @@ static int run_main(int argc, char** argv) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   bool ok = true;
   // small sizes: every variant and the launcher, every head and row
+  auto wanted = [&](int d) { return head_dim == 0 || d == head_dim; };
   for (int i = -1; i < fv::kVariantCount; ++i) {
     const int d_only = i < 0 ? 0 : fv::kVariants[i].d;
     const char* name = i < 0 ? "attention_forward_fast" : fv::kVariants[i].name;
     for (int d : {64, 128}) {
-      if ((d_only && d != d_only) || (only_d && d != only_d)) continue;
+      if ((d_only && d != d_only) || !wanted(d)) continue;
       for (bool causal : {false, true})
         // bh = 300 (500): more tiles than SMs, so a persistent block takes several, with little work
         // between them: a buffer handed to the next tile too early shows here (it did, H100
@@ -170,8 +171,9 @@ static int run_main(int argc, char** argv) {
     }
   }
   if (!sanitize) {
-    for (int d : {64, 128})
-      for (int n : only_d && d != only_d ? std::vector<int>{} : std::vector<int>{1024, 2048, 4096, 8192, 16384})
+    for (int d : {64, 128}) {
+      if (!wanted(d)) continue;
+      for (int n : {1024, 2048, 4096, 8192, 16384})
         for (bool causal : {false, true}) {
           if (variants) {
             for (int i = 0; i < fv::kVariantCount; ++i)
@@ -181,6 +183,7 @@ static int run_main(int argc, char** argv) {
             ok &= bench<__half>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
           }
         }
+    }
   }
   std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
