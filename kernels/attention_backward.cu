@@ -105,6 +105,10 @@ select run only in tiles that need a mask and dS^T is stored by stmatrix (fewer 
 path is PRODUCTS = 7, PRE_LEAN): H100, back-to-back ABBA at N = 16384: bf16 full +1.1 %, fp16 full
 +0.7 %, bf16 causal +0.9 %, fp16 causal +1.1 % (fp16 stays ~3 % below bf16); short bursts (the
 driver's timing, one run): d = 64 +5 to +9 % on all 8 rows at N >= 8192, d = 128 -7 to +7 % (noise).
+Against cuDNN under ncu at locked clocks (2026-11-25, d = 128 N = 16384 bf16): 11.82 against 11.06
+ms, cuDNN 7 % faster per cycle with 9 % more instructions. Tried and dropped the same day (H100,
+kernels/RESULTS.md): the next tile's S^T queued before this tile's dQ is staged (-9 to -16 %), and dQ
+deferred a tile with the two consumers decoupled and staggered (-18 to -25 %).
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).
