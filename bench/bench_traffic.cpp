@@ -1,6 +1,7 @@
 // Speed of counted traffic: generating a schedule and running it in count-only mode.
 // Prints wall and CPU milliseconds per count (the targets: FA2 at N = 16384, d = 128 in < 50 ms;
-// the same through an H100-sized L2 with the launch model, `flashsim traffic --l2`, in < 1 s).
+// the same through an H100-sized L2 with the launch model, `flashsim traffic --l2`, in < 1 s; the
+// "Hopper L2" rows use the partitioned, 32-way model that `flashsim-gpu compare` predicts with).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -25,6 +26,11 @@ static int run_main() {
   h100.l2.capacity_bytes = 50ull << 20;
   h100.sms = 132;
   h100.blocks_per_sm = 3;
+  // the model `flashsim-gpu compare` predicts with on Hopper: two partitions of 32-way sets
+  flashsim::sim::GpuModel hopper = h100;
+  hopper.l2_partitions = 2;
+  hopper.l2.ways = 32;
+  hopper.l2.dirty_ways = 16;
   AttentionParams many;
   many.batch_heads = 2048;
   many.n = 1024;
@@ -47,6 +53,9 @@ static int run_main() {
       {"bwd two-pass N=16384 d=128", big, false, {}, AttentionBackward::TwoPass},
       {"fa2 N=16384 d=128, L2 50MiB", big, true, AttentionForward::FA2, {}, &h100},
       {"fa2 2048x1024x64, L2 50MiB", many, true, AttentionForward::FA2, {}, &h100},
+      {"fa2 N=16384 d=128, Hopper L2", big, true, AttentionForward::FA2, {}, &hopper},
+      {"fa2 2048x1024x64, Hopper L2", many, true, AttentionForward::FA2, {}, &hopper},
+      {"fa1 N=16384 d=128, Hopper L2", big, true, AttentionForward::FA1, {}, &hopper},
   };
   std::cout << "case                               instrs     wall ms   cpu ms (best of 5)\n";
   for (const auto& c : cases) {

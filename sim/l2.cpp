@@ -2,6 +2,7 @@
 
 #include <bit>
 #include <cctype>
+#include <cstring>
 #include <limits>
 #include <stdexcept>
 
@@ -26,15 +27,18 @@ L2Cache::L2Cache(const L2Config& config, std::size_t streams, std::uint32_t slic
   set_used_.assign(sets_, 0);
   set_dirty_lines_.assign(sets_, 0);
   tag_.resize(slots_);
+  if (sets_ > 1) fp_.resize(slots_);
   valid_.resize(slots_);
   dirty_.resize(slots_);
   owner_.resize(slots_);
   prev_.resize(slots_);
   next_.resize(slots_);
-  std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(2 * std::uint64_t{slots_}, 16));
-  index_key_.assign(buckets, 0);
-  index_slot_.assign(buckets, 0);
-  index_mask_ = buckets - 1;
+  if (sets_ == 1) {  // fully associative: a hash index finds a line's slot (a set is scanned)
+    std::uint64_t buckets = std::bit_ceil(std::max<std::uint64_t>(2 * std::uint64_t{slots_}, 16));
+    index_key_.assign(buckets, 0);
+    index_slot_.assign(buckets, 0);
+    index_mask_ = buckets - 1;
+  }
 }
 
 namespace {
@@ -47,10 +51,41 @@ std::uint64_t bucket_of(std::uint64_t line) {
 }  // namespace
 
 std::uint32_t L2Cache::find(std::uint64_t line) const {
+  if (sets_ > 1) return find_in_set(line, set_of_line(line));
   for (std::uint64_t b = bucket_of(line) & index_mask_;; b = (b + 1) & index_mask_) {
     if (index_slot_[b] == 0) return kNone;
     if (index_key_[b] == line) return index_slot_[b] - 1;
   }
+}
+
+// A set's slots fill in order and are never emptied (an eviction reuses its slot), so its lines
+// are its first set_used_ slots. Each slot keeps a byte of its line's hash; eight of them are
+// compared at once (a zero byte of fingerprints ^ pattern marks a candidate), and only candidates'
+// full tags are read: at Hopper's 32 ways a lookup reads 32 bytes, which beats probing a hash
+// table of the whole cache and deleting from it on every eviction.
+std::uint8_t L2Cache::fingerprint(std::uint64_t line) {
+  return static_cast<std::uint8_t>((line * 0x9e3779b97f4a7c15ULL) >> 56);
+}
+
+std::uint32_t L2Cache::find_in_set(std::uint64_t line, std::uint32_t set) const {
+  constexpr std::uint64_t kOnes = 0x0101010101010101ULL, kHighs = 0x8080808080808080ULL;
+  const std::uint32_t first = set * ways_, used = set_used_[set];
+  const std::uint8_t f = fingerprint(line);
+  const std::uint64_t pattern = kOnes * f;
+  std::uint32_t w = 0;
+  for (; w + 8 <= used; w += 8) {
+    std::uint64_t word;
+    std::memcpy(&word, &fp_[first + w], 8);
+    const std::uint64_t x = word ^ pattern;
+    // every zero byte of x gets its high bit; a byte above a zero one may too (checked by its tag)
+    for (std::uint64_t m = (x - kOnes) & ~x & kHighs; m; m &= m - 1) {
+      const std::uint32_t s = first + w + static_cast<std::uint32_t>(std::countr_zero(m) >> 3);
+      if (tag_[s] == line) return s;
+    }
+  }
+  for (; w < used; ++w)
+    if (fp_[first + w] == f && tag_[first + w] == line) return first + w;
+  return kNone;
 }
 
 void L2Cache::insert_index(std::uint64_t line, std::uint32_t slot) {
@@ -101,7 +136,7 @@ void L2Cache::evict(std::uint32_t s) {
     dirty_sectors_ -= n;
     --set_dirty_lines_[set_of_slot(s)];
   }
-  erase_index(tag_[s]);
+  if (sets_ == 1) erase_index(tag_[s]);
   unlink(s);
 }
 
@@ -146,9 +181,9 @@ void L2Cache::insert_at_rank(std::uint32_t s, std::uint32_t rank) {
 }
 
 std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
-  std::uint32_t s = find(line);
+  const std::uint32_t set = set_of_line(line);
+  std::uint32_t s = sets_ == 1 ? find(line) : find_in_set(line, set);
   if (s == kNone) {
-    const std::uint32_t set = set_of_line(line);
     if (set_used_[set] < ways_) {
       s = set * ways_ + set_used_[set]++;
       ++used_;
@@ -157,12 +192,13 @@ std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
       evict(s);
     }
     tag_[s] = line;
+    if (sets_ > 1) fp_[s] = fingerprint(line);
     valid_[s] = 0;
     dirty_[s] = 0;
-    insert_index(line, s);
+    if (sets_ == 1) insert_index(line, s);
     if (rank) insert_at_rank(s, rank);
     else push_front(s);
-  } else if (s != head_[set_of_slot(s)]) {
+  } else if (s != head_[set]) {
     unlink(s);
     push_front(s);
   }

@@ -79,6 +79,8 @@ class L2Cache {
   std::uint32_t set_of_slot(std::uint32_t slot) const { return sets_ == 1 ? 0 : slot / ways_; }  // no divide when fully associative
   void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
   std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
+  std::uint32_t find_in_set(std::uint64_t line, std::uint32_t set) const;  // set-associative caches
+  static std::uint8_t fingerprint(std::uint64_t line);
   void insert_index(std::uint64_t line, std::uint32_t slot);
   void erase_index(std::uint64_t line);
   void unlink(std::uint32_t slot);
@@ -92,10 +94,12 @@ class L2Cache {
   std::uint32_t ways_ = 0, sets_ = 0;  // set k owns slots [k ways_, (k + 1) ways_)
   std::uint32_t slices_ = 1;
   std::vector<std::uint64_t> tag_;
+  std::vector<std::uint8_t> fp_;  // set-associative: a byte of each slot's line hash, for find_in_set
   std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
   std::vector<std::uint32_t> head_, tail_;  // per set: most and least recently used
   std::vector<std::uint32_t> set_used_, set_dirty_lines_;
-  // Open addressing with linear probing: line -> slot + 1 (0 marks an empty bucket).
+  // Fully associative only: open addressing with linear probing, line -> slot + 1 (0 marks an
+  // empty bucket).
   std::vector<std::uint64_t> index_key_;
   std::vector<std::uint32_t> index_slot_;
   std::uint64_t index_mask_ = 0;
