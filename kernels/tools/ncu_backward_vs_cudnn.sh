@@ -5,6 +5,7 @@
 # Usage: kernels/tools/ncu_backward_vs_cudnn.sh BIN_DIR OUT_DIR [D N CAUSAL DTYPE]
 #   (default 128 16384 0 bf16; 16 * 16384 / N heads of N tokens, as bench_kernels)
 #   BIN_DIR holds bench_attention_backward_fast. Needs ncu, profiling rights and python3 with torch.
+#   NCU_STALLS=1 in the environment adds the warp-state and scheduler sections.
 set -eu
 bin=${1:?usage: ncu_backward_vs_cudnn.sh BIN_DIR OUT_DIR [D N CAUSAL DTYPE]}
 out=${2:?usage: ncu_backward_vs_cudnn.sh BIN_DIR OUT_DIR [D N CAUSAL DTYPE]}
@@ -17,6 +18,9 @@ command -v ncu > /dev/null || { echo "ncu_backward_vs_cudnn.sh: ncu is not on th
 mkdir -p "$out"
 metrics=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum
 sections=(--section SpeedOfLight --section ComputeWorkloadAnalysis)
+# --stalls adds where the warps wait (WarpStateStats, SchedulerStats): the next question after the
+# per-cycle gap of 2026-11-25 (more replay passes, so about twice the profiling time)
+[ "${NCU_STALLS:-0}" = 1 ] && sections+=(--section WarpStateStats --section SchedulerStats)
 # ours: --one runs the backward twice; the second call's kernels are the ones that count
 ncu "${sections[@]}" --metrics "$metrics" --csv "$bin/bench_attention_backward_fast" --one "$d" "$n" "$causal" "$dtype" \
   > "$out/ncu-ours.csv" 2> "$out/ncu-ours.err"
