@@ -8,6 +8,17 @@
 
 namespace flashsim::sim {
 
+namespace {
+// Set bits of a sector mask. std::popcount becomes a library call on x86-64 builds without
+// -mpopcnt (which this project does not assume), and it ran on every access.
+inline std::uint32_t sectors_in(std::uint32_t x) {
+  x = x - ((x >> 1) & 0x55555555u);
+  x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
+  x = (x + (x >> 4)) & 0x0f0f0f0fu;
+  return (x * 0x01010101u) >> 24;
+}
+}  // namespace
+
 void validate(const L2Config& c) {
   if (std::string why = isa::l2_geometry_error(c); !why.empty()) throw std::invalid_argument(why);
 }
@@ -131,7 +142,7 @@ void L2Cache::push_front(std::uint32_t s) {
 
 void L2Cache::evict(std::uint32_t s) {
   if (dirty_[s]) {
-    const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
+    const auto n = static_cast<std::uint64_t>(sectors_in(dirty_[s]));
     counts_[owner_[s]].hbm_written += n << sector_shift_;
     dirty_sectors_ -= n;
     --set_dirty_lines_[set_of_slot(s)];
@@ -208,7 +219,7 @@ std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
 void L2Cache::clean_oldest_dirty(std::uint32_t set) {
   for (std::uint32_t s = tail_[set]; s != kNone; s = prev_[s]) {
     if (!dirty_[s]) continue;
-    const auto n = static_cast<std::uint64_t>(std::popcount(dirty_[s]));
+    const auto n = static_cast<std::uint64_t>(sectors_in(dirty_[s]));
     counts_[owner_[s]].hbm_written += n << sector_shift_;
     dirty_sectors_ -= n;
     dirty_[s] = 0;
@@ -221,11 +232,11 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
   L2Counts& c = counts_[stream];
   const std::uint32_t s = use_line(line);
   const std::uint32_t present = valid_[s] & mask, absent = mask & ~valid_[s];
-  c.hits += static_cast<std::uint64_t>(std::popcount(present));
-  c.misses += static_cast<std::uint64_t>(std::popcount(absent));
+  c.hits += static_cast<std::uint64_t>(sectors_in(present));
+  c.misses += static_cast<std::uint64_t>(sectors_in(absent));
   valid_[s] |= mask;
   if (write) {
-    dirty_sectors_ += static_cast<std::uint64_t>(std::popcount(mask & ~dirty_[s]));
+    dirty_sectors_ += static_cast<std::uint64_t>(sectors_in(mask & ~dirty_[s]));
     const bool newly_dirty = dirty_[s] == 0;
     dirty_[s] |= mask;
     owner_[s] = stream;
@@ -234,7 +245,7 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
       if (++set_dirty_lines_[set] > cfg_.dirty_ways && cfg_.dirty_ways) clean_oldest_dirty(set);
     }
   } else {
-    c.hbm_read += static_cast<std::uint64_t>(std::popcount(absent)) << sector_shift_;
+    c.hbm_read += static_cast<std::uint64_t>(sectors_in(absent)) << sector_shift_;
   }
 }
 
@@ -276,7 +287,7 @@ void L2Cache::access_rows(std::uint64_t addr, std::uint64_t stride, std::uint64_
 std::uint32_t L2Cache::copy_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream) {
   const std::uint32_t s = use_line(line, cfg_.copy_rank);
   const std::uint32_t absent = mask & ~valid_[s];
-  counts_[stream].hits += static_cast<std::uint64_t>(std::popcount(mask & valid_[s]));
+  counts_[stream].hits += static_cast<std::uint64_t>(sectors_in(mask & valid_[s]));
   valid_[s] |= mask;
   return absent;
 }
@@ -374,7 +385,7 @@ void L2Cache::flush() {
   for (std::uint32_t set = 0; set < sets_; ++set) {
     for (std::uint32_t s = head_[set]; s != kNone; s = next_[s]) {
       if (!dirty_[s]) continue;
-      counts_[owner_[s]].hbm_written += static_cast<std::uint64_t>(std::popcount(dirty_[s])) << sector_shift_;
+      counts_[owner_[s]].hbm_written += static_cast<std::uint64_t>(sectors_in(dirty_[s])) << sector_shift_;
       dirty_[s] = 0;
     }
     set_dirty_lines_[set] = 0;
