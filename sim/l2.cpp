@@ -61,8 +61,8 @@ std::uint64_t bucket_of(std::uint64_t line) {
 }
 }  // namespace
 
-std::uint32_t L2Cache::find(std::uint64_t line) const {
-  if (sets_ > 1) return find_in_set(line, set_of_line(line));
+std::uint32_t L2Cache::find(std::uint64_t line, std::uint32_t set) const {
+  if (sets_ > 1) return find_in_set(line, set);
   for (std::uint64_t b = bucket_of(line) & index_mask_;; b = (b + 1) & index_mask_) {
     if (index_slot_[b] == 0) return kNone;
     if (index_key_[b] == line) return index_slot_[b] - 1;
@@ -193,7 +193,7 @@ void L2Cache::insert_at_rank(std::uint32_t s, std::uint32_t rank) {
 
 std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
   const std::uint32_t set = set_of_line(line);
-  std::uint32_t s = sets_ == 1 ? find(line) : find_in_set(line, set);
+  std::uint32_t s = find(line, set);
   if (s == kNone) {
     if (set_used_[set] < ways_) {
       s = set * ways_ + set_used_[set]++;
@@ -375,7 +375,8 @@ std::uint64_t L2Cache::resident_sectors(std::uint64_t addr, std::uint64_t bytes)
   std::uint64_t held = 0;
   const std::uint64_t first = addr >> sector_shift_, last = (addr + bytes - 1) >> sector_shift_;
   for (std::uint64_t sector = first; sector <= last; ++sector) {
-    const std::uint32_t s = find(sector >> (line_shift_ - sector_shift_));
+    const std::uint64_t line = sector >> (line_shift_ - sector_shift_);
+    const std::uint32_t s = find(line, set_of_line(line));
     if (s != kNone && (valid_[s] >> (sector & (sectors_per_line_ - 1)) & 1u)) ++held;
   }
   return held;

@@ -78,7 +78,7 @@ class L2Cache {
   std::uint32_t set_of_line(std::uint64_t line) const;
   std::uint32_t set_of_slot(std::uint32_t slot) const { return sets_ == 1 ? 0 : slot / ways_; }  // no divide when fully associative
   void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
-  std::uint32_t find(std::uint64_t line) const;  // slot, or kNone
+  std::uint32_t find(std::uint64_t line, std::uint32_t set) const;  // slot, or kNone (set: set_of_line)
   std::uint32_t find_in_set(std::uint64_t line, std::uint32_t set) const;  // set-associative caches
   static std::uint8_t fingerprint(std::uint64_t line);
   void insert_index(std::uint64_t line, std::uint32_t slot);
