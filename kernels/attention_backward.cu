@@ -109,6 +109,18 @@ Against cuDNN under ncu at locked clocks (2026-11-25, d = 128 N = 16384 bf16): 1
 ms, cuDNN 7 % faster per cycle with 9 % more instructions. Tried and dropped the same day (H100,
 kernels/RESULTS.md): the next tile's S^T queued before this tile's dQ is staged (-9 to -16 %), and dQ
 deferred a tile with the two consumers decoupled and staggered (-18 to -25 %).
+version 7 (the launcher's since 2026-11-25; FLASHSIM_BWD_VERSION=6 or 5 selects the older ones) is
+version 6 with the consumers taking turns at dQ (d = 128; at d = 64 it runs version 6's kernel):
+in tile t consumer t % 2 computes the whole 64 x 128 dQ block over all 128 keys (8 m64n128k16 from
+dS^T and K in shared memory) while the other only signals that its half of dS^T is written and goes
+on to tile t + 1. Version 6's per-tile meeting of both consumers is gone, so they run one dQ product
+apart: one's exponentials and dS^T fall under the other's products, a ping-pong like FlashAttention-3's
+forward. Same products, bytes and accumulator layout (registers 32.. of the m64n128 block are
+version 6's second 64 x 64 block); each consumer stages its block in its own 32 KB buffer and the
+writer warp adds it with one 32 KB bulk reduction (226 of 227 KB of shared memory; 168 registers at
+launch, 0 spills). H100, same binary (2026-11-25, `--ab-table 8`, bf16 and fp16 at N >= 8192):
++4 to +10 % on all 8 rows against version 6 (bf16 N = 16384 full 571 against 550 TFLOP/s); sustained
+ABBA (`--ab 128 16384 0 4 8`): bf16 564 / 563 against 527 / 526, fp16 546 / 548 against 511 / 511.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).
@@ -1231,10 +1243,11 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 // the consumers stage it: [consumer c][float4 k = 0..7][thread 0..127] of 4 floats, float4 k of a
 // thread holding its accumulator d[4k..4k+3] (rows 16w + g and + 8, columns 8k + 2t, + 1 of the
 // consumer's 64 x 64 block; w, g, t as in wgmma.cuh). bwd_ws_dq_kernel undoes the permutation.
-template <int D, int BR, int BC, int STAGES>
+template <int D, int BR, int BC, int STAGES, bool ALT_DQ = false>
 struct WsBwdConfig {
   static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
-  static constexpr int kDQBytes = BR * D * 4;  // two 64 x 64 fp32 blocks, one per consumer
+  // two 64 x 64 fp32 blocks, one per consumer; with ALT_DQ one whole BR x D block per consumer
+  static constexpr int kDQBytes = (ALT_DQ ? 2 : 1) * BR * D * 4;
   static constexpr int kBars = 1 + 2 * STAGES;  // kv_full, full[STAGES], empty[STAGES]
   // K | V | Q ring | dO ring | dS^T x 2 | dQ staging | statistics ring | mbarriers, + 1024 of slack
   // for the 1024-byte alignment of the swizzled tiles
@@ -1245,6 +1258,7 @@ struct WsBwdConfig {
   static constexpr int kDQQueryBlocks = BR / 64;
   static_assert(BC == 128, "two consumer warpgroups of 64 keys");
   static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per consumer");
+  static_assert(!ALT_DQ || (BR == 64 && D == 128), "alternating dQ: one m64n128 product a tile");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 // named barriers of version 6 (0 is __syncthreads)
@@ -1252,6 +1266,7 @@ constexpr int kBarDs = 1;       // 256 consumer threads: dS^T complete
 constexpr int kBarDqFull = 2;   // + c: consumer c (128) arrives, the writer warp (32) syncs
 constexpr int kBarDqEmpty = 4;  // + c: the writer warp arrives, consumer c syncs
 constexpr int kBarEpi = 6;      // 256 consumer threads: K, V no longer read; dK, dV staged
+constexpr int kBarDsTo = 7;     // + c (ALT_DQ): the other consumer (128) arrives, consumer c (128) syncs
 constexpr int kDqBarCount = 128 + 32;
 
 // TRUNC_PDS (a diagnostic, fp16 only, launch_bwd PRODUCTS = 6 in the standalone build): P^T and dS^T
@@ -1264,14 +1279,20 @@ constexpr int kDqBarCount = 128 + 32;
 // dS^T stored by 16 st.shared.b32 with their swizzle arithmetic. The default since 2026-11-24 runs
 // the compare and select only in tiles that need a mask (a warp-uniform branch) and stores dS^T
 // with 4 stmatrix.x4 (one XOR per address): fewer instructions, same products and results.
-template <class T, int D, int BR, int BC, int STAGES, bool TRUNC_PDS = false, bool PRE_LEAN = false>
+// ALT_DQ (launch_bwd PRODUCTS = 8, d = 128, for A/B): the consumers take turns, tile by tile, at the
+// whole dQ block (64 queries x 128 columns over all 128 keys). The one whose turn it is waits for the
+// other's half of dS^T; the other only signals it and goes on to the next tile, so the two drift
+// apart by one dQ product and one's exponentials run under the other's products (ping-pong), in
+// place of version 6's meeting of both consumers at every tile.
+template <class T, int D, int BR, int BC, int STAGES, bool TRUNC_PDS = false, bool PRE_LEAN = false,
+          bool ALT_DQ = false>
 __global__ void __launch_bounds__(384, 1)
     attn_bwd_ws_kernel(const float* __restrict__ lse2, const float* __restrict__ dsum, float* __restrict__ dq_acc,
                        T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh, int heads_per_group,
                        bool causal, float scale, float scale_log2, const __grid_constant__ CUtensorMap map_q,
                        const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
-  using C = WsBwdConfig<D, BR, BC, STAGES>;
+  using C = WsBwdConfig<D, BR, BC, STAGES, ALT_DQ>;
   extern __shared__ __align__(128) unsigned char smem[];
   // every shared address is base + a C::kOff* constant (K at 0); the consumers re-read base through
   // an opaque move each tile, so that the addresses are not all held in registers over the loop
@@ -1320,6 +1341,20 @@ __global__ void __launch_bounds__(384, 1)
         tma::copy(base + C::kOffStat + s * C::kStatBytes, lse2 + i * BR, BR * 4, bar);
         tma::copy(base + C::kOffStat + s * C::kStatBytes + BR * 4, dsum + i * BR, BR * 4, bar);
       }
+    } else if (warp == 1 && ALT_DQ) {  // dQ writer: tile it's whole block comes from consumer it % 2
+      for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+        const int c = it & 1;
+        tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
+        if (lane == 0) {
+          tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D, base + C::kOffDQ + c * BR * D * 4,
+                              BR * D * 4);
+          tma::bulk_commit();
+          tma::bulk_wait_read<0>();
+        }
+        __syncwarp();
+        if (i + 2 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+      }
+      if (lane == 0) tma::bulk_wait<0>();
     } else if (warp == 1) {  // dQ writer
       for (int i = i_begin; i < i_end; ++i) {
 #pragma unroll
@@ -1462,6 +1497,45 @@ __global__ void __launch_bounds__(384, 1)
     for (int kk = 0; kk < BR / 16; ++kk)
       wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, acc_dk, da[kk], wgmma::desc128(qs + kk * 16 * 128, BR * 128, 1024), 1);
     wgmma::commit();
+    if constexpr (ALT_DQ) {
+      if ((it & 1) != c) {  // not this consumer's turn: hand over the half of dS^T and go on
+        tma::named_bar_arrive(kBarDsTo + (c ^ 1), 256);
+        wgmma::wait<0>();
+        pin(acc_dv);
+        pin(acc_dk);
+        pin_frag(pa);
+        pin_frag(da);
+        if (lane == 0) tma::mbar_arrive(empty(b, s_));
+        continue;
+      }
+      tma::named_bar_sync(kBarDsTo + c, 256);  // the other half of dS^T is written
+      wgmma::wait<0>();  // dV, dK done (P^T, dS^T fragments free before dQ's 64 registers are live)
+      pin(acc_dv);
+      pin(acc_dk);
+      pin_frag(pa);
+      pin_frag(da);
+      if (lane == 0) tma::mbar_arrive(empty(b, s_));
+      float dq[64];
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < BC / 16; ++kk)
+        wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<128>{}, T{}, dq, wgmma::desc128(dss + kk * 16 * 128, BC * 128, 1024),
+                              wgmma::desc128(ks + kk * 16 * 128, BC * 128, 1024), kk > 0);
+      wgmma::commit();
+      wgmma::wait<0>();
+      pin(dq);
+      if (it >= 2) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);  // the writer has read this buffer
+      // the same layout as version 6's two 64 x 64 blocks: registers 32.. are columns 64..
+      const std::uint32_t stage = b + C::kOffDQ + c * (BR * D * 4) + (threadIdx.x % 128) * 16;
+#pragma unroll
+      for (int k4 = 0; k4 < 16; ++k4)
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(stage + (k4 / 8) * (64 * 64 * 4) + (k4 % 8) * 2048),
+                     "f"(dq[4 * k4]), "f"(dq[4 * k4 + 1]), "f"(dq[4 * k4 + 2]), "f"(dq[4 * k4 + 3])
+                     : "memory");
+      wgmma::fence_proxy_async();
+      tma::named_bar_arrive(kBarDqFull + c, kDqBarCount);
+      continue;
+    }
     tma::named_bar_sync(kBarDs, 256);  // both consumers' halves of dS^T written
 
     // dQ block = dS K: A = dS^T (stored [key][query]) read transposed, B = K (stored [key][d]) MN-major
@@ -1555,7 +1629,8 @@ constexpr int ws_stages() {
 // 4 = warp-specialized, dQ by bulk reductions (version 6; NW and DQ_MT unused), 5 = version 6 with a
 // 3-stage Q / dO ring (d = 128 only; an experiment for the bench driver's --variants), 6 = version 6
 // with P^T and dS^T cut to bf16's mantissa width (fp16 only; a diagnostic for the driver's --power),
-// 7 = version 6 as first written (attn_bwd_ws_kernel PRE_LEAN: more instructions around dS^T; for A/B).
+// 7 = version 6 as first written (attn_bwd_ws_kernel PRE_LEAN: more instructions around dS^T; for A/B),
+// 8 = version 6 with the consumers taking turns at the whole dQ block (ALT_DQ; d = 128; for A/B).
 // Workspace: the fp32 dQ accumulator (bh * n_pad * D floats: [bh][n][D] for PRODUCTS <= 3, one chunk
 // per query tile for 4 and 5), then lse2 and D ([bh][n_pad] each).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
@@ -1578,8 +1653,8 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast: too many blocks");
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   if constexpr (PRODUCTS >= 4) {
-    using C = WsBwdConfig<D, BR, BC, ws_stages<PRODUCTS>()>;
-    auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>(), PRODUCTS == 6, PRODUCTS == 7>;
+    using C = WsBwdConfig<D, BR, BC, ws_stages<PRODUCTS>(), PRODUCTS == 8>;
+    auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, ws_stages<PRODUCTS>(), PRODUCTS == 6, PRODUCTS == 7, PRODUCTS == 8>;
     if (first_launch_on_this_device(smem_set))
       CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
     const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, BR), map_do = tma::head_tensor_map(dout, bh, n, D, BR),
@@ -1627,12 +1702,13 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
   }
 }
 
-// The kernel attention_backward_fast runs: 6, or 5 when FLASHSIM_BWD_VERSION=5 (read once; for
-// A/B runs of the same binary).
+// The version attention_backward_fast runs: 7, or 6 / 5 when FLASHSIM_BWD_VERSION says so (read
+// once; for A/B runs of the same binary). Version 7 differs from 6 at d = 128 only.
 int selected_version() {
   static const int version = [] {
     const char* env = std::getenv("FLASHSIM_BWD_VERSION");
-    return env != nullptr && std::strtol(env, nullptr, 10) == 5 ? 5 : 6;
+    const long v = env != nullptr ? std::strtol(env, nullptr, 10) : 7;
+    return v == 5 || v == 6 ? static_cast<int>(v) : 7;
   }();
   return version;
 }
@@ -1658,13 +1734,15 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
   if (d != 64 && d != 128) throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step; chosen by measurement
-  // on an H100 (kernels/RESULTS.md). Version 6 unless FLASHSIM_BWD_VERSION=5.
-  const bool v6 = bwd_fast::selected_version() == 6;
+  // on an H100 (kernels/RESULTS.md). Version 7 (at d = 64 the same kernel as 6) unless
+  // FLASHSIM_BWD_VERSION selects 6 or 5.
+  const int version = bwd_fast::selected_version();
   if (d == 64) {
-    if (v6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    if (version >= 6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
     else bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   } else {
-    if (v6) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    if (version == 7) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    else if (version == 6) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
     else bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   }
 }
@@ -1687,7 +1765,7 @@ namespace flashsim::gpu::bwd_fast {
 #define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, PRODUCTS)                                                  \
   template void launch_bwd<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(const T*, const T*, const T*, const T*, const T*, const float*, \
                                                         T*, T*, T*, void*, int, int, bool, cudaStream_t);
-FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6 (also the launcher's)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6 (also the launcher's 7 at d = 64)
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 4)

@@ -3,9 +3,10 @@
 //   matmul.cu            v3  matmul_bf16_fast          (Hopper wgmma, inner-product schedule)
 //   softmax.cu           v3  softmax_online_fast       (online 2-pass, 16-byte loads)
 //   attention_forward.cu v5/v6 attention_forward_fast  (FA2 order, Hopper wgmma + TMA; v6 warp-specialized at d = 128)
-//   attention_backward.cu v6 attention_backward_fast   (FA2 backward, every product on Hopper wgmma, TMA loads;
-//                                                        v6 warp-specialized with bulk dQ reductions,
-//                                                        FLASHSIM_BWD_VERSION=5 selects v5)
+//   attention_backward.cu v7 attention_backward_fast   (FA2 backward, every product on Hopper wgmma, TMA loads;
+//                                                        warp-specialized with bulk dQ reductions, v7: the
+//                                                        consumers take turns at dQ (d = 128);
+//                                                        FLASHSIM_BWD_VERSION=6 or 5 selects v6 or v5)
 // Layouts are row-major. Attention tensors are [bh, n, d] with d = 64 or 128, any n >= 1;
 // softmax scale 1/sqrt(d); lse is the natural-log logsumexp per row, fp32 [bh, n].
 // Every launcher checks its arguments (throws std::invalid_argument) and its launches.

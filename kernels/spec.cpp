@@ -38,8 +38,8 @@ const std::vector<ScheduleInfo> kSchedules = {
      "online softmax (two passes) with 16-byte loads, 16384-column chunks"},
     {Schedule::AttnFA2Mma, Op::AttnFwd, "attn-fa2-mma", "attention_forward.cu", 6,
      "FlashAttention-2 order on Hopper tensor cores (wgmma, TMA): d 64 v5, 64-row Q tiles; d 128 v6, warp-specialized, 128-row Q tiles"},
-    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 6,
-     "FlashAttention-2 backward on Hopper tensor cores (wgmma, TMA), warp-specialized: dK/dV per 128-key tile, fp32 dQ added by bulk reductions"},
+    {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 7,
+     "FlashAttention-2 backward on Hopper tensor cores (wgmma, TMA), warp-specialized: dK/dV per 128-key tile, fp32 dQ added by bulk reductions; d 128 v7, the consumers take turns at dQ"},
 };
 
 std::string trim(const std::string& s) {

@@ -1,5 +1,5 @@
-// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 6, or
-// version 5 with FLASHSIM_BWD_VERSION=5 in the environment),
+// Validation and timing of attention_backward_fast (kernels/attention_backward.cu version 7, or
+// version 6 / 5 with FLASHSIM_BWD_VERSION=6 / 5 in the environment),
 // standalone (no runner, no CUPTI). CMake builds it as the target bench_attention_backward_fast
 // (`ninja -C build/default bench_attention_backward_fast`); by hand, from the repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_BWD_FAST_ONLY -o build/bwdfast/bench_attention_backward_fast kernels/tools/bench_attention_backward_fast.cu kernels/attention_backward.cu kernels/reference.cpp
@@ -8,8 +8,8 @@
 //   bench_attention_backward_fast            full checks at small sizes, then every timed shape
 //                                            (checked on sampled rows) with its time and TFLOP/s
 //   bench_attention_backward_fast --small    only the small full checks
-//   bench_attention_backward_fast --variants the launcher (version 6, or 5) against the other of versions
-//                                            6 / 5, versions 4, 3 and the all-mma.sync kernel: full
+//   bench_attention_backward_fast --variants the launcher (version 7, 6 or 5) against the version before
+//                                            it, the other variants, versions 4, 3 and the all-mma.sync kernel: full
 //                                            checks of each at small sizes, then each timed (bf16)
 //   bench_attention_backward_fast --one D N CAUSAL [bf16|fp16]   one problem run twice (for ncu; bf16
 //                                            unless fp16 is named)
@@ -22,10 +22,13 @@
 //                                            phase prints its epoch start / end (to line up with an
 //                                            `nvidia-smi -lms` log or an NVML energy-counter log)
 //                                            and its mean time and TFLOP/s
-//   bench_attention_backward_fast --ab D N CAUSAL SECONDS   --power's phases for launch_bwd PRODUCTS
-//                                            7 (version 6 pre-LEAN) and 4 (version 6), bf16 and fp16,
-//                                            in ABBA order
-//   bench_attention_backward_fast --ab-table the timed shapes at N >= 8192, PRODUCTS 7 and 4 side by side
+//   bench_attention_backward_fast --ab D N CAUSAL SECONDS [7|8]   --power's phases for launch_bwd
+//                                            PRODUCTS 7 (version 6 pre-LEAN; 8: version 6 with dQ
+//                                            alternating between the consumers, d = 128) and 4 (version
+//                                            6), bf16 and fp16, in ABBA order
+//   bench_attention_backward_fast --ab-table [7|8]   the timed shapes at N >= 8192, PRODUCTS 7 (8)
+//                                            and 4 side by side (8: d = 128 only), after full checks of
+//                                            the variant at n = 1, 77, 333
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
 //                                            dtypes), for compute-sanitizer memcheck / racecheck
 // O and lse for the backward come from a plain mma.sync forward in this file (test-only; it is
@@ -65,7 +68,7 @@ namespace flashsim::gpu::bwd_fast {  // tile-shape variants instantiated in the 
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream);
-int selected_version();  // the launcher's: 6, or 5 under FLASHSIM_BWD_VERSION=5
+int selected_version();  // the launcher's: 7, or 6 / 5 under FLASHSIM_BWD_VERSION=6 / 5
 }  // namespace flashsim::gpu::bwd_fast
 
 namespace fg = flashsim::gpu;
@@ -455,20 +458,25 @@ void power_phase(const char* label, int d, int n, bool causal, double seconds, b
 }  // namespace
 
 static int run_main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 6 or 5) vs other kernels
+  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 7, 6 or 5) vs other kernels
     namespace bf = fg::bwd_fast;
     struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
-    const bool v6 = bf::selected_version() == 6;
-    // the launcher, then the other of versions 6 and 5 (so the two are timed side by side)
-    const V other64 = v6 ? V{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
-                             bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>}
-                         : V{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
-                             bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4>};
-    const V other128 = v6 ? V{128, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 3>,
-                              bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>}
-                          : V{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
-                              bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
-    const char* launcher = v6 ? "  [launcher: v6, warp-specialized, bulk dQ]" : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
+    const int version = bf::selected_version();
+    // the launcher, then the version before it (so the two are timed side by side); at d = 64
+    // versions 7 and 6 are the same kernel, so 5 is the one next to it
+    const V v5_64{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
+                  bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>};
+    const V v6_64{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
+                  bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4>};
+    const V v5_128{128, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 3>,
+                   bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>};
+    const V v6_128{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
+                   bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
+    const V other64 = version >= 6 ? v5_64 : v6_64;
+    const V other128 = version == 6 ? v5_128 : v6_128;
+    const char* launcher = version == 7   ? "  [launcher: v7, v6 with alternating dQ at d = 128]"
+                           : version == 6 ? "  [launcher: v6 (FLASHSIM_BWD_VERSION=6)]"
+                                          : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
     const V vs[] = {
         {64, launcher, nullptr, nullptr},
         other64,
@@ -486,6 +494,8 @@ static int run_main(int argc, char** argv) {
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
         {128, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
          bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>},
+        {128, "  [v6 alternating dQ: one consumer a tile does all of dQ, the other goes on]",
+         bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>},
         {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
         {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
@@ -535,40 +545,77 @@ static int run_main(int argc, char** argv) {
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
   }
+  // --ab / --ab-table: version 6 (launch_bwd PRODUCTS 4) against one of its variants, PRODUCTS 7
+  // (pre-LEAN, the default) or 8 (dQ alternating between the consumers, d = 128), named by an
+  // optional last argument
+  namespace bf = fg::bwd_fast;
+  struct AbPair { const char* name; Problem<__nv_bfloat16>::Launcher b4, bx; Problem<__half>::Launcher h4, hx; };
+  auto ab_pair = [](int d, int other) -> AbPair {
+    const bool d64 = d == 64;
+    AbPair p{other == 8 ? "v6 alternating dQ" : "v6 pre-LEAN",
+             d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
+             nullptr,
+             d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>,
+             nullptr};
+    if (other == 8) {
+      if (d64) {
+        std::fprintf(stderr, "bench_attention_backward_fast: variant 8 (alternating dQ) is d = 128 only\n");
+        std::exit(2);
+      }
+      p.bx = bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>;
+      p.hx = bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>;
+    } else {
+      p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
+      p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
+    }
+    return p;
+  };
+  auto ab_other = [&](int at) {
+    if (argc <= at) return 7;
+    const int v = std::atoi(argv[at]);
+    if (v < 7 || v > 8) {
+      std::fprintf(stderr, "bench_attention_backward_fast: the variant to compare must be 7 or 8, not '%s'\n", argv[at]);
+      std::exit(2);
+    }
+    return v;
+  };
   if (argc > 5 && std::strcmp(argv[1], "--ab") == 0) {
     const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
     const bool causal = std::atoi(argv[4]) != 0;
     const double seconds = std::atof(argv[5]);
-    namespace bf = fg::bwd_fast;
-    auto b4 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>;
-    auto b7 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
-    auto h4 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>;
-    auto h7 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
-    power_phase<__nv_bfloat16>("bf16 v6 pre-LEAN", d, n, causal, seconds, false, b7);
-    power_phase<__nv_bfloat16>("bf16 v6", d, n, causal, seconds, false, b4);
-    power_phase<__half>("fp16 v6 pre-LEAN", d, n, causal, seconds, false, h7);
-    power_phase<__half>("fp16 v6", d, n, causal, seconds, false, h4);
-    power_phase<__half>("fp16 v6 (again)", d, n, causal, seconds, false, h4);
-    power_phase<__half>("fp16 v6 pre-LEAN (again)", d, n, causal, seconds, false, h7);
-    power_phase<__nv_bfloat16>("bf16 v6 (again)", d, n, causal, seconds, false, b4);
-    power_phase<__nv_bfloat16>("bf16 v6 pre-LEAN (again)", d, n, causal, seconds, false, b7);
+    const AbPair p = ab_pair(d, ab_other(6));
+    const std::string x = p.name;
+    power_phase<__nv_bfloat16>(("bf16 " + x).c_str(), d, n, causal, seconds, false, p.bx);
+    power_phase<__nv_bfloat16>("bf16 v6", d, n, causal, seconds, false, p.b4);
+    power_phase<__half>(("fp16 " + x).c_str(), d, n, causal, seconds, false, p.hx);
+    power_phase<__half>("fp16 v6", d, n, causal, seconds, false, p.h4);
+    power_phase<__half>("fp16 v6 (again)", d, n, causal, seconds, false, p.h4);
+    power_phase<__half>(("fp16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.hx);
+    power_phase<__nv_bfloat16>("bf16 v6 (again)", d, n, causal, seconds, false, p.b4);
+    power_phase<__nv_bfloat16>(("bf16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.bx);
     return 0;
   }
   if (argc > 1 && std::strcmp(argv[1], "--ab-table") == 0) {
-    namespace bf = fg::bwd_fast;
+    const int other = ab_other(2);
     bool ok = true;
     std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
-    for (int d : {128, 64})
+    const std::vector<int> dims = other == 8 ? std::vector<int>{128} : std::vector<int>{128, 64};
+    for (int d : dims)  // the variant in full at odd sizes first
+      for (bool causal : {false, true})
+        for (int n : {1, 77, 333}) {
+          const AbPair p = ab_pair(d, other);
+          ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.bx, p.name);
+          ok &= check_full<__half>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.hx, p.name);
+        }
+    for (int d : dims)
       for (bool causal : {false, true})
         for (int n : {8192, 16384}) {
-          auto b4 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>;
-          auto b7 = d == 64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
-          auto h4 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>;
-          auto h7 = d == 64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
-          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, b7, "  [v6 pre-LEAN]");
-          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, b4, "  [v6]");
-          ok &= bench_shape<__half>(d, n, causal, s += 10, h7, "  [v6 pre-LEAN]");
-          ok &= bench_shape<__half>(d, n, causal, s += 10, h4, "  [v6]");
+          const AbPair p = ab_pair(d, other);
+          const std::string x = std::string("  [") + p.name + "]";
+          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.bx, x.c_str());
+          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.b4, "  [v6]");
+          ok &= bench_shape<__half>(d, n, causal, s += 10, p.hx, x.c_str());
+          ok &= bench_shape<__half>(d, n, causal, s += 10, p.h4, "  [v6]");
         }
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
