@@ -101,6 +101,7 @@ std::string l2_geometry_error(const L2Geometry& g) {
            " ways";
   if (g.dirty_ways > (g.ways ? g.ways : g.capacity_bytes / g.line_bytes))
     return "the L2's dirty-line limit (" + std::to_string(g.dirty_ways) + ") exceeds the lines of a set";
+  if (g.dirty_group < 1) return "the L2's dirty-line group must hold at least one set";
   if (g.copy_rank > (g.ways ? g.ways : g.capacity_bytes / g.line_bytes))
     return "the L2's copy rank (" + std::to_string(g.copy_rank) + ") exceeds the lines of a set";
   return "";

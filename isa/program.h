@@ -206,6 +206,11 @@ struct L2Geometry {
   // Dirty lines a set may hold; one more makes its least recently used dirty line written back
   // (it stays, clean). 0: no limit, dirty lines leave only when evicted.
   std::uint32_t dirty_ways = 0;
+  // Sets that share one dirty-line limit: when `dirty_group` sets together hold more than
+  // dirty_ways x dirty_group dirty lines, the group's least recently used dirty line is written
+  // back. 1: each set on its own. Pooling evens out how many dirty lines the random hash gives a
+  // set, so the write-back starts later and more sharply (Hopper's probes: 4, kernels/RESULTS.md).
+  std::uint32_t dirty_group = 1;
   // 0: every line hashed onto a set (and a partition) at random. N: the lines of each N-line page
   // spread evenly over the partitions and the sets (a rotation per page), pages at random, as an
   // XOR hash of a physical page's address bits does (a GPU allocation's pages: 2 MiB = 16384 lines).

@@ -95,7 +95,7 @@ struct CsvReader {
 // recorded them in a dirty_at_start column (their text output says "write-back baseline").
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
                         std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
-                        std::uint32_t copy_rank) {
+                        std::uint32_t copy_rank, std::uint32_t dirty_group) {
   CsvReader csv(path);
   std::ifstream& in = csv.in;
   const auto& head = csv.head;
@@ -163,7 +163,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   auto predict_job = [&](const Job& j) {
     Result r;
     r.p = predicted(j.spec, l2_bytes, sms, j.occ, nullptr, &r.why, partitions, ways, dirty_ways, j.dirty, page_lines,
-                    copy_rank, !j.one_range);
+                    copy_rank, !j.one_range, dirty_group);
     return r;
   };
   const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
@@ -189,9 +189,11 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
                 fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %");
     std::fflush(stdout);
   }
-  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u, page lines %u, copy rank %u)\n",
+  std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u over %u set%s, page lines %u, "
+              "copy rank %u)\n",
               within, rows, static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
-              ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways, page_lines, copy_rank);
+              ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways, dirty_group,
+              dirty_group == 1 ? "" : "s", page_lines, copy_rank);
   return 0;
 }
 
@@ -221,7 +223,7 @@ static void print_probe_header() {
 // error: how the model's sets and dirty limit were chosen (kernels/RESULTS.md).
 static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm, int partitions, std::uint32_t ways,
                              std::uint32_t dirty_ways, std::uint64_t dirty_at_start, std::uint32_t page_lines,
-                             std::uint32_t copy_rank) {
+                             std::uint32_t copy_rank, std::uint32_t dirty_group) {
   CsvReader csv(path);
   std::ifstream& in = csv.in;
   const auto& head = csv.head;
@@ -249,12 +251,14 @@ static int probe_replay_main(const std::string& path, int sms, int blocks_per_sm
       throw std::invalid_argument(where + ": a number does not parse");
     }
     const ProbeTraffic pred =
-        probe_predicted(c, l2, sms, blocks_per_sm, partitions, ways, dirty_ways, dirty_at_start, page_lines, copy_rank);
+        probe_predicted(c, l2, sms, blocks_per_sm, partitions, ways, dirty_ways, dirty_at_start, page_lines, copy_rank,
+                        dirty_group);
     error += print_probe_row(c.pattern, c.bytes, l2, c.passes, mr, mw, pred);
   }
-  std::printf("summed |meas - pred|: %.1f MiB per pass (%d partition(s), %u ways, dirty limit %u, %llu B dirty at start, "
-              "page lines %u, copy rank %u)\n",
-              error, partitions, ways, dirty_ways, static_cast<unsigned long long>(dirty_at_start), page_lines, copy_rank);
+  std::printf("summed |meas - pred|: %.1f MiB per pass (%d partition(s), %u ways, dirty limit %u over %u set(s), %llu B dirty "
+              "at start, page lines %u, copy rank %u)\n",
+              error, partitions, ways, dirty_ways, dirty_group, static_cast<unsigned long long>(dirty_at_start), page_lines,
+              copy_rank);
   return 0;
 }
 
@@ -292,9 +296,9 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   DevBuf buf(max_bytes), sink(sizeof(float));
   CUDA_CHECK(cudaMemset(buf.get(), 0, max_bytes));
   std::printf("%s: L2 %.1f MiB, %d SMs, %d blocks/SM of 256 threads, %d passes; model: %d partition(s), %u ways, "
-              "dirty limit %u\n",
+              "dirty limit %u over %u set(s)\n",
               dev.name.c_str(), dev.l2_bytes / 1048576.0, dev.sms, occ, passes, dev.l2_partitions, dev.l2_ways,
-              dev.l2_dirty_ways);
+              dev.l2_dirty_ways, dev.l2_dirty_group);
   print_probe_header();
   std::string rows = "pattern,bytes,l2_bytes,passes,hbm_read,hbm_written,writeback,pred_read,pred_written\n";
   for (auto pat : pats)
@@ -317,7 +321,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
       }
       const ProbeTraffic pred =
           probe_predicted(c, dev.l2_bytes, dev.sms, occ, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
-                          static_cast<std::uint64_t>(baseline), dev.l2_page_lines, dev.l2_copy_rank);
+                          static_cast<std::uint64_t>(baseline), dev.l2_page_lines, dev.l2_copy_rank, dev.l2_dirty_group);
       const double mr = m->dram_read_bytes, mw = m->dram_write_bytes + wb;
       print_probe_row(pat, bytes, dev.l2_bytes, passes, mr, mw, pred);
       char line[256];
@@ -382,7 +386,7 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  std::uint32_t pred_ways = 32, pred_dirty = 16;  // Hopper's, from l2probe (kernels/RESULTS.md)
+  std::uint32_t pred_ways = 32, pred_dirty = 16, pred_group = 4;  // Hopper's, from l2probe (kernels/RESULTS.md)
   std::string pred_dirty_start;
   pred->add_option("--dirty-at-start", pred_dirty_start,
                    "dirty bytes in the L2 at each range's start (default: the CSV's dirty_at_start column, else 0), "
@@ -390,6 +394,10 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative; Hopper: 32)")->capture_default_str();
   pred->add_option("--l2-dirty-ways", pred_dirty,
                    "dirty lines a set keeps before writing its oldest back (0: no limit; Hopper: 16)")
+      ->capture_default_str();
+  pred->add_option("--l2-dirty-group", pred_group,
+                   "sets that share one dirty-line limit of this many times --l2-dirty-ways (Hopper: 4)")
+      ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
   std::uint32_t pred_page = 0, pred_rank = 0;  // the onset probes' choice, 16384 / 21, is not the default (RESULTS.md)
   pred->add_option("--l2-page-lines", pred_page, "lines of a page spread evenly over the sets (0: every line at random)")
@@ -410,7 +418,7 @@ static int run_main(int argc, char** argv) {
   probe->add_option("--csv", probe_csv, "also write CSV to FILE ('-' for stdout)");
   std::string probe_from, probe_dirty_start = "0";
   int probe_sms = 132, probe_bps = 8, probe_partitions = 2;
-  std::uint32_t probe_ways = 32, probe_dirty = 16;
+  std::uint32_t probe_ways = 32, probe_dirty = 16, probe_group = 4;
   probe->add_option("--from", probe_from, "no GPU: predict a probe CSV again with the settings below, and sum the error");
   probe->add_option("--sms", probe_sms, "with --from: SMs")->check(CLI::Range(1, 100000))->capture_default_str();
   probe->add_option("--blocks-per-sm", probe_bps, "with --from: the probe kernels' occupancy")
@@ -419,6 +427,9 @@ static int run_main(int argc, char** argv) {
   probe->add_option("--l2-partitions", probe_partitions, "with --from: L2 slices")->check(CLI::Range(1, 64))->capture_default_str();
   probe->add_option("--l2-ways", probe_ways, "with --from: lines per set (0: fully associative)")->capture_default_str();
   probe->add_option("--l2-dirty-ways", probe_dirty, "with --from: dirty lines a set keeps (0: no limit)")->capture_default_str();
+  probe->add_option("--l2-dirty-group", probe_group, "with --from: sets sharing one dirty-line limit")
+      ->check(CLI::Range(1u, 1u << 20))
+      ->capture_default_str();
   probe->add_option("--dirty-at-start", probe_dirty_start, "with --from: dirty bytes in the L2 when each range starts")
       ->capture_default_str();
   std::uint32_t probe_page = 0, probe_rank = 0;
@@ -468,12 +479,12 @@ static int run_main(int argc, char** argv) {
 
   if (probe->parsed() && !probe_from.empty())
     return probe_replay_main(probe_from, probe_sms, probe_bps, probe_partitions, probe_ways, probe_dirty,
-                             flashsim::sim::parse_size(probe_dirty_start), probe_page, probe_rank);
+                             flashsim::sim::parse_size(probe_dirty_start), probe_page, probe_rank, probe_group);
   if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
   if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty,
                         pred_dirty_start.empty() ? std::nullopt
                                                  : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)),
-                        pred_page, pred_rank);
+                        pred_page, pred_rank, pred_group);
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())
@@ -561,10 +572,10 @@ static int run_main(int argc, char** argv) {
     Runner runner(opt);
     prof_status = runner.profiler_status();
     if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set, page lines %u, "
-                "copy rank %u)\n",
+    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set over %u set(s), page "
+                "lines %u, copy rank %u)\n",
                 dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
-                dev.l2_page_lines, dev.l2_copy_rank);
+                dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
     std::printf("profiler: %s\n", prof_status.c_str());
     std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
     std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));

@@ -54,13 +54,15 @@ void record_pass(sim::LaunchRecorder& rec, std::uint64_t launch, std::uint64_t b
 
 ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                              int l2_partitions, std::uint32_t ways, std::uint32_t dirty_ways,
-                             std::uint64_t dirty_at_start, std::uint32_t page_lines, std::uint32_t copy_rank) {
+                             std::uint64_t dirty_at_start, std::uint32_t page_lines, std::uint32_t copy_rank,
+                             std::uint32_t dirty_group) {
   if (c.bytes == 0 || c.bytes % kProbeChunk) throw std::invalid_argument("probe buffer not a multiple of 4 KiB");
   if (c.passes < 1) throw std::invalid_argument("a probe needs at least one measured pass");
   sim::GpuModel g;
   g.l2.capacity_bytes = l2_bytes;
   g.l2.ways = ways;
   g.l2.dirty_ways = dirty_ways;
+  g.l2.dirty_group = dirty_group;
   g.l2.page_lines = page_lines;
   g.l2.copy_rank = copy_rank;
   g.dirty_at_start_bytes = dirty_at_start;
@@ -78,7 +80,7 @@ ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms
 }
 #else
 ProbeTraffic probe_predicted(const ProbeCase&, std::uint64_t, int, int, int, std::uint32_t, std::uint32_t, std::uint64_t,
-                             std::uint32_t, std::uint32_t) {
+                             std::uint32_t, std::uint32_t, std::uint32_t) {
   throw std::runtime_error("the L2 model needs flashsim_sim, which this build lacks");
 }
 #endif

@@ -42,13 +42,14 @@ struct ProbeTraffic {
 };
 
 // What the L2 model predicts for the measured range of `c`, dirty lines written back at the end.
-// `ways`, `dirty_ways`: the L2's sets (sim/l2.h; 0: fully associative, no dirty limit);
+// `ways`, `dirty_ways`, `dirty_group`: the L2's sets and dirty-line limit (sim/l2.h; 0: fully
+// associative, no dirty limit);
 // `dirty_at_start`: the profiler's dirty lines at the range's start (sim/launch.h), whose
 // write-back the range pays for when the probe evicts them.
 ProbeTraffic probe_predicted(const ProbeCase& c, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                              int l2_partitions, std::uint32_t ways = 0, std::uint32_t dirty_ways = 0,
                              std::uint64_t dirty_at_start = 0, std::uint32_t page_lines = 0,
-                             std::uint32_t copy_rank = 0);
+                             std::uint32_t copy_rank = 0, std::uint32_t dirty_group = 1);
 
 // "0.25,0.5,1.5" (fractions of the L2) -> buffer sizes, each rounded to a multiple of 4 KiB.
 // Throws std::invalid_argument naming the field that is not a positive number below 16.

@@ -130,7 +130,7 @@ void predict_row(Row& row, const DeviceInfo& dev) {
   std::string why;
   row.predicted = predicted(row.spec, dev.l2_bytes, dev.sms, row.blocks_per_sm, nullptr, &why, dev.l2_partitions,
                             dev.l2_ways, dev.l2_dirty_ways, static_cast<std::uint64_t>(row.dirty_at_start_bytes),
-                            dev.l2_page_lines, dev.l2_copy_rank, !row.writes_one_range);
+                            dev.l2_page_lines, dev.l2_copy_rank, !row.writes_one_range, dev.l2_dirty_group);
   if (!row.predicted) row.note += "; no prediction: " + why;
 }
 

@@ -610,12 +610,14 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays, s
 std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, int blocks_per_sm,
                                std::vector<CountedArray>* arrays, std::string* error, int l2_partitions,
                                std::uint32_t l2_ways, std::uint32_t l2_dirty_ways, std::uint64_t dirty_at_start,
-                               std::uint32_t l2_page_lines, std::uint32_t l2_copy_rank, bool dirty_at_start_counted) {
+                               std::uint32_t l2_page_lines, std::uint32_t l2_copy_rank, bool dirty_at_start_counted,
+                               std::uint32_t l2_dirty_group) {
 #ifdef FLASHSIM_HAVE_SIM
   flashsim::sim::GpuModel g;
   g.l2.capacity_bytes = l2_bytes;
   g.l2.ways = l2_ways;
   g.l2.dirty_ways = l2_dirty_ways;
+  g.l2.dirty_group = l2_dirty_group;
   g.l2.page_lines = l2_page_lines;
   g.l2.copy_rank = l2_copy_rank;
   g.dirty_at_start_bytes = dirty_at_start;
@@ -639,7 +641,7 @@ std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, i
   }
   return total;
 #else
-  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions, (void)l2_ways, (void)l2_dirty_ways, (void)dirty_at_start, (void)l2_page_lines, (void)l2_copy_rank, (void)dirty_at_start_counted;
+  (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions, (void)l2_ways, (void)l2_dirty_ways, (void)dirty_at_start, (void)l2_page_lines, (void)l2_copy_rank, (void)dirty_at_start_counted, (void)l2_dirty_group;
   if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
   return std::nullopt;
 #endif

@@ -150,6 +150,7 @@ std::optional<Bytes> counted(const Spec& s, std::vector<CountedArray>* arrays = 
 // sets and dirty-line limit (sim/l2.h; 0: fully associative, no limit); `dirty_at_start`: bytes of
 // unrelated dirty lines in the L2 when the run starts (sim/launch.h GpuModel); `l2_page_lines`,
 // `l2_copy_rank`: page-balanced sets and the far copies' rank (isa/program.h L2Geometry).
+// `l2_dirty_group`: sets sharing one dirty-line limit (isa/program.h L2Geometry).
 // `dirty_at_start_counted`: whether the write-back of those unrelated lines counts in the writes
 // (as in a range that holds the run alone), or not (writes measured in one range with the flushes,
 // whose baseline holds them: Row::writes_one_range); they take room in the L2 either way.
@@ -157,7 +158,8 @@ std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, i
                                std::vector<CountedArray>* arrays = nullptr, std::string* error = nullptr,
                                int l2_partitions = 1, std::uint32_t l2_ways = 0, std::uint32_t l2_dirty_ways = 0,
                                std::uint64_t dirty_at_start = 0, std::uint32_t l2_page_lines = 0,
-                               std::uint32_t l2_copy_rank = 0, bool dirty_at_start_counted = true);
+                               std::uint32_t l2_copy_rank = 0, bool dirty_at_start_counted = true,
+                               std::uint32_t l2_dirty_group = 1);
 // A row of a `flashsim-gpu compare` CSV back as a Spec: schedule id, size label ("8x4096x64
 // causal"), dtype. Throws std::invalid_argument naming what does not parse.
 Spec spec_from_row(const std::string& schedule, const std::string& size, const std::string& dtype);

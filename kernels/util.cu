@@ -199,6 +199,7 @@ DeviceInfo device_info() {
   if (p.major == 9) {
     d.l2_ways = 32;
     d.l2_dirty_ways = 16;
+    d.l2_dirty_group = 4;
   }
   return d;
 }

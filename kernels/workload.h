@@ -113,6 +113,8 @@ struct DeviceInfo {
   // on an H100 (kernels/RESULTS.md): Hopper 32 ways, 16 dirty; 0 / 0 (fully associative, no
   // limit) on GPUs nobody has probed.
   unsigned l2_ways = 0, l2_dirty_ways = 0;
+  // Sets sharing that dirty-line limit: Hopper 4 (the rmw onset probes, kernels/RESULTS.md), else 1.
+  unsigned l2_dirty_group = 1;
   // Page-balanced sets and the far copies' rank (isa/program.h L2Geometry): 0 / 0 everywhere. The
   // onset probes favour 16384 / 21 on Hopper, but compare rows at unseen sizes did not (RESULTS.md).
   unsigned l2_page_lines = 0, l2_copy_rank = 0;

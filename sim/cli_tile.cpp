@@ -71,7 +71,7 @@ struct SweepArgs {
 struct GpuArgs {
   std::string l2;
   std::int64_t sms = 132, blocks_per_sm = 1;
-  std::uint32_t line = 128, sector = 32, partitions = 1, ways = 0, dirty_ways = 0, page_lines = 0, copy_rank = 0;
+  std::uint32_t line = 128, sector = 32, partitions = 1, ways = 0, dirty_ways = 0, dirty_group = 1, page_lines = 0, copy_rank = 0;
   bool json = false;
 
   std::optional<sim::GpuModel> model() const {
@@ -82,6 +82,7 @@ struct GpuArgs {
     g.l2.sector_bytes = sector;
     g.l2.ways = ways;
     g.l2.dirty_ways = dirty_ways;
+    g.l2.dirty_group = dirty_group;
     g.l2.page_lines = page_lines;
     g.l2.copy_rank = copy_rank;
     g.sms = sms;
@@ -95,7 +96,9 @@ struct GpuArgs {
     std::ostringstream os;
     os << "L2 " << l2 << " (" << line << " B lines, " << sector << " B sectors, LRU"
        << (ways ? " over sets of " + std::to_string(ways) + " ways" : std::string())
-       << (dirty_ways ? ", at most " + std::to_string(dirty_ways) + " dirty lines a set" : std::string())
+       << (dirty_ways ? ", at most " + std::to_string(dirty_ways) + " dirty lines a set" +
+                            (dirty_group > 1 ? " over groups of " + std::to_string(dirty_group) + " sets" : std::string())
+                      : std::string())
        << (page_lines ? ", sets even within pages of " + std::to_string(page_lines) + " lines" : std::string())
        << (copy_rank ? ", far copies entering " + std::to_string(copy_rank) + " lines above their set's LRU end" : std::string())
        << (partitions > 1 ? ", " + std::to_string(partitions) + " partitions" : std::string()) << "), " << sms << " SMs x "
@@ -117,6 +120,9 @@ void add_gpu_options(CLI::App* c, GpuArgs& g) {
   c->add_option("--l2-ways", g.ways, "L2 lines per set, addresses hashed onto sets (with --l2; 0: fully associative)");
   c->add_option("--l2-dirty-ways", g.dirty_ways,
                 "dirty lines a set holds before its oldest is written back early (with --l2; 0: no limit)");
+  c->add_option("--l2-dirty-group", g.dirty_group,
+                "sets that share one limit of this many times --l2-dirty-ways dirty lines (with --l2; 1: each set alone)")
+      ->check(CLI::Range(1u, 1u << 20));
   c->add_option("--l2-page-lines", g.page_lines,
                 "lines of a page spread evenly over the sets and partitions, pages at random (with --l2; 0: every line at random)");
   c->add_option("--l2-copy-rank", g.copy_rank,

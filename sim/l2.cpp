@@ -1,5 +1,7 @@
 #include "sim/l2.h"
 
+#include <algorithm>
+
 #include <bit>
 #include <cctype>
 #include <cstring>
@@ -37,6 +39,8 @@ L2Cache::L2Cache(const L2Config& config, std::size_t streams, std::uint32_t slic
   tail_.assign(sets_, kNone);
   set_used_.assign(sets_, 0);
   set_dirty_lines_.assign(sets_, 0);
+  stamp_.assign(slots_, 0);
+  dirty_group_ = std::max<std::uint32_t>(1, std::min(cfg_.dirty_group, sets_));
   tag_.resize(slots_);
   if (sets_ > 1) fp_.resize(slots_);
   valid_.resize(slots_);
@@ -213,6 +217,7 @@ std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
     unlink(s);
     push_front(s);
   }
+  stamp_[s] = ++clock_;
   return s;
 }
 
@@ -226,6 +231,19 @@ void L2Cache::clean_oldest_dirty(std::uint32_t set) {
     --set_dirty_lines_[set];
     return;
   }
+}
+
+// The group's least recently used dirty line: each set's oldest dirty line, compared by last use.
+void L2Cache::clean_oldest_dirty_in_group(std::uint32_t set) {
+  const std::uint32_t g0 = set / dirty_group_ * dirty_group_, g1 = std::min(sets_, g0 + dirty_group_);
+  std::uint32_t best = kNone, best_set = 0;
+  for (std::uint32_t k = g0; k < g1; ++k)
+    for (std::uint32_t s = tail_[k]; s != kNone; s = prev_[s])
+      if (dirty_[s]) {
+        if (best == kNone || stamp_[s] < stamp_[best]) best = s, best_set = k;
+        break;
+      }
+  if (best != kNone) clean_oldest_dirty(best_set);
 }
 
 void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
@@ -242,7 +260,15 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
     owner_[s] = stream;
     if (newly_dirty) {
       const std::uint32_t set = set_of_slot(s);
-      if (++set_dirty_lines_[set] > cfg_.dirty_ways && cfg_.dirty_ways) clean_oldest_dirty(set);
+      ++set_dirty_lines_[set];
+      if (cfg_.dirty_ways && dirty_group_ > 1) {
+        const std::uint32_t g0 = set / dirty_group_ * dirty_group_, g1 = std::min(sets_, g0 + dirty_group_);
+        std::uint32_t total = 0;
+        for (std::uint32_t k = g0; k < g1; ++k) total += set_dirty_lines_[k];
+        if (total > cfg_.dirty_ways * (g1 - g0)) clean_oldest_dirty_in_group(set);
+      } else if (cfg_.dirty_ways && set_dirty_lines_[set] > cfg_.dirty_ways) {
+        clean_oldest_dirty(set);
+      }
     }
   } else {
     c.hbm_read += static_cast<std::uint64_t>(sectors_in(absent)) << sector_shift_;

@@ -7,7 +7,8 @@
 // evicted or at flush(). Replacement is least-recently-used over the lines of a set: one set of
 // every line by default (fully associative), or sets of `ways` lines with line addresses hashed
 // onto them. With `dirty_ways`, a set holding more dirty lines than that writes its least recently
-// used dirty line back early (the line stays, clean), as a GPU's L2 does when much of it is dirty.
+// used dirty line back early (the line stays, clean), as a GPU's L2 does when much of it is dirty;
+// with `dirty_group` G, G neighbouring sets share a limit of G x dirty_ways lines.
 //
 // What a Hopper L2 does differently: its replacement policy and set hash are not documented, and
 // it is split into two partitions (PartitionedL2 below). `flashsim-gpu l2probe` measures what a
@@ -98,6 +99,10 @@ class L2Cache {
   std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
   std::vector<std::uint32_t> head_, tail_;  // per set: most and least recently used
   std::vector<std::uint32_t> set_used_, set_dirty_lines_;
+  std::vector<std::uint64_t> stamp_;  // when each slot was last used (dirty groups compare them)
+  std::uint64_t clock_ = 0;
+  std::uint32_t dirty_group_ = 1;  // sets sharing one dirty limit, at most sets_
+  void clean_oldest_dirty_in_group(std::uint32_t set);  // writes back the group's LRU dirty line
   // Fully associative only: open addressing with linear probing, line -> slot + 1 (0 marks an
   // empty bucket).
   std::vector<std::uint64_t> index_key_;

@@ -6,7 +6,8 @@
 # again, that checked the sets and dirty limit that l2probe measured; SET 3: 44 runs at sizes again
 # new, causal ones among them, that checked matmul-outer's C strips (2026-11-24, fourth session);
 # SET 4: 36 runs again new, that checked the page-balanced sets and the far copies' low rank;
-# SET 5: 39 runs again new, the first with writes measured in one range (2026-11-25).
+# SET 5: 39 runs again new, the first with writes measured in one range (2026-11-25); SET 6: 39
+# runs again new, that checked the dirty limit shared by groups of 4 sets (2026-11-25, night).
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
@@ -23,7 +24,16 @@ run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows
   "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
-if [ "$set" = 5 ]; then
+if [ "$set" = 6 ]; then
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:76x131072,softmax:108x131072,softmax:44x262144
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:2560x2560x1024,matmul:1792x1792x2048,matmul:3584x3584x384 --dtype fp32,bf16
+  run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:18x5120x64 --causal no
+  run fwdc -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:22x4096x64 --causal yes
+  run fwd128 -s attn-fa2-mma --sizes attn-fwd:12x8192x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:52x2048x64,attn-bwd:18x3584x64 --causal no
+  run bwdc -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:26x3072x64 --causal yes
+  run bwd128 -s bwd-mma --sizes attn-bwd:22x3072x128 --causal no
+elif [ "$set" = 5 ]; then
   run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:60x131072,softmax:100x131072,softmax:36x262144
   run matmul -s matmul-inner,matmul-outer --sizes matmul:2816x2816x768,matmul:3328x3328x512,matmul:6144x3072x256 --dtype fp32,bf16
   run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:14x6144x64 --causal no

@@ -423,6 +423,34 @@ TEST_CASE("l2: a set over its dirty limit writes its oldest dirty line back and 
   CHECK_THROWS_AS(L2Cache(c, 1), std::invalid_argument);
 }
 
+TEST_CASE("l2: sets that share a dirty limit write back the group's oldest dirty line, from either set", "[l2]") {
+  L2Config c = l2_of(8 * 128);  // 4 sets of 2 lines; sets 0 and 1 form one group
+  c.ways = 2;
+  c.dirty_ways = 1;
+  c.dirty_group = 2;
+  L2Cache probe(c, 1);
+  REQUIRE(probe.sets() == 4);
+  std::vector<std::uint64_t> in0, in1;  // line addresses the hash puts in set 0 and in set 1
+  for (std::uint64_t a = 0; in0.size() < 2 || in1.empty(); a += 128) {
+    if (probe.set_of(a) == 0 && in0.size() < 2) in0.push_back(a);
+    if (probe.set_of(a) == 1 && in1.empty()) in1.push_back(a);
+  }
+  for (std::uint32_t group : {1u, 2u}) {
+    c.dirty_group = group;
+    L2Cache l2(c, 1);
+    l2.write(in0[0], 128, 0);  // A dirty in set 0
+    l2.write(in0[1], 128, 0);  // B dirty in set 0: over a set's limit of 1, within the group's 2
+    CHECK(l2.counts()[0].hbm_written == (group == 1 ? 128u : 0u));
+    l2.write(in1[0], 128, 0);  // C dirty in set 1: the group holds 3 > 2, so A, its oldest, goes out
+    CHECK(l2.counts()[0].hbm_written == 128);
+    l2.read(in0[0], 128, 0);  // A stayed, clean
+    CHECK(l2.counts()[0].hbm_read == 0);
+    CHECK(l2.dirty_sectors() == 2 * 4);  // B and C
+  }
+  c.dirty_group = 0;
+  CHECK_THROWS_AS(L2Cache(c, 1), std::invalid_argument);
+}
+
 TEST_CASE("l2: dirty lines at the start are the launch's HBM writes only when it evicts them", "[l2]") {
   // A 1 MiB LRU with 64 KiB of unrelated dirty lines in it: reading 512 KiB leaves room for both
   // (nothing written back); reading 2 MiB sweeps the whole cache and evicts all 64 KiB of them.
@@ -528,13 +556,15 @@ struct ReferenceL2 {
   struct Line {
     std::uint64_t line;
     std::uint32_t valid = 0, dirty = 0;
+    std::uint64_t last_use = 0;
   };
   const L2Cache& shape;  // only for its set mapping
-  std::uint32_t ways, dirty_ways;
+  std::uint32_t ways, dirty_ways, group;
   std::vector<std::vector<Line>> sets;
   sim::L2Counts counts;
-  ReferenceL2(const L2Cache& l2, std::uint32_t ways_, std::uint32_t dirty_ways_)
-      : shape(l2), ways(ways_), dirty_ways(dirty_ways_), sets(l2.sets()) {}
+  std::uint64_t clock = 0;
+  ReferenceL2(const L2Cache& l2, std::uint32_t ways_, std::uint32_t dirty_ways_, std::uint32_t group_ = 1)
+      : shape(l2), ways(ways_), dirty_ways(dirty_ways_), group(group_), sets(l2.sets()) {}
   static std::uint64_t sectors(std::uint32_t mask) { return static_cast<std::uint64_t>(std::popcount(mask)); }
   void access(std::uint64_t addr, std::uint32_t bytes, bool write) {
     for (std::uint64_t a = addr; a < addr + bytes; a = (a / 128 + 1) * 128) {
@@ -557,16 +587,22 @@ struct ReferenceL2 {
       line.valid |= mask;
       const bool newly_dirty = write && line.dirty == 0;
       if (write) line.dirty |= mask;
+      line.last_use = ++clock;
       set.insert(set.begin(), line);
-      if (newly_dirty && dirty_ways) {
-        const auto dirty_lines = std::count_if(set.begin(), set.end(), [](const Line& l) { return l.dirty != 0; });
-        if (dirty_lines > static_cast<long>(dirty_ways))
-          for (auto r = set.rbegin(); r != set.rend(); ++r)
-            if (r->dirty) {
-              counts.hbm_written += sectors(r->dirty) * 32;
-              r->dirty = 0;
-              break;
+      if (newly_dirty && dirty_ways) {  // every line of the set's group looked at, the oldest dirty one cleaned
+        const std::size_t first = shape.set_of(a) / group * group, last = std::min(sets.size(), first + group);
+        long dirty_lines = 0;
+        Line* oldest = nullptr;
+        for (std::size_t k = first; k < last; ++k)
+          for (auto& l : sets[k])
+            if (l.dirty) {
+              ++dirty_lines;
+              if (!oldest || l.last_use < oldest->last_use) oldest = &l;
             }
+        if (dirty_lines > static_cast<long>(dirty_ways * (last - first))) {
+          counts.hbm_written += sectors(oldest->dirty) * 32;
+          oldest->dirty = 0;
+        }
       }
     }
   }
@@ -586,17 +622,20 @@ TEST_CASE("l2: a random stream gives the counts of a plain LRU model, set-associ
   // crossing lines; the cache's counts must equal the plain model's after every access.
   for (std::uint32_t ways : {0u, 1u, 4u, 16u}) {
     for (std::uint32_t dirty_ways : {0u, 1u, 3u}) {
+     for (std::uint32_t group : {1u, 2u, 3u}) {
+      if (group > 1 && (ways < 4 || dirty_ways == 0)) continue;  // groups need sets and a limit
       L2Config c = l2_of(64 * 128);
       c.ways = ways;
       c.dirty_ways = ways == 1 ? 0 : dirty_ways;
+      c.dirty_group = group;
       L2Cache l2(c, 1);
-      ReferenceL2 ref(l2, ways ? ways : 64, c.dirty_ways);
-      std::uint64_t state = 12345 + ways * 7 + dirty_ways;
+      ReferenceL2 ref(l2, ways ? ways : 64, c.dirty_ways, group);
+      std::uint64_t state = 12345 + ways * 7 + dirty_ways + group * 1000;
       auto next = [&] {
         state = state * 6364136223846793005ULL + 1442695040888963407ULL;
         return state >> 33;
       };
-      INFO("ways " << ways << ", dirty ways " << c.dirty_ways);
+      INFO("ways " << ways << ", dirty ways " << c.dirty_ways << ", dirty group " << group);
       for (int k = 0; k < 20000; ++k) {
         const std::uint64_t addr = next() % (3 * 64 * 128);
         const auto bytes = static_cast<std::uint32_t>(1 + next() % 200);
@@ -612,6 +651,7 @@ TEST_CASE("l2: a random stream gives the counts of a plain LRU model, set-associ
       ref.flush();
       REQUIRE(l2.counts()[0].hbm_written == ref.counts.hbm_written);
       CHECK(l2.counts()[0].hits > 0);  // the stream re-uses lines, so the comparison means something
+     }
     }
   }
 }
