@@ -26,11 +26,13 @@ static int run_main() {
   h100.l2.capacity_bytes = 50ull << 20;
   h100.sms = 132;
   h100.blocks_per_sm = 3;
-  // the model `flashsim-gpu compare` predicts with on Hopper: two partitions of 32-way sets
+  // the model `flashsim-gpu compare` predicts with on Hopper: two partitions of 32-way sets, a
+  // dirty limit of 16 lines a set shared by groups of 4 sets
   flashsim::sim::GpuModel hopper = h100;
   hopper.l2_partitions = 2;
   hopper.l2.ways = 32;
   hopper.l2.dirty_ways = 16;
+  hopper.l2.dirty_group = 4;
   AttentionParams many;
   many.batch_heads = 2048;
   many.n = 1024;
