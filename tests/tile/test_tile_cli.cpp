@@ -110,6 +110,16 @@ TEST_CASE("flashsim traffic --l2-ways/--l2-dirty-ways: sets and a dirty limit, a
   out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 8MiB --l2-ways 8 --l2-copy-rank 9", rc);
   CHECK(rc != 0);
   CHECK(out.find("copy rank") != std::string::npos);
+  // A dirty limit shared by groups of sets: described, the same compulsory reads; 0 sets is refused.
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --heads 4 --l2 8MiB --sms 4 "
+                      "--l2-ways 8 --l2-dirty-ways 4 --l2-dirty-group 4",
+                rc);
+  CHECK(rc == 0);
+  CHECK(out.find("at most 4 dirty lines a set over groups of 4 sets") != std::string::npos);
+  CHECK(out.find("1572864") != std::string::npos);
+  out = run_cmd(bin + " traffic attention --schedule fa2 --n 1024 --d 64 --l2 8MiB --l2-ways 8 --l2-dirty-ways 4 --l2-dirty-group 0", rc);
+  CHECK(rc == 2);
+  CHECK(out.find("--l2-dirty-group") != std::string::npos);
 }
 
 TEST_CASE("flashsim traffic attention --paired-tiles: the fast d = 128 kernel's block order", "[tile][cli][l2]") {
