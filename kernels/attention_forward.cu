@@ -637,7 +637,7 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // (1 block per SM) 220-260 TFLOP/s; 64 x 32 tiles 5-10 % slower. The non-pipelined loop with
 // BC = d (64 x 64 at d = 64, 64 x 128 at d = 128) gave wrong O on every problem of more than one
 // KV tile, while the same tiles through the pipelined loop were right and the PTX reads as
-// intended; not understood, so those two are neither used nor instantiated.
+// intended; not understood, so a static_assert in the kernel keeps those two from being built.
 
 namespace hopper {
 
@@ -788,6 +788,9 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     attn_fwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
                           const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_v) {
+  // the non-pipelined loop gave wrong O with BC = d on every problem of more than one KV tile (see
+  // above; the cause was not found), so those tilings cannot be built
+  static_assert(PIPE || BC != D, "BC = d without PIPE is known to give wrong output");
   using C = FwdConfig<D, BC>;
   using W = Tile<T, D, BC>;
   constexpr int BR = C::kBR;
