@@ -386,7 +386,7 @@ static int run_main(int argc, char** argv) {
   pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  std::uint32_t pred_ways = 32, pred_dirty = 16, pred_group = 4;  // Hopper's, from l2probe (kernels/RESULTS.md)
+  std::uint32_t pred_ways = kHopperL2Ways, pred_dirty = kHopperL2DirtyWays, pred_group = kHopperL2DirtyGroup;
   std::string pred_dirty_start;
   pred->add_option("--dirty-at-start", pred_dirty_start,
                    "dirty bytes in the L2 at each range's start (default: the CSV's dirty_at_start column, else 0), "
@@ -418,7 +418,7 @@ static int run_main(int argc, char** argv) {
   probe->add_option("--csv", probe_csv, "also write CSV to FILE ('-' for stdout)");
   std::string probe_from, probe_dirty_start = "0";
   int probe_sms = 132, probe_bps = 8, probe_partitions = 2;
-  std::uint32_t probe_ways = 32, probe_dirty = 16, probe_group = 4;
+  std::uint32_t probe_ways = kHopperL2Ways, probe_dirty = kHopperL2DirtyWays, probe_group = kHopperL2DirtyGroup;
   probe->add_option("--from", probe_from, "no GPU: predict a probe CSV again with the settings below, and sum the error");
   probe->add_option("--sms", probe_sms, "with --from: SMs")->check(CLI::Range(1, 100000))->capture_default_str();
   probe->add_option("--blocks-per-sm", probe_bps, "with --from: the probe kernels' occupancy")

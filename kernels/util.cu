@@ -197,9 +197,9 @@ DeviceInfo device_info() {
   d.sms = p.multiProcessorCount;
   d.l2_partitions = p.major >= 8 ? 2 : 1;
   if (p.major == 9) {
-    d.l2_ways = 32;
-    d.l2_dirty_ways = 16;
-    d.l2_dirty_group = 4;
+    d.l2_ways = kHopperL2Ways;
+    d.l2_dirty_ways = kHopperL2DirtyWays;
+    d.l2_dirty_group = kHopperL2DirtyGroup;
   }
   return d;
 }

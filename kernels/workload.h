@@ -99,6 +99,11 @@ std::unique_ptr<Workload> make_attention_forward(const Spec& s);
 std::unique_ptr<Workload> make_attention_backward(const Spec& s);
 std::unique_ptr<Workload> make_workload(const Spec& s);
 
+// Hopper's L2 model as `flashsim-gpu l2probe` measured it on an H100 (kernels/RESULTS.md): sets of
+// 32 lines, at most 16 dirty lines a set, that limit shared by groups of 4 sets. compare predicts
+// with them on sm_90; predict and l2probe --from take them as their defaults.
+inline constexpr unsigned kHopperL2Ways = 32, kHopperL2DirtyWays = 16, kHopperL2DirtyGroup = 4;
+
 // Device description; `have_device` false (with the reason) when there is no usable CUDA device.
 struct DeviceInfo {
   bool have_device = false;
@@ -109,12 +114,9 @@ struct DeviceInfo {
   // L2 slices for the L2 model: Ampere and Hopper split the L2 in two partitions (their
   // whitepapers); the runtime does not report it.
   int l2_partitions = 1;
-  // Sets and dirty-line limit of the L2 model (sim/l2.h), as `flashsim-gpu l2probe` measured them
-  // on an H100 (kernels/RESULTS.md): Hopper 32 ways, 16 dirty; 0 / 0 (fully associative, no
-  // limit) on GPUs nobody has probed.
-  unsigned l2_ways = 0, l2_dirty_ways = 0;
-  // Sets sharing that dirty-line limit: Hopper 4 (the rmw onset probes, kernels/RESULTS.md), else 1.
-  unsigned l2_dirty_group = 1;
+  // Sets, dirty-line limit and the sets sharing it, of the L2 model (sim/l2.h): Hopper's above;
+  // 0 / 0 / 1 (fully associative, no limit) on GPUs nobody has probed.
+  unsigned l2_ways = 0, l2_dirty_ways = 0, l2_dirty_group = 1;
   // Page-balanced sets and the far copies' rank (isa/program.h L2Geometry): 0 / 0 everywhere. The
   // onset probes favour 16384 / 21 on Hopper, but compare rows at unseen sizes did not (RESULTS.md).
   unsigned l2_page_lines = 0, l2_copy_rank = 0;

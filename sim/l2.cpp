@@ -39,8 +39,8 @@ L2Cache::L2Cache(const L2Config& config, std::size_t streams, std::uint32_t slic
   tail_.assign(sets_, kNone);
   set_used_.assign(sets_, 0);
   set_dirty_lines_.assign(sets_, 0);
-  stamp_.assign(slots_, 0);
   dirty_group_ = std::max<std::uint32_t>(1, std::min(cfg_.dirty_group, sets_));
+  if (dirty_group_ > 1) stamp_.assign(slots_, 0);  // one set's own LRU order needs no stamps
   tag_.resize(slots_);
   if (sets_ > 1) fp_.resize(slots_);
   valid_.resize(slots_);
@@ -217,33 +217,26 @@ std::uint32_t L2Cache::use_line(std::uint64_t line, std::uint32_t rank) {
     unlink(s);
     push_front(s);
   }
-  stamp_[s] = ++clock_;
+  if (dirty_group_ > 1) stamp_[s] = ++clock_;
   return s;
 }
 
-void L2Cache::clean_oldest_dirty(std::uint32_t set) {
-  for (std::uint32_t s = tail_[set]; s != kNone; s = prev_[s]) {
-    if (!dirty_[s]) continue;
-    const auto n = static_cast<std::uint64_t>(sectors_in(dirty_[s]));
-    counts_[owner_[s]].hbm_written += n << sector_shift_;
-    dirty_sectors_ -= n;
-    dirty_[s] = 0;
-    --set_dirty_lines_[set];
-    return;
-  }
-}
-
-// The group's least recently used dirty line: each set's oldest dirty line, compared by last use.
-void L2Cache::clean_oldest_dirty_in_group(std::uint32_t set) {
-  const std::uint32_t g0 = set / dirty_group_ * dirty_group_, g1 = std::min(sets_, g0 + dirty_group_);
-  std::uint32_t best = kNone, best_set = 0;
-  for (std::uint32_t k = g0; k < g1; ++k)
-    for (std::uint32_t s = tail_[k]; s != kNone; s = prev_[s])
+// The group's least recently used dirty line (each set's oldest, from its LRU end; between sets,
+// by last use), written back and kept, clean.
+void L2Cache::clean_oldest_dirty(std::uint32_t first_set, std::uint32_t end_set) {
+  std::uint32_t oldest = kNone, oldest_set = first_set;
+  for (std::uint32_t set = first_set; set < end_set; ++set)
+    for (std::uint32_t s = tail_[set]; s != kNone; s = prev_[s])
       if (dirty_[s]) {
-        if (best == kNone || stamp_[s] < stamp_[best]) best = s, best_set = k;
+        if (oldest == kNone || stamp_[s] < stamp_[oldest]) oldest = s, oldest_set = set;
         break;
       }
-  if (best != kNone) clean_oldest_dirty(best_set);
+  if (oldest == kNone) return;
+  const auto n = static_cast<std::uint64_t>(sectors_in(dirty_[oldest]));
+  counts_[owner_[oldest]].hbm_written += n << sector_shift_;
+  dirty_sectors_ -= n;
+  dirty_[oldest] = 0;
+  --set_dirty_lines_[oldest_set];
 }
 
 void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t stream, bool write) {
@@ -261,13 +254,11 @@ void L2Cache::touch_line(std::uint64_t line, std::uint32_t mask, std::uint32_t s
     if (newly_dirty) {
       const std::uint32_t set = set_of_slot(s);
       ++set_dirty_lines_[set];
-      if (cfg_.dirty_ways && dirty_group_ > 1) {
-        const std::uint32_t g0 = set / dirty_group_ * dirty_group_, g1 = std::min(sets_, g0 + dirty_group_);
-        std::uint32_t total = 0;
-        for (std::uint32_t k = g0; k < g1; ++k) total += set_dirty_lines_[k];
-        if (total > cfg_.dirty_ways * (g1 - g0)) clean_oldest_dirty_in_group(set);
-      } else if (cfg_.dirty_ways && set_dirty_lines_[set] > cfg_.dirty_ways) {
-        clean_oldest_dirty(set);
+      if (cfg_.dirty_ways) {  // the sets sharing this one's limit: [first, end)
+        const std::uint32_t first = set / dirty_group_ * dirty_group_, end = std::min(sets_, first + dirty_group_);
+        std::uint32_t dirty = 0;
+        for (std::uint32_t k = first; k < end; ++k) dirty += set_dirty_lines_[k];
+        if (dirty > cfg_.dirty_ways * (end - first)) clean_oldest_dirty(first, end);
       }
     }
   } else {

@@ -78,7 +78,8 @@ class L2Cache {
   void insert_at_rank(std::uint32_t slot, std::uint32_t rank);
   std::uint32_t set_of_line(std::uint64_t line) const;
   std::uint32_t set_of_slot(std::uint32_t slot) const { return sets_ == 1 ? 0 : slot / ways_; }  // no divide when fully associative
-  void clean_oldest_dirty(std::uint32_t set);  // writes back the set's least recently used dirty line
+  // Writes back the least recently used dirty line of sets [first_set, end_set) (one dirty group).
+  void clean_oldest_dirty(std::uint32_t first_set, std::uint32_t end_set);
   std::uint32_t find(std::uint64_t line, std::uint32_t set) const;  // slot, or kNone (set: set_of_line)
   std::uint32_t find_in_set(std::uint64_t line, std::uint32_t set) const;  // set-associative caches
   static std::uint8_t fingerprint(std::uint64_t line);
@@ -99,10 +100,9 @@ class L2Cache {
   std::vector<std::uint32_t> valid_, dirty_, owner_, prev_, next_;
   std::vector<std::uint32_t> head_, tail_;  // per set: most and least recently used
   std::vector<std::uint32_t> set_used_, set_dirty_lines_;
-  std::vector<std::uint64_t> stamp_;  // when each slot was last used (dirty groups compare them)
+  std::vector<std::uint64_t> stamp_;  // dirty groups of 2+ sets: when each slot was last used
   std::uint64_t clock_ = 0;
   std::uint32_t dirty_group_ = 1;  // sets sharing one dirty limit, at most sets_
-  void clean_oldest_dirty_in_group(std::uint32_t set);  // writes back the group's LRU dirty line
   // Fully associative only: open addressing with linear probing, line -> slot + 1 (0 marks an
   // empty bucket).
   std::vector<std::uint64_t> index_key_;
