@@ -3,7 +3,7 @@
 //
 //   flashsim-gpu list
 //   flashsim-gpu compare [--schedules LIST] [--sizes LIST] [--dtype LIST] [--causal no|yes|both]
-//                        [--repeats N] [--no-profile] [--no-check] [--writes one-range|split] [--seed N]
+//                        [--repeats N] [--measurements N] [--no-profile] [--no-check] [--writes one-range|split] [--seed N]
 //                        [--csv FILE] [--json FILE]
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
 //   flashsim-gpu l2probe [--patterns reread,rmw,copy] [--fractions LIST] [--passes N] [--csv FILE]
@@ -363,6 +363,12 @@ static int run_main(int argc, char** argv) {
   cmp->add_option("--repeats", repeats, "timed repeats per run (median reported)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
+  int measurements = 1;
+  cmp->add_option("--measurements", measurements,
+                  "profiled measurements per run, each after its own L2 flush; the median is reported, the "
+                  "smallest and largest in the CSV and JSON")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   cmp->add_flag("--no-profile", no_profile, "skip the CUPTI range profiler (times only)");
   std::string writes = "one-range";
   cmp->add_option("--writes", writes,
@@ -569,6 +575,7 @@ static int run_main(int argc, char** argv) {
     opt.check = !no_check;
     opt.predict = false;  // below, on worker threads
     opt.writes_one_range = writes == "one-range";
+    opt.measurements = measurements;
     Runner runner(opt);
     prof_status = runner.profiler_status();
     if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());

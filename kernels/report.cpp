@@ -114,6 +114,15 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
           fmt_rw(r.predicted), fmt_ratio_rw(r.measured, r.predicted), fmt_rw(r.l2), fmt(r.time_ms, 3), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
           r.validated ? fmt_sci(r.rel_err) : "-", check});
   }
+  // With several measurements a run, the spread behind each median: it says which meas/pred
+  // figures could move between calls.
+  for (const auto& r : rows) {
+    if (r.measurements < 2 || !r.measured_min || !r.measured_max) continue;
+    out << "  " << info(r.spec.schedule).id << ' ' << r.spec.size_label() << ' ' << dtype_name(r.spec.dtype) << ": "
+        << r.measurements << " measurements, HBM read " << fmt(r.measured_min->read / 1048576.0, 2) << '-'
+        << fmt(r.measured_max->read / 1048576.0, 2) << " MiB, written " << fmt(r.measured_min->written / 1048576.0, 2)
+        << '-' << fmt(r.measured_max->written / 1048576.0, 2) << " MiB\n";
+  }
 }
 
 std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
@@ -138,7 +147,8 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
   out << "schedule,file,version,size,dtype,causal,counted_read,counted_written,compulsory_read,compulsory_written,"
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
          "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok,predicted_read,"
-         "predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles\n";
+         "predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles,measurements,hbm_read_min,"
+         "hbm_read_max,hbm_written_min,hbm_written_max\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -151,7 +161,9 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << fmt(r.gbps(), 2) << ',' << fmt(r.tflops(), 4) << ',' << (r.validated ? fmt_sci(r.rel_err) : "") << ','
         << r.tol << ',' << (r.ok() ? 1 : 0) << ',' << u64(r.predicted, true) << ',' << u64(r.predicted, false) << ','
         << r.blocks_per_sm << ',' << fmt(r.dirty_at_start_bytes, 0) << ','
-        << (r.measured ? (r.writes_one_range ? "one-range" : "split") : "") << ',' << attn_tiles_label(r.spec) << '\n';
+        << (r.measured ? (r.writes_one_range ? "one-range" : "split") : "") << ',' << attn_tiles_label(r.spec) << ','
+        << (r.measurements ? std::to_string(r.measurements) : "") << ',' << u64(r.measured_min, true) << ','
+        << u64(r.measured_max, true) << ',' << u64(r.measured_min, false) << ',' << u64(r.measured_max, false) << '\n';
   }
 }
 
@@ -185,6 +197,8 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"hbm_writeback\": " << (r.writeback_bytes ? num(*r.writeback_bytes) : "null")
         << ", \"writes_measured\": " << (r.measured ? (r.writes_one_range ? "\"one-range\"" : "\"split\"") : "null")
         << ", \"attn_tiles\": " << (tiles.empty() ? "null" : flashsim::sim::json_string(tiles))
+        << ", \"measurements\": " << r.measurements << ", \"hbm_min\": " << bytes(r.measured_min)
+        << ", \"hbm_max\": " << bytes(r.measured_max)
         << ",\n     \"time_ms\": " << num(r.time_ms)
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())

@@ -32,6 +32,10 @@ struct Row {
   // of a second run's dirty lines, measured apart, which lands 2 MiB off either way
   // (kernels/RESULTS.md, "Writes measured in one range").
   bool writes_one_range = false;
+  // With several profiled measurements (compare --measurements N): how many, and the smallest and
+  // largest of them, reads and writes apart; `measured` is their median.
+  int measurements = 0;
+  std::optional<Bytes> measured_min, measured_max;
   // Written after the run's range ended: the dirty lines it left in L2 (charged to it).
   std::optional<double> writeback_bytes;
   std::optional<Bytes> l2;        // lts__t_sectors_srcunit_tex_op_{read,write}.sum * 32

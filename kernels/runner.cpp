@@ -7,6 +7,14 @@
 
 namespace flashsim::gpu {
 
+namespace {
+double median(std::vector<double> v) {  // v not empty
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+}  // namespace
+
 Runner::Runner(const RunOptions& opt) : opt_(opt), dev_(device_info()) {
   if (!dev_.have_device) throw std::runtime_error("no CUDA device: " + dev_.why);
   CUDA_CHECK(cudaSetDevice(0));
@@ -78,42 +86,59 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   row.time_ms = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
   if (w->sets() > 1) row.note += "; timed over " + std::to_string(w->sets()) + " rotating input sets";
   w->make_sets(1);
-  // 3. one profiled range on set 0 after an L2 flush (the flush is outside the range), then the
-  //    write-back of its dirty lines
+  // 3. profiled ranges on set 0, each after an L2 flush (the flush is outside the range), then the
+  //    write-back of its dirty lines; with several, the median of each figure
   if (prof_.ready()) {
-    std::string why;
     const std::string name = std::string(info(s.schedule).id) + " " + s.size_label();
-    auto m = prof_.measure(name, [&] { flusher_->flush(); }, [&] { w->run(0); }, &why);
-    std::optional<double> written;  // every byte the run wrote to HBM, during its range or after
-    if (m && opt_.writes_one_range) {
-      // The run and the flushes that push out what it left dirty, in one range, so that nothing
-      // reaches HBM unseen between them; less the same range without the run (the baseline).
-      auto whole = prof_.measure(name + " and its write-back", [&] { flusher_->flush(); },
-                                 [&] {
-                                   w->run(0);
-                                   flusher_->flush();
-                                   flusher_->flush();
-                                 },
-                                 &why);
-      if (whole) written = std::max(m->dram_write_bytes, whole->dram_write_bytes - writeback_baseline_);
-    } else if (m) {
-      // The same run again, unmeasured, then the flush that evicts what it left dirty in L2: that
-      // flush's HBM writes are the range's output still on its way to HBM when the range ended.
-      auto wb = measure_writeback(prof_, *flusher_, "write-back after " + name, [&] { w->run(0); }, writeback_baseline_, &why);
-      if (wb) written = m->dram_write_bytes + *wb;
+    const int n = std::max(1, opt_.measurements);
+    std::vector<double> reads, writes;
+    for (int k = 0; k < n; ++k) {
+      std::string why;
+      auto m = prof_.measure(name, [&] { flusher_->flush(); }, [&] { w->run(0); }, &why);
+      if (!m) {
+        row.note += "; profiling failed: " + why;
+        break;
+      }
+      std::optional<double> written;  // every byte the run wrote to HBM, during its range or after
+      if (opt_.writes_one_range) {
+        // The run and the flushes that push out what it left dirty, in one range, so that nothing
+        // reaches HBM unseen between them; less the same range without the run (the baseline).
+        auto whole = prof_.measure(name + " and its write-back", [&] { flusher_->flush(); },
+                                   [&] {
+                                     w->run(0);
+                                     flusher_->flush();
+                                     flusher_->flush();
+                                   },
+                                   &why);
+        if (whole) written = std::max(m->dram_write_bytes, whole->dram_write_bytes - writeback_baseline_);
+      } else {
+        // The same run again, unmeasured, then the flush that evicts what it left dirty in L2: that
+        // flush's HBM writes are the range's output still on its way to HBM when the range ended.
+        auto wb = measure_writeback(prof_, *flusher_, "write-back after " + name, [&] { w->run(0); }, writeback_baseline_, &why);
+        if (wb) written = m->dram_write_bytes + *wb;
+      }
+      if (!written) row.note += "; write-back not measured: " + why;
+      reads.push_back(m->dram_read_bytes);
+      writes.push_back(written.value_or(m->dram_write_bytes));
+      if (k == 0) {  // the L2-side figures and the time: the first range's
+        row.writes_one_range = opt_.writes_one_range;
+        if (written) row.writeback_bytes = *written - m->dram_write_bytes;
+        row.l2 = Bytes{static_cast<std::uint64_t>(m->l2_read_sectors * 32 + 0.5),
+                       static_cast<std::uint64_t>(m->l2_write_sectors * 32 + 0.5)};
+        row.l2_red_bytes = m->l2_red_sectors * 32;
+        row.profiled_time_ms = m->gpu_time_ns * 1e-6;
+      }
     }
-    if (m && !written) row.note += "; write-back not measured: " + why;
-    if (m) {
-      row.writes_one_range = opt_.writes_one_range;
-      if (written) row.writeback_bytes = *written - m->dram_write_bytes;
-      row.measured = Bytes{static_cast<std::uint64_t>(m->dram_read_bytes + 0.5),
-                           static_cast<std::uint64_t>(written.value_or(m->dram_write_bytes) + 0.5)};
-      row.l2 = Bytes{static_cast<std::uint64_t>(m->l2_read_sectors * 32 + 0.5),
-                     static_cast<std::uint64_t>(m->l2_write_sectors * 32 + 0.5)};
-      row.l2_red_bytes = m->l2_red_sectors * 32;
-      row.profiled_time_ms = m->gpu_time_ns * 1e-6;
-    } else {
-      row.note += "; profiling failed: " + why;
+    if (!reads.empty()) {
+      auto to_bytes = [](double r, double wr) {
+        return Bytes{static_cast<std::uint64_t>(r + 0.5), static_cast<std::uint64_t>(wr + 0.5)};
+      };
+      row.measured = to_bytes(median(reads), median(writes));
+      if (n > 1) {
+        row.measurements = static_cast<int>(reads.size());
+        row.measured_min = to_bytes(*std::min_element(reads.begin(), reads.end()), *std::min_element(writes.begin(), writes.end()));
+        row.measured_max = to_bytes(*std::max_element(reads.begin(), reads.end()), *std::max_element(writes.begin(), writes.end()));
+      }
     }
   }
   CUDA_CHECK(cudaDeviceSynchronize());

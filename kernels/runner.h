@@ -26,6 +26,9 @@ struct RunOptions {
   // Writes measured in one range with the flushes that follow the run (Row::writes_one_range);
   // false: the run's range plus a rerun's write-back, as before 2026-11-25.
   bool writes_one_range = true;
+  // Profiled measurements of each run (each after its own L2 flush): the median is the row's
+  // figure, the spread is kept beside it (Row::measured_min, measured_max).
+  int measurements = 1;
 };
 
 // The row's predicted HBM bytes (the L2 model on the CPU, from the row's spec, occupancy and dirty

@@ -21,7 +21,7 @@ done
 run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows in OUT/TAG-NAME.csv
   local name=$1
   shift
-  "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
+  "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --measurements "${MEASUREMENTS:-3}" --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
 if [ "$set" = 6 ]; then

@@ -661,7 +661,8 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   const std::string csv = c.str();
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
-  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles\n") != std::string::npos);
+  CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles,"
+                    "measurements,hbm_read_min,hbm_read_max,hbm_written_min,hbm_written_max\n") != std::string::npos);
   rows[0].predicted = Bytes{16777216, 16777216};
   rows[0].blocks_per_sm = 8;
   rows[0].dirty_at_start_bytes = 3145728;
@@ -699,17 +700,37 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   auto method = std::find(names.begin(), names.end(), "writes_measured");
   REQUIRE(method != names.end());
   CHECK(cells.at(static_cast<std::size_t>(method - names.begin())) == "split");
-  // the last column: an attention row's tiling, empty for other rows (this one is softmax)
-  CHECK(names.back() == "attn_tiles");
+  // an attention row's tiling, empty for other rows (this one is softmax)
+  auto tiles = std::find(names.begin(), names.end(), "attn_tiles");
+  REQUIRE(tiles != names.end());
+  CHECK(cells.at(static_cast<std::size_t>(tiles - names.begin())).empty());
+  // one measurement: no count and no spread (the last five columns empty)
+  CHECK(names.back() == "hbm_written_max");
   CHECK(cells.back() == "\n");
+  CHECK(line.find(",,,,,\n") != std::string::npos);
   CHECK(j2.str().find("\"attn_tiles\": null") != std::string::npos);
   CHECK(j2.str().find("\"writes_measured\": \"split\"") != std::string::npos);
   rows[0].writes_one_range = true;
   std::ostringstream c3, j3;
   write_csv(c3, rows);
   write_json(j3, rows, "dev", "ok");
-  CHECK(c3.str().find(",one-range,\n") != std::string::npos);
+  CHECK(c3.str().find(",one-range,,,,,,\n") != std::string::npos);
   CHECK(j3.str().find("\"writes_measured\": \"one-range\"") != std::string::npos);
+  // several measurements: the count and the smallest and largest beside the median
+  rows[0].measurements = 3;
+  rows[0].measured_min = Bytes{1048576, 2097152};
+  rows[0].measured_max = Bytes{3145728, 4194304};
+  std::ostringstream c4, j4, t4;
+  write_csv(c4, rows);
+  write_json(j4, rows, "dev", "ok");
+  print_table(t4, rows, 50e6);
+  CHECK(c4.str().find(",one-range,,3,1048576,3145728,2097152,4194304\n") != std::string::npos);
+  auto doc4 = flashsim::test::parse_json(j4.str());
+  CHECK(doc4.at("runs").array.at(0).at("measurements").number == 3);
+  CHECK(doc4.at("runs").array.at(0).at("hbm_min").at("written").number == 2097152);
+  CHECK(doc4.at("runs").array.at(0).at("hbm_max").at("read").number == 3145728);
+  CHECK(t4.str().find("softmax-3pass 64x65536 fp32: 3 measurements, HBM read 1.00-3.00 MiB, written 2.00-4.00 MiB") !=
+        std::string::npos);
 
   // no explanation when measured matches the model
   rows[0].measured = r.model;
