@@ -82,8 +82,7 @@ Row Runner::run(const Spec& s, std::uint64_t seed) {
   std::vector<float> times(reps);
   for (int r = 0; r < reps; ++r) CUDA_CHECK(cudaEventElapsedTime(&times[r], ev[2 * r], ev[2 * r + 1]));
   for (auto& e : ev) CUDA_CHECK(cudaEventDestroy(e));
-  std::sort(times.begin(), times.end());
-  row.time_ms = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
+  row.time_ms = median(std::vector<double>(times.begin(), times.end()));
   if (w->sets() > 1) row.note += "; timed over " + std::to_string(w->sets()) + " rotating input sets";
   w->make_sets(1);
   // 3. profiled ranges on set 0, each after an L2 flush (the flush is outside the range), then the
