@@ -178,10 +178,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     const Result r = pending.front().get();
     pending.pop_front();
     if (!r.p) throw std::invalid_argument(path + ":" + std::to_string(j.line) + ": " + r.why);
-    auto close = [](std::uint64_t m, std::uint64_t q) {
-      return m < (1u << 20) || (q > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(q) - 1.0) <= 0.10);
-    };
-    const bool ok = close(j.meas.read, r.p->read) && close(j.meas.written, r.p->written);
+    const bool ok = prediction_within_bound(j.meas, *r.p);
     ++rows;
     within += ok ? 1 : 0;
     const auto& f = j.f;
@@ -617,6 +614,8 @@ static int run_main(int argc, char** argv) {
   print_table(std::cout, rows, static_cast<double>(dev.l2_bytes));
   const std::string expl = l2_explanation(rows, static_cast<double>(dev.l2_bytes));
   if (!expl.empty()) std::cout << expl << '\n';
+  const std::string bound = prediction_summary(rows);
+  if (!bound.empty()) std::cout << bound << '\n';
   std::cout << "columns: R/W in MiB; counted = tile machine, min = each input once + each output once, HBM = "
                "dram__bytes_{read,write}.sum (writes include the write-back of lines left dirty in L2, measured over "
                "the flush after the range), exp = each small array once + streamed arrays as counted, "

@@ -125,6 +125,38 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
   }
 }
 
+bool prediction_within_bound(const Bytes& measured, const Bytes& predicted) {
+  auto close = [](std::uint64_t m, std::uint64_t p) {
+    return m < (std::uint64_t{1} << 20) ||
+           (p > 0 && std::fabs(static_cast<double>(m) / static_cast<double>(p) - 1.0) <= 0.10);
+  };
+  return close(measured.read, predicted.read) && close(measured.written, predicted.written);
+}
+
+std::string prediction_summary(const std::vector<Row>& rows) {
+  int runs = 0, within = 0;
+  std::vector<std::string> outside;
+  for (const auto& r : rows) {
+    if (!r.measured || !r.predicted) continue;
+    ++runs;
+    if (prediction_within_bound(*r.measured, *r.predicted)) {
+      ++within;
+      continue;
+    }
+    outside.push_back(std::string(info(r.spec.schedule).id) + " " + r.spec.size_label() + " " +
+                      dtype_name(r.spec.dtype) + " (" + fmt_ratio_rw(r.measured, r.predicted) + ")");
+  }
+  if (runs == 0) return "";
+  std::ostringstream o;
+  o << "meas/pred within 10 % (reads and writes; figures under 1 MiB count as within): " << within << " of " << runs
+    << " run(s)";
+  if (!outside.empty()) {
+    o << "; outside:";
+    for (std::size_t k = 0; k < outside.size(); ++k) o << (k ? ", " : " ") << outside[k];
+  }
+  return o.str();
+}
+
 std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
   std::vector<std::string> names;
   for (const auto& r : rows) {

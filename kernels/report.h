@@ -63,6 +63,15 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
 // re-reads; empty when no row shows that.
 std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes);
 
+// Whether a prediction holds for one run: reads and writes apart, the measured bytes within 10 %
+// of the predicted ones, a figure under 1 MiB always counting as within (a profiled range moves
+// by up to 1 MiB). The bound `flashsim-gpu compare` and `predict` both count.
+bool prediction_within_bound(const Bytes& measured, const Bytes& predicted);
+
+// "meas/pred within 10 % ...: N of M runs", then the runs outside it with their ratios; empty
+// when no row has both a measurement and a prediction.
+std::string prediction_summary(const std::vector<Row>& rows);
+
 // Formatting helpers (tested).
 std::string fmt_mib(double bytes);                     // "1536.0"
 std::string fmt_rw(std::optional<Bytes> b);            // "1536.0/512.0" or "-"

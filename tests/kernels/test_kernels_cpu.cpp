@@ -740,6 +740,36 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK_FALSE(rows[0].ok());
 }
 
+TEST_CASE("the prediction bound: 10 % on reads and writes apart, figures under 1 MiB always within", "[kernels][report]") {
+  const std::uint64_t mib = 1 << 20;
+  CHECK(prediction_within_bound(Bytes{109 * mib, 91 * mib}, Bytes{100 * mib, 100 * mib}));
+  CHECK_FALSE(prediction_within_bound(Bytes{111 * mib, 100 * mib}, Bytes{100 * mib, 100 * mib}));
+  CHECK_FALSE(prediction_within_bound(Bytes{100 * mib, 89 * mib}, Bytes{100 * mib, 100 * mib}));
+  // under 1 MiB measured: noise of a profiled range, not a miss; 1 MiB and over counts
+  CHECK(prediction_within_bound(Bytes{mib - 1, 0}, Bytes{1, 0}));
+  CHECK_FALSE(prediction_within_bound(Bytes{mib, 0}, Bytes{0, 0}));
+
+  Row a, b, c;
+  a.spec.schedule = Schedule::SoftmaxThree;
+  a.spec.dtype = Dtype::F32;
+  a.spec.rows = 64;
+  a.spec.cols = 65536;
+  b = a;
+  b.spec.rows = 96;
+  c = a;  // not measured: left out of the count
+  a.measured = Bytes{16 * mib, 16 * mib};
+  a.predicted = Bytes{16 * mib, 17 * mib};
+  b.measured = Bytes{30 * mib, 24 * mib};
+  b.predicted = Bytes{24 * mib, 24 * mib};
+  c.predicted = Bytes{mib, mib};
+  CHECK(prediction_summary({c}).empty());
+  const std::string s = prediction_summary({a, b, c});
+  CHECK(s.find(": 1 of 2 run(s); outside: softmax-3pass 96x65536 fp32 (1.25/1.00)") != std::string::npos);
+  CHECK(s.find("64x65536") == std::string::npos);
+  CHECK(prediction_summary({a}).find("1 of 1 run(s)") != std::string::npos);
+  CHECK(prediction_summary({a}).find("outside") == std::string::npos);
+}
+
 TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted with two L2 partitions", "[kernels][l2]") {
   Spec s = spec_from_row("attn-fa2", "4x1024x64 causal", "bf16");
   CHECK(s.schedule == Schedule::AttnFA2);
