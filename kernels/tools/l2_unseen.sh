@@ -7,7 +7,8 @@
 # new, causal ones among them, that checked matmul-outer's C strips (2026-11-24, fourth session);
 # SET 4: 36 runs again new, that checked the page-balanced sets and the far copies' low rank;
 # SET 5: 39 runs again new, the first with writes measured in one range (2026-11-25); SET 6: 39
-# runs again new, that checked the dirty limit shared by groups of 4 sets (2026-11-25, night).
+# runs again new, that checked the dirty limit shared by groups of 4 sets (2026-11-25, night);
+# SET 7: 39 runs again new, chosen before either GPU ran them, for one binary on both (2026-11-26).
 # Then, on any machine: flashsim-gpu predict --from OUT_DIR/TAG-*.csv --l2 SIZE --l2-partitions 1|2
 set -u
 bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
@@ -24,7 +25,16 @@ run() {  # run NAME ARGS...: one compare, its table in OUT/TAG-NAME.txt and rows
   "$bin/flashsim-gpu" compare "$@" --no-check --repeats 3 --measurements "${MEASUREMENTS:-3}" --csv "$out/$tag-$name.csv" > "$out/$tag-$name.txt" 2>&1
   echo "$tag-$name rc=$?"
 }
-if [ "$set" = 6 ]; then
+if [ "$set" = 7 ]; then
+  run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:84x131072,softmax:136x131072,softmax:20x524288
+  run matmul -s matmul-inner,matmul-outer --sizes matmul:2688x2688x1024,matmul:3840x3072x640,matmul:7168x3584x256 --dtype fp32,bf16
+  run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:26x4608x64 --causal no
+  run fwdc -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:30x3584x64 --causal yes
+  run fwd128 -s attn-fa2-mma --sizes attn-fwd:28x3072x128 --causal no
+  run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:60x1536x64,attn-bwd:14x5120x64 --causal no
+  run bwdc -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:20x4608x64 --causal yes
+  run bwd128 -s bwd-mma --sizes attn-bwd:18x4096x128 --causal no
+elif [ "$set" = 6 ]; then
   run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:76x131072,softmax:108x131072,softmax:44x262144
   run matmul -s matmul-inner,matmul-outer --sizes matmul:2560x2560x1024,matmul:1792x1792x2048,matmul:3584x3584x384 --dtype fp32,bf16
   run fwd -s attn-naive,attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:18x5120x64 --causal no
