@@ -37,6 +37,10 @@ std::string u64(std::optional<Bytes> b, bool read) {
   return std::to_string(read ? b->read : b->written);
 }
 
+// "softmax-3pass 64x65536 fp32": how the lines under the table name a run.
+std::string run_label(const Row& r) {
+  return std::string(info(r.spec.schedule).id) + " " + r.spec.size_label() + " " + dtype_name(r.spec.dtype);
+}
 }  // namespace
 
 std::string fmt_mib(double bytes) { return fmt(bytes / (1024.0 * 1024.0), 1); }
@@ -118,7 +122,7 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
   // figures could move between calls.
   for (const auto& r : rows) {
     if (r.measurements < 2 || !r.measured_min || !r.measured_max) continue;
-    out << "  " << info(r.spec.schedule).id << ' ' << r.spec.size_label() << ' ' << dtype_name(r.spec.dtype) << ": "
+    out << "  " << run_label(r) << ": "
         << r.measurements << " measurements, HBM read " << fmt(r.measured_min->read / 1048576.0, 2) << '-'
         << fmt(r.measured_max->read / 1048576.0, 2) << " MiB, written " << fmt(r.measured_min->written / 1048576.0, 2)
         << '-' << fmt(r.measured_max->written / 1048576.0, 2) << " MiB\n";
@@ -143,8 +147,7 @@ std::string prediction_summary(const std::vector<Row>& rows) {
       ++within;
       continue;
     }
-    outside.push_back(std::string(info(r.spec.schedule).id) + " " + r.spec.size_label() + " " +
-                      dtype_name(r.spec.dtype) + " (" + fmt_ratio_rw(r.measured, r.predicted) + ")");
+    outside.push_back(run_label(r) + " (" + fmt_ratio_rw(r.measured, r.predicted) + ")");
   }
   if (runs == 0) return "";
   std::ostringstream o;
