@@ -15,6 +15,10 @@ bin=${1:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
 out=${2:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
 tag=${3:?usage: l2_unseen.sh BIN_DIR OUT_DIR TAG}
 set=${4:-1}
+case "$set" in
+  [1-7]) ;;
+  *) echo "l2_unseen.sh: SET must be 1-7, got '$set'" >&2; exit 2 ;;
+esac
 mkdir -p "$out"
 for d in /usr/local/cuda/lib64 /usr/local/cuda/extras/CUPTI/lib64; do
   [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
@@ -59,7 +63,7 @@ case "$set" in
   run bwd -s bwd-twopass,bwd-atomic,bwd-mma --sizes attn-bwd:40x2048x64,attn-bwd:20x4096x64 --causal no
   run bwd128 -s bwd-mma --sizes attn-bwd:12x4096x128 --causal no
   ;;
-  *)  # set 1
+  1)
   run softmax -s softmax-3pass,softmax-online,softmax-fast --sizes softmax:80x131072,softmax:112x131072,softmax:192x65536
   run matmul -s matmul-inner,matmul-outer --sizes matmul:3072x3072x1536,matmul:6144x4096x768 --dtype fp32,bf16
   run fwd -s attn-fa1,attn-fa2,attn-fa2-mma --sizes attn-fwd:24x4096x64,attn-fwd:48x2048x128 --causal no
