@@ -97,17 +97,23 @@ def _load():
         return lib
 
 
+_ready_devices = set()  # CUDA device indices attention() has been found able to run on
+
+
 def unavailable_reason(device: Optional[torch.device] = None) -> Optional[str]:
     """Why attention() cannot run here (no CUDA, not an sm_90 GPU, no library), or None when it can."""
     if not torch.cuda.is_available():
         return "no CUDA device (torch.cuda.is_available() is False)"
-    dev = torch.device("cuda", torch.cuda.current_device()) if device is None else device
-    cap = torch.cuda.get_device_capability(dev)
+    index = torch.cuda.current_device() if device is None or device.index is None else device.index
+    if index in _ready_devices:  # checked once per device: attention() asks on every call
+        return None
+    cap = torch.cuda.get_device_capability(index)
     if cap != (9, 0):
-        return (f"{torch.cuda.get_device_name(dev)} is sm_{cap[0]}{cap[1]}; the kernels are built for sm_90a "
+        return (f"{torch.cuda.get_device_name(index)} is sm_{cap[0]}{cap[1]}; the kernels are built for sm_90a "
                 "(H100 / H200)")
     if library_path() is None:
         return f"{_LIB_NAME} not found (set FLASHSIM_ABI_LIB or build the target flashsim_attention_abi)"
+    _ready_devices.add(index)
     return None
 
 
@@ -237,9 +243,12 @@ def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
     d = q.shape[-1]
     if d not in (64, 128):
         raise ValueError(f"flashsim.torch.attention: head dimension must be 64 or 128, got {d}")
-    reason = unavailable_reason(q.device)
-    if reason is not None:
-        raise RuntimeError(f"flashsim.torch.attention: cannot run: {reason}")
+    # (not while torch.compile traces: file and device queries break the graph; the op itself still
+    # raises at run time when the library or the GPU is missing)
+    if not torch.compiler.is_compiling():
+        reason = unavailable_reason(q.device)
+        if reason is not None:
+            raise RuntimeError(f"flashsim.torch.attention: cannot run: {reason}")
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -256,6 +265,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     d = shape[-1]
     if scale is not None and not math.isclose(scale, 1.0 / math.sqrt(d), rel_tol=1e-12):
         q = q * (scale * math.sqrt(d))
-    q3, k3, v3 = (t.reshape(-1, shape[-2], d) for t in (q, k, v))
+    bh = math.prod(shape[:-2])
+    q3, k3, v3 = (t.reshape(bh, shape[-2], d) for t in (q, k, v))
     o, _ = _forward(q3.contiguous(), k3.contiguous(), v3.contiguous(), bool(causal))
     return o.reshape(shape)

@@ -15,8 +15,9 @@ printed as a compact table and written, with the device, PyTorch version and dat
    loss falls as it memorizes), once with flashsim.torch.attention and once with SDPA, from the same
    initial weights and batches, under bf16 autocast. Passes when the final losses (mean of the last
    20 steps) are within 5 % and the 10-step-smoothed curves within 0.1 nats on average.
-3. speed: forward and forward+backward time (CUDA events, median) beside SDPA's cuDNN backend in
-   the same process, at bench_kernels' shapes: batch = 16384 / N, heads = 2048 / d, N = 4096 and
+3. speed: forward and forward+backward time per call (CUDA events around 5 calls back to back,
+   median of 10; also one forward call alone, which adds the host's launch latency) beside SDPA's
+   cuDNN backend in the same process, at bench_kernels' shapes: batch = 16384 / N, heads = 2048 / d, N = 4096 and
    16384, d = 64 and 128, full and causal, bf16 (fp16 too with --fp16-timing). TFLOP/s counts
    4·N²·d per head forward and 2.5x that backward, halved under the causal mask.
 
@@ -46,8 +47,9 @@ DT_NAME = {torch.bfloat16: "bf16", torch.float16: "fp16"}
 
 
 def rel(a, b):
+    """‖a − b‖ / ‖b‖, with ‖b‖ floored at 1e-3·sqrt(numel): at N = 1 dQ and dK are exactly 0."""
     a, b = a.double(), b.double()
-    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+    return ((a - b).norm() / b.norm().clamp_min(1e-3 * math.sqrt(max(b.numel(), 1)))).item()
 
 
 # --- 1. accuracy ----------------------------------------------------------------------------------------
@@ -199,7 +201,27 @@ def training(steps):
 
 # --- 3. speed -------------------------------------------------------------------------------------------
 
-def median_ms(fn, reps):
+def median_ms(fn, reps, inner=5):
+    """Median over `reps` samples of the time per call of `inner` calls back to back (CUDA events), so
+    that the host's work for a call (Python, the op's dispatch) overlaps the GPU's as in a training
+    loop; 3 warm-up calls first."""
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / inner)
+    return statistics.median(times)
+
+
+def single_call_ms(fn, reps):
+    """Median time of one call alone between two events: the GPU time plus the host's launch latency."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
@@ -221,7 +243,7 @@ def speed(quick, fp16):
     reps = 5 if quick else 10
     print("\n== speed: ms (TFLOP/s), ours vs SDPA cuDNN, same process; batch = 16384/N, heads = 2048/d ==")
     print(f"{'dtype':5} {'d':>4} {'N':>6} {'causal':>6}  {'fwd ours':>16} {'fwd cuDNN':>16} {'x':>5}  "
-          f"{'fwd+bwd ours':>16} {'fwd+bwd cuDNN':>16} {'x':>5}")
+          f"{'fwd+bwd ours':>16} {'fwd+bwd cuDNN':>16} {'x':>5}  {'1 fwd call ours / cuDNN':>14}")
     dtypes = (torch.bfloat16, torch.float16) if fp16 else (torch.bfloat16,)
     for dtype in dtypes:
         for d in (64, 128):
@@ -251,24 +273,26 @@ def speed(quick, fp16):
                         try:
                             if ctx is not None:
                                 ctx.__enter__()
-                            res[name] = (median_ms(fwd, reps), median_ms(fwd_bwd, reps))
+                            res[name] = (median_ms(fwd, reps), median_ms(fwd_bwd, reps), single_call_ms(fwd, reps))
                         except RuntimeError as e:  # a backend that refuses the shape
-                            res[name] = (float("nan"), float("nan"))
+                            res[name] = (float("nan"),) * 3
                             print(f"  {name}: {str(e).splitlines()[0]}", file=sys.stderr)
                         finally:
                             if ctx is not None:
                                 ctx.__exit__(None, None, None)
-                    (fo, fbo), (fc, fbc) = res["ours"], res["cudnn"]
+                    (fo, fbo, f1o), (fc, fbc, f1c) = res["ours"], res["cudnn"]
                     cell = lambda ms, fl: f"{ms:7.3f} ({fl / ms / 1e9:5.0f})"
                     print(f"{DT_NAME[dtype]:5} {d:4} {n:6} {str(causal):>6}  {cell(fo, flop)} {cell(fc, flop)} {fc / fo:5.2f}  "
-                          f"{cell(fbo, 3.5 * flop)} {cell(fbc, 3.5 * flop)} {fbc / fbo:5.2f}", flush=True)
+                          f"{cell(fbo, 3.5 * flop)} {cell(fbc, 3.5 * flop)} {fbc / fbo:5.2f}  {f1o:6.3f} {f1c:6.3f}",
+                          flush=True)
                     rows.append(dict(dtype=DT_NAME[dtype], d=d, n=n, batch=b, heads=h, causal=causal,
                                      fwd_ms_ours=fo, fwd_ms_cudnn=fc, fwd_bwd_ms_ours=fbo, fwd_bwd_ms_cudnn=fbc,
+                                     fwd_single_call_ms_ours=f1o, fwd_single_call_ms_cudnn=f1c,
                                      fwd_tflops_ours=flop / fo / 1e9, fwd_tflops_cudnn=flop / fc / 1e9,
                                      fwd_bwd_tflops_ours=3.5 * flop / fbo / 1e9,
                                      fwd_bwd_tflops_cudnn=3.5 * flop / fbc / 1e9,
                                      speedup_fwd=fc / fo, speedup_fwd_bwd=fbc / fbo))
-                    del q, k, v, g
+                    q = k = v = g = None  # free before the next shape
                     torch.cuda.empty_cache()
     return rows
 
