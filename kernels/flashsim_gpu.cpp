@@ -31,6 +31,7 @@
 #include "kernels/runner.h"
 #include "kernels/spec.h"
 #include "sim/cli.h"
+#include "sim/cli_values.h"
 #include "sim/csv_text.h"
 #include "sim/l2.h"
 #include "sim/main_guard.h"
@@ -464,6 +465,7 @@ static int run_main(int argc, char** argv) {
   ring->add_option("--repeats", ring_opt.repeats, "timed batches (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
 
+  flashsim::cli::refuse_blank_values(app);  // after every option is registered
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -498,8 +500,15 @@ static int run_main(int argc, char** argv) {
   }
 
   if (traffic->parsed()) {
+    std::vector<Spec> t_specs;
     try {
-      for (const auto& s : expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true})) {
+      t_specs = expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true});
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+      return flashsim::cli::kExitBadInput;
+    }
+    try {
+      for (const auto& s : t_specs) {
         std::vector<CountedArray> got;
         std::string why;
         auto c = counted(s, &got, &why);
@@ -535,22 +544,21 @@ static int run_main(int argc, char** argv) {
   std::vector<Spec> specs;
   try {
     std::vector<Dtype> dts;
-    if (!dtypes.empty()) {
-      std::string cur;
-      std::istringstream in(dtypes);
-      while (std::getline(in, cur, ',')) {
+    if (!dtypes.empty())  // a blank --dtype is refused by CLI11 (refuse_blank_values)
+      for (const auto& cur : flashsim::sim::csv_split(dtypes)) {
+        if (cur.find_first_not_of(" \t") == std::string::npos)
+          throw std::invalid_argument("--dtype: an empty item in '" + dtypes + "'");
         auto d = parse_dtype(cur);
         if (!d) throw std::invalid_argument("unknown dtype '" + cur + "'");
         dts.push_back(*d);
       }
-    }
     std::vector<bool> cm = causal == "no" ? std::vector<bool>{false}
                            : causal == "yes" ? std::vector<bool>{true}
                                              : std::vector<bool>{false, true};
     specs = expand(parse_schedules(schedules), parse_sizes(sizes), dts, cm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-    return 1;
+    return flashsim::cli::kExitBadInput;
   }
   if (specs.empty()) {
     std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");

@@ -49,13 +49,19 @@ std::string trim(const std::string& s) {
   return s.substr(b, e - b + 1);
 }
 
+// The items of a list (`sep` ','), or the dimensions of a size ('x'), trimmed. An item with
+// nothing in it (`small,,large`, `small,`, `4x x64`) is refused, not dropped: a blank value is bad
+// input (issue 35). An empty or blank `s` gives no items, which the callers refuse by name.
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
-  std::string cur;
-  std::istringstream in(s);
-  while (std::getline(in, cur, sep)) {
-    cur = trim(cur);
-    if (!cur.empty()) out.push_back(cur);
+  if (trim(s).empty()) return out;
+  for (std::size_t pos = 0;;) {
+    const std::size_t end = s.find(sep, pos);
+    std::string cur = trim(s.substr(pos, end == std::string::npos ? std::string::npos : end - pos));
+    if (cur.empty()) throw std::invalid_argument("an empty item in '" + s + "'");
+    out.push_back(std::move(cur));
+    if (end == std::string::npos) break;
+    pos = end + 1;
   }
   return out;
 }

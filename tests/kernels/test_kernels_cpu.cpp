@@ -869,3 +869,15 @@ TEST_CASE("l2probe: the model's side of the probes on hand-computed cases", "[ke
   CHECK_THROWS_WITH(probe_sizes("-1", l2), Catch::Contains("'-1'"));
   CHECK_THROWS_WITH(probe_sizes("0.5x", l2), Catch::Contains("'0.5x'"));
 }
+
+TEST_CASE("parse_sizes and parse_schedules refuse an empty item instead of dropping it (issue 35)", "[kernels][cli]") {
+  CHECK_THROWS_WITH(parse_sizes("small,,large"), Catch::Contains("an empty item in 'small,,large'"));
+  CHECK_THROWS_WITH(parse_sizes("tiny,"), Catch::Contains("an empty item in 'tiny,'"));
+  CHECK_THROWS_WITH(parse_sizes(",tiny"), Catch::Contains("an empty item"));
+  CHECK_THROWS_WITH(parse_sizes("attn-fwd:4x x64"), Catch::Contains("an empty item in '4x x64'"));
+  CHECK_THROWS_WITH(parse_sizes(" "), Catch::Contains("empty size list"));
+  CHECK_THROWS_WITH(parse_schedules("attn-fa2, ,attn-fa1"), Catch::Contains("an empty item"));
+  CHECK_THROWS_WITH(parse_schedules(""), Catch::Contains("empty schedule list"));
+  CHECK(parse_sizes(" small , large ").matmul.size() == 2);  // blanks around an item are still trimmed
+  CHECK(parse_schedules("attn-fa2,attn-fa1").size() == 2);
+}
