@@ -49,6 +49,12 @@ struct RingOptions {
 // too few GPUs), with a message on stderr.
 int ring_main(const RingOptions& opt);
 
+// Why `opt` cannot run on a machine with `gpus_present` CUDA GPUs, or "" when it can. The options
+// on their own first (--gpus, --d, --dtype, --split, --transport, --heads, --nccl-ctas), then the
+// machine (fewer GPUs than --gpus), then n against the ring (a multiple of the chunks, an int).
+// CPU only (kernels/ring_options.cpp): ring_main passes cudaGetDeviceCount's answer.
+std::string ring_options_error(const RingOptions& opt, int gpus_present);
+
 // The merge of a partial (O_b, lse_b) into (O, lse): `rows` rows of d = 64 or 128 elements of
 // type dt, on `stream` (a cudaStream_t).
 void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int64_t rows, int d, Dtype dt,

@@ -16,6 +16,7 @@
 #include "kernels/launch_order.h"
 #include "kernels/reference.h"
 #include "kernels/report.h"
+#include "kernels/ring.h"
 #include "kernels/spec.h"
 #include "tests/json_check.h"
 
@@ -880,4 +881,48 @@ TEST_CASE("parse_sizes and parse_schedules refuse an empty item instead of dropp
   CHECK_THROWS_WITH(parse_schedules(""), Catch::Contains("empty schedule list"));
   CHECK(parse_sizes(" small , large ").matmul.size() == 2);  // blanks around an item are still trimmed
   CHECK(parse_schedules("attn-fa2,attn-fa1").size() == 2);
+}
+
+TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's GPU count before n (issue 35)",
+          "[kernels][ring]") {
+  RingOptions o;  // 2 GPUs, n = 16384, d = 64, bf16, contiguous, NCCL
+  CHECK(ring_options_error(o, 2).empty());
+  CHECK(ring_options_error(o, 8).empty());
+  // The issue: --gpus 5 on a 4-GPU machine was told that n = 16384 is not a multiple of 5.
+  o.gpus = 5;
+  CHECK(ring_options_error(o, 4) == "5 GPUs asked for (--gpus 5), but this machine has only 4 GPUs; nothing was run");
+  CHECK(ring_options_error(o, 8) ==
+        "n = 16384 is not a positive multiple of --gpus = 5; the contiguous split needs equal chunks");
+  o.gpus = 2;
+  CHECK(ring_options_error(o, 1) == "2 GPUs asked for (--gpus 2), but this machine has only 1 GPU; nothing was run");
+  CHECK(ring_options_error(o, 0) == "2 GPUs asked for (--gpus 2), but this machine has no CUDA GPU; nothing was run");
+  // n against the ring, once the GPUs are there (these were the CLI cases of ring_bad_input.cmake)
+  o.n = 16385;
+  CHECK(ring_options_error(o, 2) ==
+        "n = 16385 is not a positive multiple of --gpus = 2; the contiguous split needs equal chunks");
+  o.n = 16386;
+  o.split = "zigzag";
+  CHECK(ring_options_error(o, 2) ==
+        "n = 16386 is not a positive multiple of 2 x --gpus = 4; the zigzag split needs equal chunks");
+  o.n = 16384;
+  CHECK(ring_options_error(o, 2).empty());
+  o.n = 2;  // fewer rows than chunks
+  CHECK_THAT(ring_options_error(o, 2), Catch::Contains("n = 2 is not a positive multiple of 2 x --gpus = 4"));
+  o = RingOptions{};
+  o.gpus = 1;
+  o.n = std::int64_t{1} << 31;
+  CHECK(ring_options_error(o, 1) == "n must fit in an int (the one-GPU run takes all n rows)");
+  // What the options ask for on their own is said first, whatever the machine has.
+  auto with = [](auto set) {
+    RingOptions r;
+    set(r);
+    return ring_options_error(r, 0);
+  };
+  CHECK(with([](RingOptions& r) { r.gpus = 0; }) == "--gpus must be at least 1");
+  CHECK(with([](RingOptions& r) { r.d = 96; }) == "--d 96 is not supported: the fast kernel takes d = 64 or 128");
+  CHECK(with([](RingOptions& r) { r.dtype = "fp32"; }) == "--dtype must be bf16 or fp16");
+  CHECK(with([](RingOptions& r) { r.split = "stripes"; }) == "--split must be contiguous or zigzag");
+  CHECK(with([](RingOptions& r) { r.transport = "shm"; }) == "--transport must be nccl or copy");
+  CHECK(with([](RingOptions& r) { r.heads = 0; }) == "--heads must be between 1 and 65535");
+  CHECK(with([](RingOptions& r) { r.nccl_ctas = -1; }) == "--nccl-ctas must be 0 (NCCL's default) or more");
 }
