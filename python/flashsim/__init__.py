@@ -35,7 +35,7 @@ kernels as a PyTorch op; it needs PyTorch and the CUDA build's ABI library, not 
 from __future__ import annotations
 
 import json as _json
-from typing import Any, Dict, Iterable, List, Mapping, Optional, Union
+from typing import Any, Dict, List, Mapping, Optional
 
 try:
     from . import _core
