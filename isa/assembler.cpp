@@ -1,5 +1,6 @@
 #include "isa/assembler.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cmath>
@@ -204,6 +205,10 @@ class Assembler {
           for_loop(i, c, col, depth);
           continue;
         }
+        if (timing_directive(word, col, c, depth)) {
+          ++i;
+          continue;
+        }
         if (depth > 0) fail(c.line(), col, "directive ." + word + " is not allowed inside a .for loop");
         directive(word, col, c);
         ++i;
@@ -228,6 +233,11 @@ class Assembler {
 
   // ---- directives --------------------------------------------------------------------------
   void directive(const std::string& word, std::size_t col, Cursor& c);
+  // .units/.unit (top level) and .stream/.barrier/.arrive/.wait (anywhere, loops included):
+  // false when `word` is none of them.
+  bool timing_directive(const std::string& word, std::size_t col, Cursor& c, int depth);
+  std::string barrier_name(Cursor& c);
+  std::uint16_t barrier_id(const std::string& name, std::uint32_t count, bool declare, std::size_t col, Cursor& c);
 
   // ---- instructions ------------------------------------------------------------------------
   // Parses one instruction line and emits it; with t, also records the line for later iterations.
@@ -437,6 +447,8 @@ class Assembler {
   std::vector<std::string_view> raw_lines_;
   std::vector<Line> lines_;
   std::uint32_t last_line_ = 1;
+  std::uint16_t current_stream_ = 0;
+  std::uint32_t units_line_ = 0;
   std::map<std::string, std::int64_t> params_;
   std::vector<std::pair<std::string, std::int64_t>> loop_vars_;
   std::size_t loop_iterations_ = 0;  // over all loops, against opts_.max_loop_iterations
@@ -624,7 +636,8 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
     }
   } else {
     c.fail_at(col, "unknown directive ." + word +
-                       " (known: .regs .elem .dtype .sram .l2 .causal .seed .cost .param .array .input .fill .for .end)");
+                       " (known: .regs .elem .dtype .sram .l2 .causal .seed .cost .param .array .input .fill .for .end"
+                       " .units .unit .stream .barrier .arrive .wait)");
   }
   c.expect_end();
 }
@@ -885,6 +898,110 @@ void Assembler::append(const Instruction& in, SourceLoc loc, std::uint32_t site)
     fail(loc.line, loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
   prog_.code.push_back(in);
   prog_.locs.push_back(site);
+  if (!prog_.timing.streams.empty()) prog_.timing.stream_of.push_back(current_stream_);
+}
+
+std::string Assembler::barrier_name(Cursor& c) {
+  std::string name = c.ident("a barrier name");
+  if (c.accept('{')) {  // full{j % 2}: one barrier per value, as R{k} names a register
+    std::size_t at = (c.skip_space(), c.col());
+    std::int64_t v = c.expr();
+    if (v < 0 || v > 1'000'000) c.fail_at(at, "a barrier index must be between 0 and 1000000");
+    c.expect('}', "'}' after the barrier index");
+    name += std::to_string(v);
+  }
+  return name;
+}
+
+std::uint16_t Assembler::barrier_id(const std::string& name, std::uint32_t count, bool declare, std::size_t col,
+                                    Cursor& c) {
+  auto& bars = prog_.timing.barriers;
+  for (std::size_t b = 0; b < bars.size(); ++b) {
+    if (bars[b].name != name) continue;
+    if (declare && bars[b].count != count)
+      c.fail_at(col, "barrier '" + name + "' is already declared with count=" + std::to_string(bars[b].count));
+    return static_cast<std::uint16_t>(b);
+  }
+  if (bars.size() >= 4096) c.fail_at(col, "more than 4096 barriers");
+  bars.push_back(BarrierDecl{name, count});
+  return static_cast<std::uint16_t>(bars.size() - 1);
+}
+
+bool Assembler::timing_directive(const std::string& word, std::size_t col, Cursor& c, int depth) {
+  TimingSpec& t = prog_.timing;
+  if (word == "units") {
+    if (depth > 0) c.fail_at(col, "directive .units is not allowed inside a .for loop");
+    if (units_line_) c.fail_at(col, ".units is already set on line " + std::to_string(units_line_));
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = c.ident("a GPU preset name");
+    const GpuPreset* p = find_gpu_preset(name);
+    if (!p) c.fail_at(at, "unknown GPU preset '" + name + "' (known: " + gpu_preset_names() + ")");
+    t.units = UnitsConfig{std::string(p->name), p->units, false};
+    units_line_ = c.line();
+  } else if (word == "unit") {
+    // .unit NAME rate=R latency=L: one unit's figures, over the preset's.
+    if (depth > 0) c.fail_at(col, "directive .unit is not allowed inside a .for loop");
+    if (!t.units) c.fail_at(col, ".unit needs a .units line before it (e.g. .units h100)");
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = c.ident("a unit name");
+    auto u = find_unit(name);
+    if (!u) c.fail_at(at, "unknown unit '" + name + "' (units: memory, tensor, special, vector)");
+    UnitRate& r = t.units->units[static_cast<std::size_t>(*u)];
+    bool any = false;
+    while (!c.done()) {
+      std::size_t kat = (c.skip_space(), c.col());
+      std::string key = c.ident("rate= or latency=");
+      if (key != "rate" && key != "latency") c.fail_at(kat, "unknown .unit option '" + key + "' (rate=, latency=)");
+      c.expect('=', "'=' after the option name");
+      std::size_t vat = (c.skip_space(), c.col());
+      double v = c.number();
+      if (key == "rate" && !(v > 0 && v < 1e12)) c.fail_at(vat, "a unit's rate must be positive (work per cycle)");
+      if (key == "latency" && !(v >= 0 && v < 1e9)) c.fail_at(vat, "a unit's latency must be between 0 and 1e9 cycles");
+      (key == "rate" ? r.rate : r.latency) = v;
+      any = true;
+    }
+    if (!any) c.fail("expected rate= or latency= after the unit name");
+    t.units->redefined = true;
+  } else if (word == "stream") {
+    std::string name = c.ident("a stream name");
+    if (t.streams.empty()) {
+      t.streams.push_back("main");
+      t.stream_of.assign(prog_.code.size(), 0);
+    }
+    auto it = std::find(t.streams.begin(), t.streams.end(), name);
+    if (it == t.streams.end()) {
+      if (t.streams.size() >= 256) c.fail("more than 256 streams");
+      t.streams.push_back(name);
+      it = t.streams.end() - 1;
+    }
+    current_stream_ = static_cast<std::uint16_t>(it - t.streams.begin());
+  } else if (word == "barrier") {
+    // .barrier NAME [count=N]: N arrivals complete a phase (default 1).
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = barrier_name(c);
+    std::int64_t count = 1;
+    if (!c.done()) {
+      std::size_t kat = (c.skip_space(), c.col());
+      std::string key = c.ident("count=");
+      if (key != "count") c.fail_at(kat, "unknown .barrier option '" + key + "' (count=)");
+      c.expect('=', "'=' after count");
+      std::size_t vat = (c.skip_space(), c.col());
+      count = c.expr();
+      if (count < 1 || count > 1024) c.fail_at(vat, "a barrier's count must be between 1 and 1024");
+    }
+    barrier_id(name, static_cast<std::uint32_t>(count), true, at, c);
+  } else if (word == "arrive" || word == "wait") {
+    std::size_t at = (c.skip_space(), c.col());
+    std::string name = barrier_name(c);
+    std::uint16_t id = barrier_id(name, 1, false, at, c);
+    if (t.syncs.size() >= (std::size_t{1} << 28)) c.fail_at(col, "more than 2^28 .arrive/.wait points");
+    t.syncs.push_back(SyncPoint{prog_.code.size(), current_stream_, id, word == "wait",
+                                SourceLoc{c.line(), static_cast<std::uint32_t>(col)}});
+  } else {
+    return false;
+  }
+  c.expect_end();
+  return true;
 }
 
 std::int64_t Assembler::evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e) {

@@ -137,12 +137,42 @@ std::string disassemble(const Program& p) {
       os << "\n";
     }
   }
-  for (const Instruction& in : p.code) os << format_instruction(p, in) << "\n";
+  const TimingSpec& t = p.timing;
+  if (t.units) {
+    os << ".units " << t.units->preset << "\n";
+    const GpuPreset* preset = find_gpu_preset(t.units->preset);
+    for (std::size_t u = 0; u < kUnitCount; ++u)
+      if (!preset || !(preset->units[u] == t.units->units[u]))
+        os << ".unit " << kUnitNames[u] << " rate=" << format_number(t.units->units[u].rate)
+           << " latency=" << format_number(t.units->units[u].latency) << "\n";
+  }
+  for (const BarrierDecl& b : t.barriers) os << ".barrier " << b.name << " count=" << b.count << "\n";
+  // Streams and barriers between the instructions, where the text had them.
+  std::size_t next_sync = 0;
+  int shown = t.streams.empty() ? 0 : -1;  // the stream the text is in so far
+  auto in_stream = [&](std::uint16_t s) {
+    if (s != shown) os << ".stream " << t.streams[s] << "\n";
+    shown = s;
+  };
+  auto emit_syncs = [&](std::uint64_t pc) {
+    for (; next_sync < t.syncs.size() && t.syncs[next_sync].pc == pc; ++next_sync) {
+      const SyncPoint& sp = t.syncs[next_sync];
+      in_stream(sp.stream);
+      os << (sp.wait ? ".wait " : ".arrive ") << t.barriers[sp.barrier].name << "\n";
+    }
+  };
+  for (std::uint64_t pc = 0; pc < p.code.size(); ++pc) {
+    emit_syncs(pc);
+    in_stream(t.stream(pc));
+    os << format_instruction(p, p.code[pc]) << "\n";
+  }
+  emit_syncs(p.code.size());
   return os.str();
 }
 
 bool same_program(const Program& a, const Program& b) {
   if (a.code != b.code || a.config != b.config || a.arrays.size() != b.arrays.size()) return false;
+  if (!(a.timing == b.timing)) return false;
   for (std::size_t i = 0; i < a.arrays.size(); ++i) {
     ArrayDecl x = a.arrays[i], y = b.arrays[i];
     x.declared = y.declared = true;  // the disassembler declares everything

@@ -12,6 +12,7 @@
 
 #include "isa/huge_pages.h"
 #include "isa/isa.h"
+#include "isa/units.h"
 
 namespace flashsim::isa {
 
@@ -242,6 +243,35 @@ struct MachineConfig {
   bool operator==(const MachineConfig&) const = default;
 };
 
+// What the time model (sim/timing.h) reads besides the code: the units (`.units`, `.unit`), the
+// streams that issue the instructions (`.stream`) and the barriers that order them (`.barrier`,
+// `.arrive`, `.wait`). Empty unless the text uses those directives; the machine ignores it.
+struct BarrierDecl {
+  std::string name;
+  std::uint32_t count = 1;  // arrivals that complete one phase
+  bool operator==(const BarrierDecl&) const = default;
+};
+struct SyncPoint {
+  std::uint64_t pc = 0;        // before instruction pc (pc == code size: after the last one)
+  std::uint16_t stream = 0;
+  std::uint16_t barrier = 0;   // index into TimingSpec::barriers
+  bool wait = false;           // .wait (blocks the stream) or .arrive
+  SourceLoc loc;
+  bool operator==(const SyncPoint& o) const {
+    return pc == o.pc && stream == o.stream && barrier == o.barrier && wait == o.wait;
+  }
+};
+struct TimingSpec {
+  std::optional<UnitsConfig> units;     // .units: the time model is on
+  std::vector<std::string> streams;     // stream names; empty: one stream, "main"
+  std::vector<std::uint16_t> stream_of; // per instruction when streams is not empty
+  std::vector<BarrierDecl> barriers;
+  std::vector<SyncPoint> syncs;         // in text order
+  bool empty() const { return !units && streams.empty() && barriers.empty() && syncs.empty(); }
+  std::uint16_t stream(std::uint64_t pc) const { return stream_of.empty() ? 0 : stream_of[pc]; }
+  bool operator==(const TimingSpec&) const = default;
+};
+
 struct Program {
   std::string name = "<input>";            // file name, for messages
   std::vector<std::string> source_lines;   // the text it came from (may be empty)
@@ -249,6 +279,7 @@ struct Program {
   SourceMap locs;                          // where code[i] came from
   std::vector<ArrayDecl> arrays;
   MachineConfig config;
+  TimingSpec timing;
   int highest_reg = -1;
 
   SourceLoc loc(std::size_t i) const { return locs[i]; }

@@ -8,6 +8,7 @@
 #include "sim/cli.h"
 #include "sim/cli_ring.h"
 #include "sim/cli_tile.h"
+#include "sim/cli_time.h"
 #include "sim/cli_values.h"
 #include "sim/main_guard.h"
 
@@ -28,6 +29,7 @@ static int run_main(int argc, char** argv) {
   flashsim::cli::register_tile_commands(app, exit_code);  // after the lessons' `gen`: joins it
   flashsim::lessons::register_tour_command(app, exit_code);
   flashsim::cli::register_ring_command(app, exit_code);
+  flashsim::cli::register_time_command(app, exit_code);
   flashsim::cli::refuse_blank_values(app);  // after every option is registered
   try {
     app.parse(argc, argv);

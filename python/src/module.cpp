@@ -25,6 +25,7 @@
 #include "sim/cli.h"
 #include "sim/cli_ring.h"
 #include "sim/cli_tile.h"
+#include "sim/cli_time.h"
 #include "sim/cli_values.h"
 #include "sim/l2.h"
 #include "sim/l2_trace.h"
@@ -82,6 +83,7 @@ int run_flashsim(const std::vector<std::string>& args) {
   cli::register_tile_commands(app, exit_code);
   lessons::register_tour_command(app, exit_code);
   cli::register_ring_command(app, exit_code);
+  cli::register_time_command(app, exit_code);
   cli::refuse_blank_values(app);  // after every option is registered
   std::vector<std::string> storage;
   storage.reserve(args.size() + 1);

@@ -1,0 +1,83 @@
+// Functional units of the timed machine (`.units`): which unit runs each opcode, and the GPU
+// presets whose per-SM rates and latencies the time model (sim/timing.h) uses. Off by default:
+// a program without `.units` is timed by the one-cycle-per-instruction count alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "isa/isa.h"
+
+namespace flashsim::isa {
+
+// Memory: LOAD/STORE as bulk (TMA) copies, work in bytes. Tensor: MAC_Z/MAC on tiles, work in
+// FLOPs (2 per multiply-add). Special: the exponentials and logarithms, work in elements.
+// Vector: every other opcode, work in elements.
+enum class Unit : std::uint8_t { Memory, Tensor, Special, Vector };
+inline constexpr std::size_t kUnitCount = 4;
+inline constexpr std::array<std::string_view, kUnitCount> kUnitNames{"memory", "tensor", "special", "vector"};
+inline constexpr std::array<std::string_view, kUnitCount> kUnitWork{"bytes", "FLOPs", "elements", "elements"};
+
+constexpr Unit unit_of(Opcode op) {
+  switch (op) {
+    case Opcode::LOAD:
+    case Opcode::STORE: return Unit::Memory;
+    case Opcode::MAC_Z:
+    case Opcode::MAC: return Unit::Tensor;
+    case Opcode::EXP:
+    case Opcode::EXPD:
+    case Opcode::EXP2D:
+    case Opcode::LOG:
+    case Opcode::LOG2: return Unit::Special;
+    default: return Unit::Vector;
+  }
+}
+// Asynchronous units run while the issuing stream goes on (TMA copies, wgmma); the others are
+// issued by the stream's own warps, which are busy until the instruction is done.
+constexpr bool unit_is_async(Unit u) { return u == Unit::Memory || u == Unit::Tensor; }
+constexpr std::string_view unit_name(Unit u) { return kUnitNames[static_cast<std::size_t>(u)]; }
+std::optional<Unit> find_unit(std::string_view name);
+
+struct UnitRate {
+  double rate = 1;     // work per cycle (unit's own measure: bytes, FLOPs or elements)
+  double latency = 0;  // cycles from the end of the work until the result can be used
+  bool operator==(const UnitRate&) const = default;
+};
+
+// One GPU: the per-SM figures of the time model and the chip-level ones of a whole launch.
+struct GpuPreset {
+  std::string_view name;         // "h100", "h200"
+  std::string_view description;
+  int sms;
+  double clock_ghz;              // the clock the per-cycle rates are counted at
+  std::uint64_t l2_bytes;
+  double hbm_bytes_per_s;        // sustained (measured copy), bounds a launch's HBM bytes
+  std::uint64_t smem_bytes_per_sm;
+  std::array<UnitRate, kUnitCount> units;  // per SM, indexed by Unit
+};
+std::span<const GpuPreset> gpu_presets();
+const GpuPreset* find_gpu_preset(std::string_view name);
+std::string gpu_preset_names();  // "h100, h200"
+
+// Where each figure of the presets comes from (docs and `flashsim time --sources`).
+struct PresetSource {
+  std::string_view figure;
+  std::string_view h100;
+  std::string_view h200;
+  std::string_view source;
+};
+std::span<const PresetSource> preset_sources();
+
+// A program's `.units` directive and the `.unit` lines after it.
+struct UnitsConfig {
+  std::string preset;                         // a GpuPreset name
+  std::array<UnitRate, kUnitCount> units{};   // the preset's, with any `.unit` overrides
+  bool redefined = false;                     // a `.unit` line changed a figure (lessons refuse it)
+  bool operator==(const UnitsConfig&) const = default;
+};
+
+}  // namespace flashsim::isa

@@ -1,0 +1,196 @@
+#include "sim/cli_time.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "sim/cli.h"
+#include "sim/gpu_time.h"
+#include "sim/json_text.h"
+
+namespace flashsim::cli {
+
+namespace {
+
+struct TimeArgs {
+  std::string gpu = "h100";
+  std::string dtype = "bf16";
+  std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
+  bool causal = false, backward = false, json = false;
+  int version = 0;
+  std::string pingpong, overlap;  // "", "on", "off"
+  double hbm_bytes = 0;
+  std::string trace_out;
+};
+
+const isa::GpuPreset& preset(const std::string& name) {
+  const isa::GpuPreset* g = isa::find_gpu_preset(name);
+  if (!g) throw std::invalid_argument("unknown --gpu '" + name + "' (known: " + isa::gpu_preset_names() + ")");
+  return *g;
+}
+
+std::optional<bool> on_off(const std::string& v, const char* option) {
+  if (v.empty()) return std::nullopt;
+  if (v == "on") return true;
+  if (v == "off") return false;
+  throw std::invalid_argument(std::string(option) + " takes on or off, not '" + v + "'");
+}
+
+std::string json_number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+void print_text(const sim::TimeQuery& q, const sim::LaunchPrediction& p, const isa::GpuPreset& g, const std::string& what) {
+  std::cout << what << " on " << g.name << " (" << g.description << ")\n";
+  std::cout << "kernel      " << p.plan.name << "\n";
+  std::cout << "predicted   " << fixed(p.predicted_ms, 4) << " ms  (SMs " << fixed(p.sm_ms, 4) << " ms, HBM "
+            << fixed(p.hbm_ms, 4) << " ms for " << fixed(p.hbm_bytes / (1 << 20), 1) << " MiB"
+            << (p.extra_ms > 0 ? ", small launches " + fixed(p.extra_ms, 4) + " ms" : "") << ")\n";
+  if (p.flops > 0) std::cout << "rate        " << fixed(p.flops / (p.predicted_ms * 1e-3) / 1e12, 1) << " TFLOP/s\n";
+  std::cout << "cycles      " << fixed(p.cycles, 0) << " on the busiest SM at " << fixed(g.clock_ghz, 2) << " GHz ("
+            << p.blocks << " blocks)\n";
+  std::cout << "bound       " << p.bound << "\n";
+  std::cout << "unit        busy cycles    busy   (one block on the busiest SM)\n";
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u) {
+    std::string name(isa::kUnitNames[u]);
+    name.resize(12, ' ');
+    std::string busy = fixed(p.units[u].busy_cycles, 0);
+    if (busy.size() < 12) busy.insert(0, 12 - busy.size(), ' ');
+    std::cout << name << busy << "  " << fixed(100 * p.units[u].busy_fraction, 1) << " %\n";
+  }
+  (void)q;
+}
+
+void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
+  std::ostringstream os;
+  os << "{\"gpu\": \"" << g.name << "\", \"kernel\": " << sim::json_string(p.plan.name) << ", \"version\": " << p.plan.version
+     << ", \"predicted_ms\": " << json_number(p.predicted_ms) << ", \"sm_ms\": " << json_number(p.sm_ms)
+     << ", \"hbm_ms\": " << json_number(p.hbm_ms) << ", \"extra_ms\": " << json_number(p.extra_ms)
+     << ", \"hbm_bytes\": " << json_number(p.hbm_bytes) << ", \"cycles\": " << json_number(p.cycles)
+     << ", \"blocks\": " << p.blocks << ", \"flops\": " << json_number(p.flops) << ", \"bound\": \"" << p.bound
+     << "\", \"units\": {";
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u)
+    os << (u ? ", " : "") << "\"" << isa::kUnitNames[u] << "\": {\"busy_cycles\": " << json_number(p.units[u].busy_cycles)
+       << ", \"busy_fraction\": " << json_number(p.units[u].busy_fraction) << "}";
+  os << "}, \"plan\": {\"br\": " << p.plan.br << ", \"bc\": " << p.plan.bc << ", \"consumers\": " << p.plan.consumers
+     << ", \"stages\": " << p.plan.stages << ", \"warp_specialized\": " << (p.plan.warp_specialized ? "true" : "false")
+     << ", \"intra_overlap\": " << (p.plan.intra_overlap ? "true" : "false")
+     << ", \"pingpong\": " << (p.plan.pingpong ? "true" : "false") << ", \"persistent\": " << (p.plan.persistent ? "true" : "false")
+     << ", \"blocks_per_sm\": " << p.plan.blocks_per_sm << "}}";
+  std::cout << os.str() << "\n";
+}
+
+int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
+  const isa::GpuPreset& g = preset(a.gpu);
+  if (a.dtype != "bf16" && a.dtype != "fp16") throw std::invalid_argument("--dtype takes bf16 or fp16, not '" + a.dtype + "'");
+  if (a.hbm_bytes < 0) throw std::invalid_argument("--hbm-bytes must not be negative");
+  if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
+  q.pingpong = on_off(a.pingpong, "--pingpong");
+  q.intra_overlap = on_off(a.overlap, "--overlap");
+  if (!a.trace_out.empty()) {
+    std::ofstream out(a.trace_out);
+    if (!out) throw std::invalid_argument("cannot write " + a.trace_out);
+    out << sim::block_trace(q, g);
+  }
+  const sim::LaunchPrediction p = sim::predict_time(q, g);
+  if (a.json) print_json(p, g);
+  else print_text(q, p, g, what);
+  return kExitOk;
+}
+
+void common_options(CLI::App* c, TimeArgs& a) {
+  c->add_option("--gpu", a.gpu, "GPU preset: h100 or h200 (per-SM rates and sources: flashsim time gpus)");
+  c->add_flag("--json", a.json, "One JSON object: predicted_ms, cycles, bound, units {name: {busy_cycles, busy_fraction}}, ...");
+  c->add_option("--hbm-bytes", a.hbm_bytes, "HBM bytes of the launch (e.g. the L2 model's prediction); default: compulsory bytes");
+  c->add_option("--trace", a.trace_out, "Write the timed trace of the busiest SM's block here (flashsim run / the viewer take it)");
+}
+
+}  // namespace
+
+void register_time_command(CLI::App& app, int& exit_code) {
+  CLI::App* t = app.add_subcommand("time", "Predicted time of the fast kernels on a GPU preset: units that overlap");
+  t->require_subcommand(1);
+
+  auto att = std::make_shared<TimeArgs>();
+  CLI::App* ta = t->add_subcommand("attention", "Attention forward (or --backward) of the fast kernels");
+  ta->add_option("--n", att->n, "Sequence length N")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 22));
+  ta->add_option("--d", att->d, "Head dimension (64 or 128)")->check(CLI::IsMember({64, 128}));
+  ta->add_option("--heads", att->heads, "batch * heads")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
+  ta->add_flag("--causal", att->causal, "Causal mask");
+  ta->add_flag("--backward", att->backward, "The backward pass (versions 5, 6, 7)");
+  ta->add_option("--version", att->version, "Kernel version (forward 5, 6 or 2 = FA2 order without overlap; backward 5, 6, 7); default: the launcher's")
+      ->check(CLI::Range(0, 7));
+  ta->add_option("--pingpong", att->pingpong, "Forward: ping-pong of the consumer warpgroups on or off (FA3's ablation)");
+  ta->add_option("--overlap", att->overlap, "Forward: the intra-warpgroup overlap of S_{j+1} with the softmax of j on or off");
+  ta->add_option("--dtype", att->dtype, "bf16 or fp16 (the same rates)");
+  common_options(ta, *att);
+  ta->callback([att, &exit_code] {
+    exit_code = guarded([&] {
+      sim::TimeQuery q;
+      q.op = att->backward ? sim::TimedOp::AttnBwd : sim::TimedOp::AttnFwd;
+      q.n = att->n;
+      q.d = att->d;
+      q.heads = att->heads;
+      q.causal = att->causal;
+      q.version = att->version;
+      const std::string what = std::string("attention ") + (att->backward ? "backward" : "forward") + ", N = " +
+                               std::to_string(q.n) + ", d = " + std::to_string(q.d) + ", " + std::to_string(q.heads) +
+                               " heads, " + (q.causal ? "causal" : "full") + ", " + att->dtype;
+      return run_time(q, *att, what);
+    });
+  });
+
+  auto mm = std::make_shared<TimeArgs>();
+  CLI::App* tm = t->add_subcommand("matmul", "bf16 matmul, version 3 (warp-specialized, persistent)");
+  tm->add_option("--m", mm->m, "Rows of A and C")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  tm->add_option("--n", mm->n, "Columns of B and C")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  tm->add_option("--k", mm->k, "Columns of A, rows of B")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  common_options(tm, *mm);
+  tm->callback([mm, &exit_code] {
+    exit_code = guarded([&] {
+      sim::TimeQuery q;
+      q.op = sim::TimedOp::Matmul;
+      q.m = mm->m;
+      q.n = mm->n;
+      q.k = mm->k;
+      return run_time(q, *mm, "matmul " + std::to_string(q.m) + "x" + std::to_string(q.n) + "x" + std::to_string(q.k) + ", bf16");
+    });
+  });
+
+  auto sm = std::make_shared<TimeArgs>();
+  CLI::App* ts = t->add_subcommand("softmax", "Online softmax over fp32 rows, version 3");
+  ts->add_option("--rows", sm->m, "Rows")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 24));
+  ts->add_option("--cols", sm->n, "Columns")->required()->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
+  common_options(ts, *sm);
+  ts->callback([sm, &exit_code] {
+    exit_code = guarded([&] {
+      sim::TimeQuery q;
+      q.op = sim::TimedOp::Softmax;
+      q.m = sm->m;
+      q.n = sm->n;
+      q.elem_bytes = 4;
+      return run_time(q, *sm, "softmax " + std::to_string(q.m) + "x" + std::to_string(q.n) + ", fp32");
+    });
+  });
+
+  CLI::App* tg = t->add_subcommand("gpus", "The GPU presets' figures and where each comes from");
+  tg->callback([&exit_code] {
+    std::cout << "figure | h100 | h200 | source\n--- | --- | --- | ---\n";
+    for (const isa::PresetSource& s : isa::preset_sources())
+      std::cout << s.figure << " | " << s.h100 << " | " << s.h200 << " | " << s.source << "\n";
+    exit_code = kExitOk;
+  });
+}
+
+}  // namespace flashsim::cli

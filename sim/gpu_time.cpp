@@ -1,0 +1,588 @@
+#include "sim/gpu_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <map>
+#include <queue>
+#include <sstream>
+#include <stdexcept>
+
+#include "isa/assembler.h"
+
+namespace flashsim::sim {
+
+namespace {
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// A trace being written: lines of text, the stream each line goes to.
+class TraceText {
+ public:
+  void line(const std::string& s) { os_ << s << '\n'; }
+  void stream(const std::string& name) {
+    if (name != current_) line(".stream " + name);
+    current_ = name;
+  }
+  std::string str() const { return os_.str(); }
+
+ private:
+  std::ostringstream os_;
+  std::string current_;
+};
+std::string R(int r) { return "R" + std::to_string(r); }
+
+// ---- attention forward -----------------------------------------------------------------------
+
+// One Q tile of a block: its index (rows t*br ..) and the K/V tiles it visits.
+struct FwdTile {
+  std::int64_t index;
+  std::int64_t steps;
+  bool causal_edge;  // its last K/V tiles straddle the diagonal: MASK on them
+};
+
+std::int64_t fwd_steps(const TimeQuery& q, const KernelPlan& p, std::int64_t i) {
+  const std::int64_t tkv = ceil_div(q.n, p.bc);
+  if (!q.causal) return tkv;
+  return std::min(tkv, ceil_div(std::min(q.n, (i + 1) * p.br), p.bc));
+}
+
+// The forward block over its tiles: a producer stream (warp-specialized) or the consumer's own
+// prefetch, K/V in a ring of `stages` buffers, each consumer on br / consumers rows.
+std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu,
+                          const std::vector<FwdTile>& tiles) {
+  const int C = p.consumers, S = p.stages;
+  const std::int64_t brc = p.br / C, d = q.d;
+  std::int64_t max_steps = 1;
+  for (const FwdTile& t : tiles) max_steps = std::max(max_steps, t.steps);
+  const std::int64_t rows = static_cast<std::int64_t>(tiles.size()) * p.br;
+  TraceText tx;
+  tx.line("# attention forward block: " + p.name + ", d = " + std::to_string(d) + ", " +
+          std::to_string(tiles.size()) + " tile(s)");
+  tx.line(".units " + std::string(gpu.name));
+  tx.line(".dtype f32");
+  const std::string e = std::to_string(q.elem_bytes);
+  tx.line(".array Q[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + e);
+  tx.line(".array K[" + std::to_string(max_steps * p.bc) + "][" + std::to_string(d) + "] tile[" + std::to_string(p.bc) + "][" + std::to_string(d) + "] elem " + e);
+  tx.line(".array V[" + std::to_string(max_steps * p.bc) + "][" + std::to_string(d) + "] tile[" + std::to_string(p.bc) + "][" + std::to_string(d) + "] elem " + e);
+  tx.line(".array O[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + e);
+  tx.line(".array L[" + std::to_string(rows) + "] tile[" + std::to_string(brc) + "] elem 4");
+  const int kbase = 0, vbase = S;
+  auto K = [&](std::int64_t g) { return R(kbase + static_cast<int>(g % S)); };
+  auto V = [&](std::int64_t g) { return R(vbase + static_cast<int>(g % S)); };
+  // Per consumer: Q, S, P0, P1, O, m0, m1, l, lt, alpha.
+  auto reg = [&](int c, int k) { return R(2 * S + 10 * c + k); };
+  enum { kQ, kS, kP0, kP1, kO, kM0, kM1, kL, kLt, kAlpha };
+  auto P = [&](int c, std::int64_t j) { return reg(c, j % 2 ? kP1 : kP0); };
+  auto M = [&](int c, std::int64_t j) { return reg(c, j % 2 ? kM1 : kM0); };
+  const std::string producer = p.warp_specialized ? "producer" : "consumer0";
+  auto consumer = [&](int c) { return "consumer" + std::to_string(c); };
+  std::int64_t g0 = 0;          // global K/V step of the tile's first step
+  std::vector<std::int64_t> turn_waits(C, 0);
+  for (std::size_t ti = 0; ti < tiles.size(); ++ti) {
+    const FwdTile& t = tiles[ti];
+    const std::int64_t J = t.steps;
+    auto load_step = [&](std::int64_t j) {
+      tx.stream(producer);
+      tx.line("LOAD K[" + std::to_string(j) + "][0], " + K(g0 + j));
+      tx.line("LOAD V[" + std::to_string(j) + "][0], " + V(g0 + j));
+    };
+    for (int c = 0; c < C; ++c) {
+      tx.stream(p.warp_specialized ? producer : consumer(c));
+      tx.line("LOAD Q[" + std::to_string(static_cast<std::int64_t>(ti) * C + c) + "][0], " + reg(c, kQ));
+    }
+    // Loads run `stages - 1` steps ahead of the products that read them.
+    std::int64_t loaded = 0;
+    auto load_until = [&](std::int64_t j) {
+      for (; loaded <= std::min(j, J - 1); ++loaded) load_step(loaded);
+    };
+    load_until(S - 2 >= 0 ? S - 2 : 0);
+    for (std::int64_t j = 0; j < J; ++j) {
+      load_until(j);
+      const bool mask = t.causal_edge && j >= J - ceil_div(p.br, p.bc) - 1;
+      for (int c = 0; c < C; ++c) {
+        tx.stream(consumer(c));
+        const bool wait_turn = p.pingpong && !(c == 0 && turn_waits[0] == 0 && ti == 0 && j == 0);
+        if (p.pingpong && wait_turn) {
+          tx.line(".wait turn" + std::to_string(c));
+          ++turn_waits[c];
+        }
+        if (p.pingpong && c == 0 && ti == 0 && j == 0) ++turn_waits[0];
+        tx.line("MAC_Z " + reg(c, kQ) + ", " + K(g0 + j) + "^T, " + reg(c, kS));
+        if (p.intra_overlap && j >= 1)
+          tx.line((j == 1 ? "MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO)
+                          : "MAC " + P(c, j - 1) + ", " + V(g0 + j - 1) + ", " + reg(c, kO) + ", " + reg(c, kO)));
+        if (p.pingpong) tx.line(".arrive turn" + std::to_string((c + 1) % C));
+        if (mask) tx.line("MASK " + reg(c, kS) + ", " + reg(c, kS));
+        if (j == 0) {
+          tx.line("ROWMAX " + reg(c, kS) + ", " + M(c, 0));
+          tx.line("EXPD " + reg(c, kS) + ", " + M(c, 0) + ", " + P(c, 0));
+          tx.line("ROWSUM " + P(c, 0) + ", " + reg(c, kL));
+          if (!p.intra_overlap) tx.line("MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO));
+          continue;
+        }
+        tx.line("ROWMAX " + reg(c, kS) + ", " + M(c, j));
+        tx.line("MAX " + M(c, j - 1) + ", " + M(c, j) + ", " + M(c, j));
+        tx.line("EXPD " + M(c, j - 1) + ", " + M(c, j) + ", " + reg(c, kAlpha));
+        tx.line("EXPD " + reg(c, kS) + ", " + M(c, j) + ", " + P(c, j));
+        tx.line("ROWSUM " + P(c, j) + ", " + reg(c, kLt));
+        tx.line("MUL " + reg(c, kL) + ", " + reg(c, kAlpha) + ", " + reg(c, kL));
+        tx.line("ADD " + reg(c, kL) + ", " + reg(c, kLt) + ", " + reg(c, kL));
+        tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
+        if (!p.intra_overlap) tx.line("MAC " + P(c, j) + ", " + V(g0 + j) + ", " + reg(c, kO) + ", " + reg(c, kO));
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      tx.stream(consumer(c));
+      if (p.intra_overlap)
+        tx.line(J == 1 ? "MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO)
+                       : "MAC " + P(c, J - 1) + ", " + V(g0 + J - 1) + ", " + reg(c, kO) + ", " + reg(c, kO));
+      tx.line("SDIV " + reg(c, kO) + ", " + reg(c, kL) + ", " + reg(c, kO));
+      const std::string row = std::to_string(static_cast<std::int64_t>(ti) * C + c);
+      tx.line("STORE " + reg(c, kO) + ", O[" + row + "][0]");
+      tx.line("LOG " + reg(c, kL) + ", " + reg(c, kLt));
+      tx.line("ADD " + M(c, J - 1) + ", " + reg(c, kLt) + ", " + reg(c, kLt));
+      tx.line("STORE " + reg(c, kLt) + ", L[" + row + "]");
+    }
+    g0 += J;
+  }
+  return tx.str();
+}
+
+// ---- attention backward ----------------------------------------------------------------------
+
+// One block: bc keys (consumers own bc / consumers each), looping over query tiles of br rows.
+// Each step: S = Q K_c^T, P = exp(S - L), dV_c += P^T dO, dP = dO V_c^T, dS = P * (dP - D),
+// dK_c += dS^T Q, and dQ += dS K. Version 5 adds each consumer's dQ part from its own warps;
+// version 6 splits dQ's columns between the consumers, so both need both dS every step; version 7
+// gives step t's whole dQ to consumer t % 2. The fp32 dQ reduction is a STORE into dQacc (the
+// GPU's bulk reduce-add in L2): the trace times it, its values are not a sum.
+std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu, std::int64_t first_step,
+                           std::int64_t steps) {
+  const int C = p.consumers;
+  const std::int64_t kc = p.bc / C, d = q.d, br = p.br;
+  const std::int64_t rows = (first_step + steps) * br;
+  TraceText tx;
+  tx.line("# attention backward block: " + p.name + ", d = " + std::to_string(d) + ", " + std::to_string(steps) +
+          " query tile(s)");
+  tx.line(".units " + std::string(gpu.name));
+  const std::string e = std::to_string(q.elem_bytes);
+  auto arr = [&](const std::string& name, std::int64_t r, std::int64_t tr, std::int64_t cols, std::int64_t tc,
+                 const std::string& eb) {
+    tx.line(".array " + name + "[" + std::to_string(r) + "][" + std::to_string(cols) + "] tile[" + std::to_string(tr) +
+            "][" + std::to_string(tc) + "] elem " + eb);
+  };
+  arr("Q", rows, br, d, d, e);
+  arr("dO", rows, br, d, d, e);
+  tx.line(".array L[" + std::to_string(rows) + "] tile[" + std::to_string(br) + "] elem 4");
+  tx.line(".array D[" + std::to_string(rows) + "] tile[" + std::to_string(br) + "] elem 4");
+  arr("K", p.bc, kc, d, d, e);
+  arr("V", p.bc, kc, d, d, e);
+  arr("KH", p.bc, kc, d, d / 2, e);
+  arr("dK", p.bc, kc, d, d, e);
+  arr("dV", p.bc, kc, d, d, e);
+  arr("dQacc", rows, br, d, p.version == 6 ? d / 2 : d, "4");
+  // Shared: Q, dO, L, D per stage (2 stages); per consumer: K, V, KH0, KH1, S, P, dP, dS, dK, dV, dQ.
+  const int S = 2;
+  auto shared = [&](int k, std::int64_t step) { return R(k * S + static_cast<int>(step % S)); };
+  enum { kQ, kDO, kL, kD };
+  auto reg = [&](int c, int k) { return R(4 * S + 11 * c + k); };
+  enum { kK, kV, kKH0, kKH1, kSr, kPr, kDP, kDS, kDK, kDV, kDQ };
+  const std::string producer = "producer";
+  auto consumer = [&](int c) { return "consumer" + std::to_string(c); };
+  tx.stream(producer);
+  for (int c = 0; c < C; ++c) {
+    tx.line("LOAD K[" + std::to_string(c) + "][0], " + reg(c, kK));
+    tx.line("LOAD V[" + std::to_string(c) + "][0], " + reg(c, kV));
+    if (p.version == 6) {
+      tx.line("LOAD KH[" + std::to_string(c) + "][0], " + reg(c, kKH0));
+      tx.line("LOAD KH[" + std::to_string(c) + "][1], " + reg(c, kKH1));
+    }
+  }
+  for (std::int64_t t = 0; t < steps; ++t) {
+    const std::int64_t row = first_step + t;
+    tx.stream(producer);
+    tx.line("LOAD Q[" + std::to_string(row) + "][0], " + shared(kQ, t));
+    tx.line("LOAD dO[" + std::to_string(row) + "][0], " + shared(kDO, t));
+    tx.line("LOAD L[" + std::to_string(row) + "], " + shared(kL, t));
+    tx.line("LOAD D[" + std::to_string(row) + "], " + shared(kD, t));
+    for (int c = 0; c < C; ++c) {
+      tx.stream(consumer(c));
+      const std::string acc = t == 0 ? "MAC_Z " : "MAC ";
+      tx.line("MAC_Z " + shared(kQ, t) + ", " + reg(c, kK) + "^T, " + reg(c, kSr));
+      if (q.causal && t == 0) tx.line("MASK " + reg(c, kSr) + ", " + reg(c, kSr));
+      tx.line("EXPD " + reg(c, kSr) + ", " + shared(kL, t) + ", " + reg(c, kPr));
+      tx.line("MAC_Z " + shared(kDO, t) + ", " + reg(c, kV) + "^T, " + reg(c, kDP));
+      tx.line(acc + reg(c, kPr) + "^T, " + shared(kDO, t) + (t == 0 ? "" : ", " + reg(c, kDV)) + ", " + reg(c, kDV));
+      tx.line("SUB " + reg(c, kDP) + ", " + shared(kD, t) + ", " + reg(c, kDS));
+      tx.line("MUL " + reg(c, kPr) + ", " + reg(c, kDS) + ", " + reg(c, kDS));
+      tx.line(acc + reg(c, kDS) + "^T, " + shared(kQ, t) + (t == 0 ? "" : ", " + reg(c, kDK)) + ", " + reg(c, kDK));
+      if (p.version == 5) {
+        tx.line("MAC_Z " + reg(c, kDS) + ", " + reg(c, kK) + ", " + reg(c, kDQ));
+        tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
+      }
+    }
+    if (p.version == 6) {
+      // Each consumer: its half of dQ's columns, over both consumers' dS.
+      for (int c = 0; c < C; ++c) {
+        tx.stream(consumer(c));
+        const int half = c % 2 ? kKH1 : kKH0;
+        for (int o = 0; o < C; ++o)
+          tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ)
+                          : "MAC " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ) + ", " + reg(c, kDQ)));
+        tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][" + std::to_string(c % 2) + "]");
+      }
+    } else if (p.version >= 7) {
+      const int owner = static_cast<int>(t % C);
+      tx.stream(consumer(owner));
+      for (int o = 0; o < C; ++o)
+        tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ)
+                        : "MAC " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ) + ", " + reg(owner, kDQ)));
+      tx.line("STORE " + reg(owner, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
+    }
+  }
+  for (int c = 0; c < C; ++c) {
+    tx.stream(consumer(c));
+    tx.line("STORE " + reg(c, kDK) + ", dK[" + std::to_string(c) + "][0]");
+    tx.line("STORE " + reg(c, kDV) + ", dV[" + std::to_string(c) + "][0]");
+  }
+  return tx.str();
+}
+
+// ---- matmul and softmax ----------------------------------------------------------------------
+
+// Persistent warp-specialized matmul: per output tile, k / bk steps of A (bm x bk) and B (bk x bn)
+// in a ring, two consumers on bm / 2 rows each, C stored at the end.
+std::string matmul_trace(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu, std::int64_t tiles,
+                         std::int64_t ksteps) {
+  const int C = p.consumers, S = p.stages;
+  const std::int64_t bmc = p.br / C, bk = 64;
+  TraceText tx;
+  tx.line("# matmul block: " + p.name + ", " + std::to_string(tiles) + " tile(s) of " + std::to_string(ksteps) + " k-steps");
+  tx.line(".units " + std::string(gpu.name));
+  const std::string e = std::to_string(q.elem_bytes);
+  tx.line(".array A[" + std::to_string(tiles * p.br) + "][" + std::to_string(ksteps * bk) + "] tile[" + std::to_string(bmc) + "][" + std::to_string(bk) + "] elem " + e);
+  tx.line(".array B[" + std::to_string(ksteps * bk) + "][" + std::to_string(p.bc) + "] tile[" + std::to_string(bk) + "][" + std::to_string(p.bc) + "] elem " + e);
+  tx.line(".array C[" + std::to_string(tiles * p.br) + "][" + std::to_string(p.bc) + "] tile[" + std::to_string(bmc) + "][" + std::to_string(p.bc) + "] elem " + e);
+  // Per stage: B, then A for each consumer; per consumer: the accumulator.
+  auto breg = [&](std::int64_t g) { return R(static_cast<int>(g % S) * (C + 1)); };
+  auto areg = [&](std::int64_t g, int c) { return R(static_cast<int>(g % S) * (C + 1) + 1 + c); };
+  auto acc = [&](int c) { return R(S * (C + 1) + c); };
+  std::int64_t g = 0;
+  for (std::int64_t t = 0; t < tiles; ++t) {
+    for (std::int64_t k = 0; k < ksteps; ++k, ++g) {
+      tx.stream("producer");
+      tx.line("LOAD B[" + std::to_string(k) + "][0], " + breg(g));
+      for (int c = 0; c < C; ++c)
+        tx.line("LOAD A[" + std::to_string(t * C + c) + "][" + std::to_string(k) + "], " + areg(g, c));
+      for (int c = 0; c < C; ++c) {
+        tx.stream("consumer" + std::to_string(c));
+        tx.line(k == 0 ? "MAC_Z " + areg(g, c) + ", " + breg(g) + ", " + acc(c)
+                       : "MAC " + areg(g, c) + ", " + breg(g) + ", " + acc(c) + ", " + acc(c));
+      }
+    }
+    for (int c = 0; c < C; ++c) {
+      tx.stream("consumer" + std::to_string(c));
+      tx.line("STORE " + acc(c) + ", C[" + std::to_string(t * C + c) + "][0]");
+    }
+  }
+  return tx.str();
+}
+
+// Online softmax, one block on `rows` rows of `cols` fp32 columns: statistics pass, then
+// normalize and write (the rows stay in registers when they fit, so X is read once).
+std::string softmax_trace(const isa::GpuPreset& gpu, std::int64_t rows, std::int64_t cols) {
+  TraceText tx;
+  tx.line("# online softmax block: " + std::to_string(rows) + " row(s) of " + std::to_string(cols) + " columns");
+  tx.line(".units " + std::string(gpu.name));
+  tx.line(".array X[" + std::to_string(rows) + "][" + std::to_string(cols) + "] tile[1][" + std::to_string(cols) + "] elem 4");
+  tx.line(".array Y[" + std::to_string(rows) + "][" + std::to_string(cols) + "] tile[1][" + std::to_string(cols) + "] elem 4");
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const int b = static_cast<int>(r % 2) * 4;
+    tx.line("LOAD X[" + std::to_string(r) + "][0], " + R(b));
+    tx.line("ROWMAX " + R(b) + ", " + R(b + 1));
+    tx.line("EXPD " + R(b) + ", " + R(b + 1) + ", " + R(b + 2));
+    tx.line("ROWSUM " + R(b + 2) + ", " + R(b + 3));
+    tx.line("SDIV " + R(b + 2) + ", " + R(b + 3) + ", " + R(b + 2));
+    tx.line("STORE " + R(b + 2) + ", Y[" + std::to_string(r) + "][0]");
+  }
+  return tx.str();
+}
+
+// ---- launch ------------------------------------------------------------------------------------
+
+TimingResult time_text(const std::string& text, int copies) {
+  TimingOptions o;
+  o.copies = copies;
+  o.keep_steps = false;
+  return time_program(isa::assemble(text, "<timed block>"), o);
+}
+
+// Blocks of known durations laid out over sms x per_sm slots in launch order (each starts when
+// a slot frees): the longest slot's end.
+double waves(const std::vector<double>& durations, std::int64_t slots) {
+  std::priority_queue<double, std::vector<double>, std::greater<>> free;
+  for (std::int64_t s = 0; s < slots; ++s) free.push(0);
+  double end = 0;
+  for (double d : durations) {
+    double t = free.top();
+    free.pop();
+    free.push(t + d);
+    end = std::max(end, t + d);
+  }
+  return end;
+}
+
+void validate_query(const TimeQuery& q) {
+  if (q.op == TimedOp::AttnFwd || q.op == TimedOp::AttnBwd) {
+    if (q.n < 1 || q.heads < 1) throw std::invalid_argument("attention needs --n >= 1 and --heads >= 1");
+    if (q.d != 64 && q.d != 128) throw std::invalid_argument("the fast attention kernels take d = 64 or 128, not " + std::to_string(q.d));
+  } else if (q.op == TimedOp::Matmul) {
+    if (q.m < 1 || q.n < 1 || q.k < 1) throw std::invalid_argument("matmul needs --m, --n and --k >= 1");
+  } else if (q.m < 1 || q.n < 1) {
+    throw std::invalid_argument("softmax needs --rows and --cols >= 1");
+  }
+  if (q.elem_bytes != 1 && q.elem_bytes != 2 && q.elem_bytes != 4) throw std::invalid_argument("element size must be 1, 2 or 4 bytes");
+}
+
+}  // namespace
+
+KernelPlan plan_for(const TimeQuery& q) {
+  validate_query(q);
+  KernelPlan p;
+  switch (q.op) {
+    case TimedOp::AttnFwd: {
+      // The launcher's rule (kernels/launch_order.h attention_forward_fast_tiling).
+      int v = q.version;
+      const bool long_n = q.n >= (q.causal ? 8192 : 2048);
+      if (v == 0) v = (q.d == 128 || long_n) ? 6 : 5;
+      if (v != 5 && v != 6 && v != 2) throw std::invalid_argument("attention forward versions are 5 and 6 (2: the FA2 baseline)");
+      p.version = v;
+      if (v == 2) {
+        p = KernelPlan{"FA2 order on one warpgroup, no overlap", 128, 128, 1, 2, false, false, false, false, false, 1, 2};
+      } else if (v == 5) {
+        p = KernelPlan{"version 5: one warpgroup per 64-row tile, 3 blocks per SM", 64, 128, 1, 2, false, false, false, false, false, 3, 5};
+      } else if (q.d == 128) {
+        p = KernelPlan{"version 6: producer + 2 consumers, 128x128 tiles, persistent", 128, 128, 2, 2, true, true, false, true, q.causal, 1, 6};
+      } else {
+        p = KernelPlan{"version 6: producer + 3 consumers, 192x128 tiles, ping-pong, persistent", 192, 128, 3, q.causal ? 2 : 3,
+                       true, true, true, true, q.causal, 1, 6};
+      }
+      if (q.pingpong) p.pingpong = *q.pingpong && p.consumers > 1;
+      if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
+      break;
+    }
+    case TimedOp::AttnBwd: {
+      int v = q.version ? q.version : (q.d == 128 ? 7 : 6);
+      if (v < 5 || v > 7) throw std::invalid_argument("attention backward versions are 5, 6 and 7");
+      if (q.d == 64 && v == 7) v = 6;  // the launcher runs version 6's kernel at d = 64
+      p = KernelPlan{"backward version " + std::to_string(v) + ": producer + 2 consumers, 128 keys a block, " +
+                         std::to_string(q.d == 128 ? 64 : 128) + " queries a step",
+                     q.d == 128 ? 64 : 128, 128, 2, 2, true, false, v == 7, false, false, 1, v};
+      break;
+    }
+    case TimedOp::Matmul:
+      p = KernelPlan{"matmul version 3: producer + 2 consumers, persistent", 128, 256, 2, 4, true, false, false, true, false, 1, 3};
+      break;
+    case TimedOp::Softmax:
+      p = KernelPlan{"softmax version 3: online, rows in registers", 1, static_cast<int>(std::min<std::int64_t>(q.n, 16384)), 1, 1,
+                     false, false, false, false, false, 8, 3};
+      break;
+  }
+  return p;
+}
+
+double compulsory_bytes(const TimeQuery& q) {
+  const double e = q.elem_bytes, n = static_cast<double>(q.n), d = static_cast<double>(q.d), h = static_cast<double>(q.heads);
+  switch (q.op) {
+    case TimedOp::AttnFwd: return h * (4 * n * d * e + 4 * n);
+    case TimedOp::AttnBwd: return h * (6 * n * d * e + 8 * n + 4 * n * d);  // + the fp32 dQ accumulator once
+    case TimedOp::Matmul: return e * (static_cast<double>(q.m) * q.k + static_cast<double>(q.k) * q.n + static_cast<double>(q.m) * q.n);
+    case TimedOp::Softmax: return 2.0 * 4 * static_cast<double>(q.m) * n;
+  }
+  return 0;
+}
+
+namespace {
+
+struct BlockPlan {
+  std::string trace;
+  double cycles = 0;
+  std::array<UnitUsage, isa::kUnitCount> units{};
+  std::string bound;
+};
+
+// The forward's tiles in launch order, and the longest SM's share of them.
+std::vector<std::vector<FwdTile>> forward_sm_work(const TimeQuery& q, const KernelPlan& p, int sms) {
+  const std::int64_t tr = ceil_div(q.n, p.br);
+  std::vector<FwdTile> order;
+  for (std::int64_t h = 0; h < q.heads; ++h) {
+    if (p.paired) {
+      for (std::int64_t a = 0, b = tr - 1; a <= b; ++a, --b) {
+        order.push_back({b, 0, false});
+        if (a != b) order.push_back({a, 0, false});
+      }
+    } else {
+      for (std::int64_t i = 0; i < tr; ++i) order.push_back({q.causal ? tr - 1 - i : i, 0, false});
+    }
+  }
+  for (FwdTile& t : order) {
+    t.steps = fwd_steps(q, p, t.index);
+    t.causal_edge = q.causal;
+  }
+  std::vector<std::vector<FwdTile>> per_sm;
+  if (p.persistent) {
+    // Static: block b takes tiles b, b + sms, ... (paired: pairs of tiles).
+    const std::int64_t unit = p.paired ? 2 : 1;
+    const std::int64_t units = ceil_div(static_cast<std::int64_t>(order.size()), unit);
+    per_sm.resize(static_cast<std::size_t>(std::min<std::int64_t>(sms, units)));
+    for (std::int64_t u = 0; u < units; ++u)
+      for (std::int64_t k = 0; k < unit && u * unit + k < static_cast<std::int64_t>(order.size()); ++k)
+        per_sm[static_cast<std::size_t>(u % sms)].push_back(order[static_cast<std::size_t>(u * unit + k)]);
+  } else {
+    for (const FwdTile& t : order) per_sm.push_back({t});
+  }
+  return per_sm;
+}
+
+void take_usage(LaunchPrediction& lp, const TimingResult& r) {
+  lp.cycles = r.cycles;
+  lp.units = r.units;
+  lp.bound = r.bound;
+}
+
+}  // namespace
+
+std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu) {
+  const KernelPlan p = plan_for(q);
+  switch (q.op) {
+    case TimedOp::AttnFwd: {
+      auto work = forward_sm_work(q, p, gpu.sms);
+      std::size_t longest = 0;
+      std::int64_t most = -1;
+      for (std::size_t s = 0; s < work.size(); ++s) {
+        std::int64_t steps = 0;
+        for (const FwdTile& t : work[s]) steps += t.steps;
+        if (steps > most) most = steps, longest = s;
+      }
+      return forward_trace(q, p, gpu, work[longest]);
+    }
+    case TimedOp::AttnBwd: return backward_trace(q, p, gpu, 0, ceil_div(q.n, p.br));
+    case TimedOp::Matmul: return matmul_trace(q, p, gpu, 1, ceil_div(q.k, 64));
+    case TimedOp::Softmax: return softmax_trace(gpu, 4, std::min<std::int64_t>(q.n, 16384));
+  }
+  return {};
+}
+
+LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
+  LaunchPrediction lp;
+  lp.plan = plan_for(q);
+  const KernelPlan& p = lp.plan;
+  const double clock_hz = gpu.clock_ghz * 1e9;
+  double sm_cycles = 0;
+  const double n = static_cast<double>(q.n), d = static_cast<double>(q.d), h = static_cast<double>(q.heads);
+  switch (q.op) {
+    case TimedOp::AttnFwd: {
+      lp.flops = 4 * n * n * d * h * (q.causal ? 0.5 : 1);
+      auto work = forward_sm_work(q, p, gpu.sms);
+      lp.blocks = static_cast<std::int64_t>(ceil_div(q.n, p.br) * q.heads);
+      if (p.persistent) {
+        std::size_t longest = 0;
+        std::int64_t most = -1;
+        for (std::size_t s = 0; s < work.size(); ++s) {
+          std::int64_t steps = 0;
+          for (const FwdTile& t : work[s]) steps += t.steps;
+          if (steps > most) most = steps, longest = s;
+        }
+        TimingResult r = time_text(forward_trace(q, p, gpu, work[longest]), 1);
+        take_usage(lp, r);
+        sm_cycles = r.cycles;
+      } else {
+        // Blocks of each length, timed with `blocks_per_sm` of them sharing the SM.
+        std::map<std::int64_t, TimingResult> by_steps;
+        std::vector<double> durations;
+        for (const auto& blk : work) {
+          auto it = by_steps.find(blk[0].steps);
+          if (it == by_steps.end())
+            it = by_steps.emplace(blk[0].steps, time_text(forward_trace(q, p, gpu, blk), p.blocks_per_sm)).first;
+          durations.push_back(it->second.cycles);
+        }
+        sm_cycles = waves(durations, static_cast<std::int64_t>(gpu.sms) * p.blocks_per_sm);
+        take_usage(lp, by_steps.rbegin()->second);
+      }
+      break;
+    }
+    case TimedOp::AttnBwd: {
+      lp.flops = 2.5 * 4 * n * n * d * h * (q.causal ? 0.5 : 1);
+      const std::int64_t tc = ceil_div(q.n, p.bc), tr = ceil_div(q.n, p.br);
+      lp.blocks = tc * q.heads;
+      std::map<std::int64_t, TimingResult> by_steps;
+      std::vector<double> durations;
+      for (std::int64_t hh = 0; hh < q.heads; ++hh)
+        for (std::int64_t j = 0; j < tc; ++j) {
+          // causal: the key block j sees query tiles from its diagonal on (latest first in launch order)
+          const std::int64_t jj = q.causal ? tc - 1 - j : j;
+          const std::int64_t first = q.causal ? (jj * p.bc) / p.br : 0;
+          const std::int64_t steps = tr - first;
+          auto it = by_steps.find(steps);
+          if (it == by_steps.end()) it = by_steps.emplace(steps, time_text(backward_trace(q, p, gpu, first, steps), 1)).first;
+          durations.push_back(it->second.cycles);
+        }
+      sm_cycles = waves(durations, gpu.sms);
+      take_usage(lp, by_steps.rbegin()->second);
+      // D = rowsum(dO * O) before, the fp32 dQ to bf16 after: HBM-bound launches.
+      const double small_bytes = h * (2 * n * d * q.elem_bytes + 4 * n) + h * (4 * n * d + n * d * q.elem_bytes);
+      lp.extra_ms = small_bytes / gpu.hbm_bytes_per_s * 1e3;
+      break;
+    }
+    case TimedOp::Matmul: {
+      lp.flops = 2.0 * static_cast<double>(q.m) * q.n * q.k;
+      // 128x256 tiles, or 128x128 when those fill the last wave better (the kernel's own estimate
+      // decides on the GPU); k split in two when the tiles fill at most half the SMs.
+      KernelPlan best = p;
+      double best_cycles = 0;
+      for (int bn : {256, 128}) {
+        KernelPlan c = p;
+        c.bc = bn;
+        const std::int64_t tiles = ceil_div(q.m, c.br) * ceil_div(q.n, bn);
+        std::int64_t ksteps = ceil_div(q.k, 64), split = 1;
+        if (tiles * 2 <= gpu.sms && ksteps >= 2) split = std::min<std::int64_t>(gpu.sms / tiles, ksteps);
+        const std::int64_t work_units = tiles * split;
+        const std::int64_t per_sm = ceil_div(work_units, gpu.sms);
+        TimingResult r = time_text(matmul_trace(q, c, gpu, per_sm, ceil_div(ksteps, split)), 1);
+        if (best_cycles == 0 || r.cycles < best_cycles) {
+          best = c;
+          best_cycles = r.cycles;
+          lp.blocks = work_units;
+          take_usage(lp, r);
+          best.name = "matmul version 3: producer + 2 consumers, 128x" + std::to_string(bn) + " tiles" +
+                      (split > 1 ? ", k split " + std::to_string(split) + " ways" : "") + ", persistent";
+        }
+      }
+      lp.plan = best;
+      sm_cycles = best_cycles;
+      break;
+    }
+    case TimedOp::Softmax: {
+      const std::int64_t cols = std::min<std::int64_t>(q.n, 16384);
+      const std::int64_t chunks = ceil_div(q.n, cols);
+      const std::int64_t rows = q.m * chunks;  // row chunks
+      lp.blocks = rows;
+      const std::int64_t per_block = 4;
+      TimingResult r = time_text(softmax_trace(gpu, per_block, cols), p.blocks_per_sm);
+      take_usage(lp, r);
+      const std::int64_t blocks = ceil_div(rows, per_block);
+      sm_cycles = static_cast<double>(ceil_div(blocks, static_cast<std::int64_t>(gpu.sms) * p.blocks_per_sm)) * r.cycles;
+      break;
+    }
+  }
+  lp.cycles = sm_cycles;
+  lp.sm_ms = sm_cycles / clock_hz * 1e3;
+  lp.hbm_bytes = q.hbm_bytes.value_or(compulsory_bytes(q));
+  lp.hbm_ms = lp.hbm_bytes / gpu.hbm_bytes_per_s * 1e3;
+  lp.predicted_ms = std::max(lp.sm_ms, lp.hbm_ms) + lp.extra_ms;
+  if (lp.hbm_ms > lp.sm_ms) lp.bound = "hbm";
+  return lp;
+}
+
+}  // namespace flashsim::sim

@@ -1,0 +1,79 @@
+// Predicted time of a whole launch of the fast kernels on a GPU preset (isa/units.h).
+//
+// Each kernel's thread block is written as a timed trace (`.units`, one stream per warp role:
+// the TMA producer and the consumer warpgroups, ordered by the barriers the kernel uses), the
+// trace is timed on one SM (sim/timing.h), and the blocks are laid out in waves over the SMs at
+// the kernel's occupancy (persistent kernels: one block per SM walking its tiles). The launch
+// takes the longest SM's time, or the HBM bytes over the preset's sustained HBM bandwidth when
+// that is longer. The kernels' structure (tile sizes, consumers, overlap, ping-pong) is each
+// version's own (kernels/attention_forward.cu, attention_backward.cu, matmul.cu, softmax.cu).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "isa/units.h"
+#include "sim/timing.h"
+
+namespace flashsim::sim {
+
+enum class TimedOp { AttnFwd, AttnBwd, Matmul, Softmax };
+
+struct TimeQuery {
+  TimedOp op = TimedOp::AttnFwd;
+  // attention: n (queries = keys), d, heads = batch * heads, causal; matmul: m x n x k;
+  // softmax: m rows of n columns (fp32)
+  std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
+  bool causal = false;
+  int elem_bytes = 2;
+  // 0: what the launcher runs for these sizes; attention forward 5 or 6, backward 5, 6 or 7,
+  // FA2 (the tile machine's FA2 order on one warpgroup, no overlap: the baseline of the lessons)
+  int version = 0;
+  // The FlashAttention-3 ablation on forward version 6: turn ping-pong / the intra-warpgroup
+  // overlap of S_{j+1} with the softmax of j on or off (default: the version's own).
+  std::optional<bool> pingpong, intra_overlap;
+  // HBM bytes of the launch (the L2 model's prediction); default: the compulsory bytes.
+  std::optional<double> hbm_bytes;
+};
+
+// One block's structure, as the prediction used it.
+struct KernelPlan {
+  std::string name;        // "attention forward v6 (warp-specialized, 2 consumers, ...)"
+  int br = 0, bc = 0;      // tile rows (queries / keys; matmul: block rows / cols)
+  int consumers = 1;       // consumer warpgroups (streams besides the producer)
+  int stages = 2;
+  bool warp_specialized = false, intra_overlap = false, pingpong = false, persistent = false, paired = false;
+  int blocks_per_sm = 1;
+  int version = 0;
+};
+
+struct LaunchPrediction {
+  KernelPlan plan;
+  double predicted_ms = 0;
+  double sm_ms = 0;          // the longest SM's blocks
+  double hbm_ms = 0;         // HBM bytes at the sustained bandwidth
+  double cycles = 0;         // the longest SM's cycles
+  double hbm_bytes = 0;
+  std::int64_t blocks = 0;   // thread blocks (persistent: tiles)
+  double flops = 0;          // useful FLOPs (attention: halved under the causal mask)
+  // Per unit on the longest SM: busy cycles and the fraction of `cycles`.
+  std::array<UnitUsage, isa::kUnitCount> units{};
+  std::string bound;         // "tensor", "special", "vector", "memory", "latency" or "hbm"
+  double extra_ms = 0;       // the backward's small launches (D = rowsum(dO * O), the dQ conversion)
+};
+
+// Throws std::invalid_argument for sizes the kernels do not take.
+LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu);
+KernelPlan plan_for(const TimeQuery& q);
+
+// The timed trace of one block (persistent: one SM's tiles), as text `flashsim run` takes; the
+// trace `predict_time` times for its longest SM.
+std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu);
+
+// Compulsory HBM bytes: each input read once, each output written once.
+double compulsory_bytes(const TimeQuery& q);
+
+}  // namespace flashsim::sim

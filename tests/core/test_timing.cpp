@@ -1,0 +1,168 @@
+// The time model (sim/timing.h) on hand-computed cases: units overlap, dependencies wait for
+// latency, one unit's rate is shared, barriers order streams, deadlocks are reported.
+#include <catch2/catch.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "isa/assembler.h"
+#include "main_helpers.h"
+#include "sim/machine.h"
+#include "sim/timing.h"
+
+using namespace flashsim;
+
+namespace {
+// Loads are free (rate 1e9, no latency) so that only the units under test take time. Every unit
+// does one element (or FLOP) a cycle with no latency unless a case says otherwise.
+const char* kHeader =
+    ".units h100\n"
+    ".unit memory rate=1e9 latency=0\n"
+    ".unit tensor rate=8 latency=0\n"
+    ".unit special rate=1 latency=0\n"
+    ".unit vector rate=1 latency=0\n"
+    ".array x[2][2] tile[2][2]\n"
+    ".array y[2][2] tile[2][2]\n"
+    "LOAD x[0][0], R0\n"
+    "LOAD y[0][0], R2\n";
+
+sim::TimingResult time_text(const std::string& body, const std::string& header = kHeader) {
+  return sim::time_program(isa::assemble(header + body, "t.fsa"));
+}
+// The two loads issue at cycles 0 and 1 (a stream issues one asynchronous instruction a cycle)
+// and move their bytes in no time.
+double cycles(const std::string& body, const std::string& header = kHeader) { return time_text(body, header).cycles; }
+}  // namespace
+
+TEST_CASE("two independent instructions on different units overlap", "[timing]") {
+  // EXP: 4 elements at 1 a cycle from 0 (x is loaded at 0); ADD: 4 elements at 1 a cycle on the
+  // vector unit from 1 (y is loaded at 1): done at 5, not 8.
+  CHECK(cycles(".stream a\nEXP R0, R1\n.stream b\nADD R2, R2, R3\n") == Approx(5).margin(1e-3));
+  // One stream's warps run its vector and special instructions one after the other: 2 + 4 + 4.
+  CHECK(cycles("EXP R0, R1\nADD R2, R2, R3\n") == Approx(10).margin(1e-3));
+}
+
+TEST_CASE("a tensor product runs while its stream goes on", "[timing]") {
+  // MAC_Z of two 2x2 tiles: 16 FLOPs at 8 a cycle, cycles 2-4, asynchronous; the ADD is issued
+  // at 3 and takes 4 cycles.
+  auto r = time_text("MAC_Z R0, R2, R4\nADD R2, R2, R3\n");
+  CHECK(r.cycles == Approx(7).margin(1e-3));
+  CHECK(r.units[static_cast<int>(isa::Unit::Tensor)].busy_cycles == Approx(2));
+  CHECK(r.units[static_cast<int>(isa::Unit::Vector)].busy_cycles == Approx(4));
+}
+
+TEST_CASE("a dependent instruction waits for its producer's latency", "[timing]") {
+  std::string h = kHeader;
+  h.replace(h.find(".unit tensor rate=8 latency=0"), 29, ".unit tensor rate=8 latency=10");
+  // The product runs from 2 to 4 and is usable at 14; the ADD then takes 4 cycles.
+  auto r = time_text("MAC_Z R0, R2, R4\nADD R4, R4, R5\n", h);
+  CHECK(r.cycles == Approx(18).margin(1e-3));
+  REQUIRE(r.steps.size() == 4);
+  CHECK(r.steps[3].issue == Approx(14).margin(1e-3));
+  CHECK(r.steps[3].critical);
+  CHECK(r.steps[2].critical);
+}
+
+TEST_CASE("one unit's rate is shared by the instructions on it", "[timing]") {
+  // Two streams, two EXPs of 4 elements on a unit of 1 element a cycle: a alone from 0 to 1, then
+  // both at half the rate; 8 elements in all take 8 cycles, not 4.
+  auto r = time_text(".stream a\nEXP R0, R1\n.stream b\nEXP R2, R3\n");
+  CHECK(r.cycles == Approx(8).margin(1e-3));
+  CHECK(r.bound == "special");
+  CHECK(r.units[static_cast<int>(isa::Unit::Special)].busy_fraction == Approx(1).margin(1e-3));
+}
+
+TEST_CASE("a barrier orders two streams", "[timing]") {
+  // b's ADD may start only when a arrives, after its EXP (0 to 4): 4 + 4.
+  CHECK(cycles(".stream a\nEXP R0, R1\n.arrive go\n.stream b\n.wait go\nADD R2, R2, R3\n") == Approx(8).margin(1e-3));
+  // The arrive may come later in the text than the wait.
+  CHECK(cycles(".stream b\n.wait go\nADD R2, R2, R3\n.stream a\nEXP R0, R1\n.arrive go\n") == Approx(8).margin(1e-3));
+  // count=2: both streams must arrive; c's two ADDs run from 1 to 9, then b's MOV to 13.
+  CHECK(cycles(".barrier go count=2\n.stream a\nEXP R0, R1\n.arrive go\n.stream c\nADD R0, R2, R5\nADD R5, R2, R6\n"
+               ".arrive go\n.stream b\n.wait go\nMOV R2, R3\n") == Approx(13).margin(1e-3));
+}
+
+TEST_CASE("barriers in loops: one per index, phases counted per stream", "[timing]") {
+  auto p = isa::assemble(std::string(kHeader) +
+                             ".for j in 0..4\n.stream a\nEXP R0, R1\n.arrive full{j % 2}\n.stream b\n.wait full{j % 2}\n"
+                             "ADD R1, R1, R3\n.end\n",
+                         "t.fsa");
+  CHECK(p.timing.barriers.size() == 2);
+  CHECK(p.timing.syncs.size() == 8);
+  auto r = sim::time_program(p);
+  // Each ADD reads R1 of the EXP before it; the next EXP overwrites R1 only after that ADD read it.
+  CHECK(r.cycles == Approx(32).margin(1e-3));
+}
+
+TEST_CASE("a wait nobody arrives at is a deadlock, reported with its streams and barrier", "[timing]") {
+  try {
+    time_text(".stream a\nEXP R0, R1\n.stream b\n.wait never\nADD R2, R2, R3\n");
+    FAIL("no deadlock reported");
+  } catch (const sim::TimingError& e) {
+    const std::string m = e.what();
+    CHECK(m.find("deadlock") != std::string::npos);
+    CHECK(m.find("'b'") != std::string::npos);
+    CHECK(m.find("'never'") != std::string::npos);
+    CHECK(e.where.line == 13);
+  }
+  // Two streams each waiting for the other.
+  CHECK_THROWS_AS(time_text(".stream a\n.wait x\n.arrive y\n.stream b\n.wait y\n.arrive x\nEXP R0, R1\n"), sim::TimingError);
+}
+
+TEST_CASE("with the units off the machine's counts are today's exactly", "[timing]") {
+  const std::string root = FLASHSIM_SOURCE_DIR;
+  struct Seed {
+    const char* path;
+    std::uint64_t cycles;
+  };
+  for (const Seed& s : {Seed{"/lessons/01-dot-product/solution.fsa", 7}, Seed{"/lessons/02-locality/solution.fsa", 25},
+                        Seed{"/lessons/03-outer-product/solution.fsa", 22}}) {
+    auto p = isa::assemble_file(root + s.path);
+    CHECK(p.timing.empty());
+    sim::Machine m(p);
+    m.run();
+    CHECK(m.counters().cycles == s.cycles);
+    // The same trace with units: the machine's count is unchanged; the time model is apart.
+    std::ifstream in(root + s.path);
+    std::stringstream text;
+    text << ".units h100\n" << in.rdbuf();
+    auto timed = isa::assemble(text.str(), "timed.fsa");
+    sim::Machine mt(timed);
+    mt.run();
+    CHECK(mt.counters().cycles == s.cycles);
+    CHECK(sim::time_program(timed).cycles > 0);
+  }
+}
+
+TEST_CASE("bad unit descriptions are text errors at their line and column", "[timing]") {
+  auto err = [](const std::string& text) {
+    try {
+      isa::assemble(text, "t.fsa");
+    } catch (const isa::AsmError& e) {
+      return std::to_string(e.line) + ":" + std::to_string(e.col) + " " + e.message;
+    }
+    return std::string("no error");
+  };
+  CHECK(err(".units h100\n.unit warp rate=1\nLOAD x[0], R0\n").rfind("2:7 unknown unit 'warp'", 0) == 0);
+  CHECK(err(".units h100\n.unit tensor rate=0\nLOAD x[0], R0\n").rfind("2:19 a unit's rate must be positive", 0) == 0);
+  CHECK(err(".units h100\n.unit tensor rate=-3\nLOAD x[0], R0\n").rfind("2:19 a unit's rate must be positive", 0) == 0);
+  CHECK(err(".units a100\nLOAD x[0], R0\n").rfind("1:8 unknown GPU preset 'a100'", 0) == 0);
+  CHECK(err(".unit tensor rate=1\nLOAD x[0], R0\n").rfind("1:1 .unit needs a .units line", 0) == 0);
+  CHECK(err(".units h100\n.unit tensor speed=2\nLOAD x[0], R0\n").rfind("2:14 unknown .unit option 'speed'", 0) == 0);
+  CHECK(err(".barrier b count=0\nLOAD x[0], R0\n").rfind("1:18 a barrier's count", 0) == 0);
+  CHECK(err(".for i in 0..2\n.units h100\n.end\nLOAD x[0], R0\n").find("not allowed inside a .for loop") != std::string::npos);
+}
+
+TEST_CASE("streams and barriers survive disassembly", "[timing]") {
+  auto p = isa::assemble(std::string(kHeader) + ".barrier go count=2\n.stream a\nEXP R0, R1\n.arrive go\n.stream b\n"
+                                                ".wait go\nMOV R2, R4\n.stream c\nADD R2, R2, R3\n.arrive go\n",
+                         "t.fsa");
+  auto q = isa::assemble(isa::disassemble(p), "again.fsa");
+  CHECK(isa::same_program(p, q));
+  CHECK(sim::time_program(q).cycles == Approx(sim::time_program(p).cycles));
+}
+
+TEST_CASE("a program without units cannot be timed", "[timing]") {
+  auto p = isa::assemble("LOAD x[0], R0\n", "t.fsa");
+  CHECK_THROWS_AS(sim::time_program(p), sim::TimingError);
+}
