@@ -965,7 +965,8 @@ bool Assembler::timing_directive(const std::string& word, std::size_t col, Curso
   } else if (word == "stream") {
     std::string name = c.ident("a stream name");
     if (t.streams.empty()) {
-      t.streams.push_back("main");
+      // Instructions before the first .stream belong to "main"; none before it: no "main".
+      if (!prog_.code.empty() || !t.syncs.empty()) t.streams.push_back("main");
       t.stream_of.assign(prog_.code.size(), 0);
     }
     auto it = std::find(t.streams.begin(), t.streams.end(), name);

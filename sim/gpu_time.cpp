@@ -91,14 +91,15 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
       tx.stream(p.warp_specialized ? producer : consumer(c));
       tx.line("LOAD Q[" + std::to_string(static_cast<std::int64_t>(ti) * C + c) + "][0], " + reg(c, kQ));
     }
-    // Loads run `stages - 1` steps ahead of the products that read them.
+    // Loads run ahead of the products that read them by as many steps as the ring has free
+    // buffers: stages - 1, one less when P V of the step before is still reading its buffer.
+    const std::int64_t ahead = std::max(0, p.intra_overlap ? S - 2 : S - 1);
     std::int64_t loaded = 0;
     auto load_until = [&](std::int64_t j) {
       for (; loaded <= std::min(j, J - 1); ++loaded) load_step(loaded);
     };
-    load_until(S - 2 >= 0 ? S - 2 : 0);
     for (std::int64_t j = 0; j < J; ++j) {
-      load_until(j);
+      load_until(j + ahead);
       const bool mask = t.causal_edge && j >= J - ceil_div(p.br, p.bc) - 1;
       for (int c = 0; c < C; ++c) {
         tx.stream(consumer(c));
@@ -218,7 +219,9 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
       tx.line("MUL " + reg(c, kPr) + ", " + reg(c, kDS) + ", " + reg(c, kDS));
       tx.line(acc + reg(c, kDS) + "^T, " + shared(kQ, t) + (t == 0 ? "" : ", " + reg(c, kDK)) + ", " + reg(c, kDK));
       if (p.version == 5) {
+        // the compute warps issue the fp32 atomic adds themselves: one vector instruction an element
         tx.line("MAC_Z " + reg(c, kDS) + ", " + reg(c, kK) + ", " + reg(c, kDQ));
+        tx.line("MOV " + reg(c, kDQ) + ", " + reg(c, kDQ));
         tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
       }
     }
@@ -311,9 +314,10 @@ std::string softmax_trace(const isa::GpuPreset& gpu, std::int64_t rows, std::int
 
 // ---- launch ------------------------------------------------------------------------------------
 
-TimingResult time_text(const std::string& text, int copies) {
+TimingResult time_text(const std::string& text, int copies, double stagger = 0) {
   TimingOptions o;
   o.copies = copies;
+  o.stagger = stagger;
   o.keep_steps = false;
   return time_program(isa::assemble(text, "<timed block>"), o);
 }
@@ -361,7 +365,10 @@ KernelPlan plan_for(const TimeQuery& q) {
       if (v == 2) {
         p = KernelPlan{"FA2 order on one warpgroup, no overlap", 128, 128, 1, 2, false, false, false, false, false, 1, 2};
       } else if (v == 5) {
-        p = KernelPlan{"version 5: one warpgroup per 64-row tile, 3 blocks per SM", 64, 128, 1, 2, false, false, false, false, false, 3, 5};
+        // 64 x 128 tiles at d = 64; 64 x 64 at d = 128 (the d = 128 launcher before version 6)
+        const int bc = q.d == 128 ? 64 : 128;
+        p = KernelPlan{"version 5: one warpgroup per 64x" + std::to_string(bc) + " tile, 3 blocks per SM", 64, bc, 1, 2,
+                       false, false, false, false, false, 3, 5};
       } else if (q.d == 128) {
         p = KernelPlan{"version 6: producer + 2 consumers, 128x128 tiles, persistent", 128, 128, 2, 2, true, true, false, true, q.causal, 1, 6};
       } else {
@@ -398,7 +405,7 @@ double compulsory_bytes(const TimeQuery& q) {
     case TimedOp::AttnFwd: return h * (4 * n * d * e + 4 * n);
     case TimedOp::AttnBwd: return h * (6 * n * d * e + 8 * n + 4 * n * d);  // + the fp32 dQ accumulator once
     case TimedOp::Matmul: return e * (static_cast<double>(q.m) * q.k + static_cast<double>(q.k) * q.n + static_cast<double>(q.m) * q.n);
-    case TimedOp::Softmax: return 2.0 * 4 * static_cast<double>(q.m) * n;
+    case TimedOp::Softmax: return 3.0 * 4 * static_cast<double>(q.m) * n;  // version 3 reads X twice
   }
   return 0;
 }
@@ -503,8 +510,13 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
         std::vector<double> durations;
         for (const auto& blk : work) {
           auto it = by_steps.find(blk[0].steps);
-          if (it == by_steps.end())
-            it = by_steps.emplace(blk[0].steps, time_text(forward_trace(q, p, gpu, blk), p.blocks_per_sm)).first;
+          if (it == by_steps.end()) {
+            // The co-resident blocks a step's time apart: the time of one alone over its steps,
+            // spread over the blocks.
+            const std::string trace = forward_trace(q, p, gpu, blk);
+            const double step = time_text(trace, 1).cycles / static_cast<double>(blk[0].steps);
+            it = by_steps.emplace(blk[0].steps, time_text(trace, p.blocks_per_sm, step / p.blocks_per_sm)).first;
+          }
           durations.push_back(it->second.cycles);
         }
         sm_cycles = waves(durations, static_cast<std::int64_t>(gpu.sms) * p.blocks_per_sm);

@@ -123,7 +123,7 @@ struct Arrival {
 
 class Simulator {
  public:
-  Simulator(const isa::Program& p, const isa::UnitsConfig& units, int copies)
+  Simulator(const isa::Program& p, const isa::UnitsConfig& units, int copies, double stagger)
       : p_(p), units_(units), copies_(copies), n_(p.code.size()) {
     costs_ = measure_costs(p);
     find_dependencies(p, dep_begin_, deps_);
@@ -144,6 +144,7 @@ class Simulator {
       for (std::size_t s = 0; s < nstreams; ++s) {
         StreamState st;
         st.copy = c;
+        st.free_at = c * stagger;
         st.stream = static_cast<std::uint16_t>(s);
         st.waits.assign(p.timing.barriers.size(), 0);
         streams_.push_back(std::move(st));
@@ -398,7 +399,8 @@ TimingResult time_program(const isa::Program& p, const TimingOptions& o) {
   for (const isa::UnitRate& u : units->units)
     if (!(u.rate > 0) || !(u.latency >= 0)) throw TimingError({}, "a unit's rate must be positive and its latency not negative");
   if (p.code.empty()) return TimingResult{};
-  Simulator sim(p, *units, o.copies);
+  if (!(o.stagger >= 0)) throw TimingError({}, "stagger must not be negative");
+  Simulator sim(p, *units, o.copies, o.stagger);
   return sim.run(o.keep_steps);
 }
 

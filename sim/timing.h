@@ -38,6 +38,9 @@ struct TimingOptions {
   // Co-resident copies of the program (thread blocks on one SM): each has its own registers,
   // streams and barriers, and all share the units.
   int copies = 1;
+  // Copy c starts c * stagger cycles late: blocks that share an SM in steady state are at
+  // different points of their loops, not in step.
+  double stagger = 0;
   bool keep_steps = true;                 // fill TimingResult::steps
   std::optional<isa::UnitsConfig> units;  // instead of the program's .units
 };
