@@ -8,6 +8,7 @@
 #include "isa/assembler.h"
 #include "main_helpers.h"
 #include "sim/machine.h"
+#include "sim/gpu_time.h"
 #include "sim/timing.h"
 
 using namespace flashsim;
@@ -165,4 +166,56 @@ TEST_CASE("streams and barriers survive disassembly", "[timing]") {
 TEST_CASE("a program without units cannot be timed", "[timing]") {
   auto p = isa::assemble("LOAD x[0], R0\n", "t.fsa");
   CHECK_THROWS_AS(sim::time_program(p), sim::TimingError);
+}
+
+TEST_CASE("flashsim time: JSON keys, bound, and bad input exits 2", "[timing][cli]") {
+  auto r = test::run_flashsim("time attention --n 4096 --d 128 --heads 8 --gpu h100 --json");
+  REQUIRE(r.status == 0);
+  for (const char* key : {"\"predicted_ms\"", "\"cycles\"", "\"bound\"", "\"units\"", "\"busy_cycles\"", "\"busy_fraction\"",
+                          "\"tensor\"", "\"special\"", "\"memory\"", "\"vector\""})
+    CHECK(r.out.find(key) != std::string::npos);
+  CHECK(r.out.find("\"bound\": \"tensor\"") != std::string::npos);
+  // The softmax streams bytes: HBM bounds it.
+  auto s = test::run_flashsim("time softmax --rows 32768 --cols 4096 --json");
+  REQUIRE(s.status == 0);
+  CHECK(s.out.find("\"bound\": \"hbm\"") != std::string::npos);
+  auto bad = test::run_flashsim("time attention --n 4096 --d 128 --gpu a100");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("unknown --gpu 'a100' (known: h100, h200)") != std::string::npos);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 96").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 64 --pingpong maybe").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 64 --backward --version 3").status == 2);
+}
+
+TEST_CASE("the time model predicts the FA3 ablation's direction", "[timing][fa3]") {
+  // d = 128, N = 8192: ping-pong and the intra-warpgroup overlap each help, both help most.
+  auto rate = [](const std::string& extra) {
+    sim::TimeQuery q;
+    q.n = 8192;
+    q.d = 128;
+    q.heads = 4;
+    q.version = 6;
+    q.pingpong = extra.find("pp") != std::string::npos;
+    q.intra_overlap = extra.find("ov") != std::string::npos;
+    return sim::predict_time(q, *isa::find_gpu_preset("h100")).predicted_ms;
+  };
+  const double none = rate(""), pp = rate("pp"), ov = rate("ov"), both = rate("pp ov");
+  CHECK(both < pp);
+  CHECK(both < ov);
+  CHECK(pp < none);
+  CHECK(ov < none);
+}
+
+TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7 than 6", "[timing]") {
+  auto ms = [](sim::TimedOp op, int version) {
+    sim::TimeQuery q;
+    q.op = op;
+    q.n = 8192;
+    q.d = 128;
+    q.heads = 8;
+    q.version = version;
+    return sim::predict_time(q, *isa::find_gpu_preset("h100")).predicted_ms;
+  };
+  CHECK(ms(sim::TimedOp::AttnFwd, 6) < ms(sim::TimedOp::AttnFwd, 5));
+  CHECK(ms(sim::TimedOp::AttnBwd, 7) < ms(sim::TimedOp::AttnBwd, 6));
 }
