@@ -11,6 +11,9 @@
 // Every row is validated against the CPU reference (float64) on sampled rows with a dtype-scaled
 // tolerance (bf16 1e-2, fp16 5e-3, fp32 1e-4), on fresh random inputs with poisoned outputs.
 // Times: CUDA events, 3 warm-ups, median of 10 (5 with --quick).
+// pred ms: the time model (sim/gpu_time.h predict_time) on the preset named by the device (H100 ->
+//   h100, H200 -> h200, --gpu-preset overrides), with the compulsory HBM bytes (no L2 model here);
+//   meas/pred = ms / pred ms. A line under the table counts the rows within 15 %.
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -23,9 +26,11 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -35,7 +40,10 @@
 #include "kernels/event_timing.h"
 #include "kernels/fast.h"
 #include "kernels/reference.h"
+#include "kernels/report.h"
+#include "kernels/spec.h"
 #include "kernels/workload.h"
+#include "sim/gpu_time.h"
 #include "sim/main_guard.h"
 
 namespace fg = flashsim::gpu;
@@ -50,7 +58,39 @@ struct Row {
   std::string unit;
   std::vector<std::pair<std::string, double>> refs;  // name -> rate (NaN when missing)
   double err = NAN, tol = 0;
+  // The time model's query for this row and its answer (predict_row_time).
+  flashsim::sim::TimeQuery query;
+  std::optional<double> pred_ms;
+  std::string pred_bound;
+  bool bound_row = false;  // attention at N >= 4096, matmul with m and n >= 4096 (the 15 % bound)
 };
+
+// pred_ms and pred_bound from predict_time on `preset` with the compulsory HBM bytes.
+void predict_row_time(Row& r, const flashsim::isa::GpuPreset& preset) {
+  try {
+    const auto lp = flashsim::sim::predict_time(r.query, preset);
+    r.pred_ms = lp.predicted_ms;
+    r.pred_bound = lp.bound;
+  } catch (const std::exception&) {
+    r.pred_ms.reset();
+  }
+}
+
+flashsim::sim::TimeQuery attn_query(bool backward, int bh, int n, int d, bool causal) {
+  flashsim::sim::TimeQuery q;
+  q.op = backward ? flashsim::sim::TimedOp::AttnBwd : flashsim::sim::TimedOp::AttnFwd;
+  q.n = n;
+  q.d = d;
+  q.heads = bh;
+  q.causal = causal;
+  q.elem_bytes = 2;
+  if (backward)
+    if (const char* v = std::getenv("FLASHSIM_BWD_VERSION")) {  // as the launcher reads it
+      const int ver = std::atoi(v);
+      if (ver >= 5 && ver <= 7) q.version = ver;
+    }
+  return q;
+}
 
 // median of `reps` event-timed runs after 3 warm-ups
 double median_ms(const std::function<void()>& run, int reps) {
@@ -147,6 +187,8 @@ Row bench_attn_fwd(const AttnShape& s, int reps, const std::map<RefKey, double>&
   row.shape = std::to_string(s.bh) + "x" + std::to_string(s.n) + "x" + std::to_string(s.d);
   row.dtype = fg::dtype_name(dt);
   row.mask = s.causal ? "causal" : "full";
+  row.query = attn_query(false, s.bh, s.n, s.d, s.causal);
+  row.bound_row = s.n >= 4096;
   row.tol = tolerance(dt);
   row.err = bad ? INFINITY : std::max(fg::ref::rel_error(got_o, want_o), fg::ref::rel_error(got_l, want_l));
   row.ms = median_ms(fwd, reps);
@@ -196,6 +238,7 @@ Row bench_attn_fwd(const AttnShape& s, int reps, const std::map<RefKey, double>&
     Row& b = *bwd_row;
     b = row;
     b.op = "attn-bwd";
+    b.query = attn_query(true, s.bh, s.n, s.d, s.causal);
     b.refs.clear();
     b.err = bbad ? INFINITY : fg::ref::rel_error(got, want);
     b.ms = median_ms(bwd, reps);
@@ -231,6 +274,10 @@ Row bench_softmax(int rows, long long cols, int reps) {
   row.shape = std::to_string(rows) + "x" + std::to_string(cols);
   row.dtype = "fp32";
   row.mask = "-";
+  row.query.op = flashsim::sim::TimedOp::Softmax;
+  row.query.m = rows;
+  row.query.n = cols;
+  row.query.elem_bytes = 4;
   row.tol = tolerance(Dtype::F32);
   row.err = bad ? INFINITY : fg::ref::rel_error(got, want);
   row.ms = median_ms(run, reps);
@@ -275,6 +322,12 @@ Row bench_matmul(cublasHandle_t h, int m, int n, int k, int reps) {
   row.shape = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
   row.dtype = "bf16";
   row.mask = "-";
+  row.query.op = flashsim::sim::TimedOp::Matmul;
+  row.query.m = m;
+  row.query.n = n;
+  row.query.k = k;
+  row.query.elem_bytes = 2;
+  row.bound_row = m >= 4096 && n >= 4096;
   row.tol = tolerance(Dtype::BF16);
   row.err = bad ? INFINITY : fg::ref::rel_error(got, want);
   row.ms = median_ms(ours, reps);
@@ -302,8 +355,8 @@ std::string fmt(double v, int prec) {
 }
 
 void print(const std::vector<Row>& rows, std::FILE* out) {
-  std::fprintf(out, "%-9s %-14s %-5s %-6s %9s %10s   %-22s %-22s %8s %s\n", "op", "shape", "dtype", "mask", "ms",
-               "ours", "reference 1 (ours/ref)", "reference 2 (ours/ref)", "rel err", "check");
+  std::fprintf(out, "%-9s %-14s %-5s %-6s %9s %9s %9s %10s   %-22s %-22s %8s %s\n", "op", "shape", "dtype", "mask", "ms",
+               "pred ms", "meas/pred", "ours", "reference 1 (ours/ref)", "reference 2 (ours/ref)", "rel err", "check");
   for (const auto& r : rows) {
     std::string refs[2];
     for (std::size_t i = 0; i < r.refs.size() && i < 2; ++i) {
@@ -313,9 +366,10 @@ void print(const std::vector<Row>& rows, std::FILE* out) {
     char e[32];
     std::snprintf(e, sizeof e, "%.1e", r.err);
     const bool ok = std::isfinite(r.err) && r.err <= r.tol;
-    std::fprintf(out, "%-9s %-14s %-5s %-6s %9.3f %7.0f %-3s   %-22s %-22s %8s %s\n", r.op.c_str(), r.shape.c_str(),
-                 r.dtype.c_str(), r.mask.c_str(), r.ms, r.rate, r.unit == "GB/s" ? "GB/s" : "TF", refs[0].c_str(),
-                 refs[1].c_str(), e, ok ? "ok" : "FAILED");
+    const double tr = fg::time_ratio(r.ms, r.pred_ms);
+    std::fprintf(out, "%-9s %-14s %-5s %-6s %9.3f %9s %9s %7.0f %-3s   %-22s %-22s %8s %s\n", r.op.c_str(), r.shape.c_str(),
+                 r.dtype.c_str(), r.mask.c_str(), r.ms, r.pred_ms ? fmt(*r.pred_ms, 3).c_str() : "-", fmt(tr, 2).c_str(),
+                 r.rate, r.unit == "GB/s" ? "GB/s" : "TF", refs[0].c_str(), refs[1].c_str(), e, ok ? "ok" : "FAILED");
   }
 }
 
@@ -329,11 +383,22 @@ static int run_main(int argc, char** argv) {
   app.add_option("--ref", ref_path, "TSV of PyTorch SDPA rates from kernels/tools/sdpa_reference.py");
   app.add_option("--csv", csv_path, "also write the table as CSV");
   app.add_flag("--quick", quick, "fewer shapes and repeats");
+  std::string gpu_preset;
+  app.add_option("--gpu-preset", gpu_preset,
+                 "the time model's GPU preset for the pred ms column (h100, h200; default: from the device name)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);  // prints the message, or the help
     return rc == 0 ? 0 : flashsim::cli::kExitBadInput;
+  }
+  if (!gpu_preset.empty()) {
+    try {
+      fg::gpu_preset_for("", gpu_preset);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "bench_kernels: %s\n", e.what());
+      return flashsim::cli::kExitBadInput;
+    }
   }
   auto want = [&](const char* op) { return ("," + ops + ",").find(std::string(",") + op + ",") != std::string::npos; };
 
@@ -347,8 +412,14 @@ static int run_main(int argc, char** argv) {
     const int reps = quick ? 5 : 10;
     std::printf("GPU: %s, %d SMs, L2 %.1f MB%s\n", dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6,
                 ref_path.empty() ? "; no --ref: SDPA columns empty" : "");
+    const fg::PresetPick pick = fg::gpu_preset_for(dev.name, gpu_preset);
+    const flashsim::isa::GpuPreset* preset = flashsim::isa::find_gpu_preset(pick.name);
+    std::printf("time model: preset %s (%s; HBM bytes: compulsory, bench_kernels has no L2 model)%s%s\n", pick.name.c_str(),
+                gpu_preset.empty() ? "from the device name" : "--gpu-preset", pick.note.empty() ? "" : "; ",
+                pick.note.c_str());
     std::vector<Row> rows;
-    auto emit = [&](const Row& r) {
+    auto emit = [&](Row r) {
+      if (preset) predict_row_time(r, *preset);
       rows.push_back(r);
       print({r}, stderr);  // progress
     };
@@ -394,16 +465,25 @@ static int run_main(int argc, char** argv) {
     }
     std::printf("\n");
     print(rows, stdout);
+    {
+      std::vector<fg::TimeCheck> checks;
+      for (const auto& r : rows) checks.push_back(fg::TimeCheck{r.op + " " + r.shape + " " + r.dtype + " " + r.mask, r.bound_row, r.ms, r.pred_ms});
+      const std::string line = fg::time_summary(checks);
+      if (!line.empty()) std::printf("%s (preset %s)\n", line.c_str(), pick.name.c_str());
+    }
     if (!csv_path.empty()) {
       std::ofstream csv(csv_path);
-      csv << "op,shape,dtype,mask,ms,rate,unit,ref1,ref1_rate,ref2,ref2_rate,rel_err,tolerance\n";
+      csv << "op,shape,dtype,mask,ms,rate,unit,ref1,ref1_rate,ref2,ref2_rate,rel_err,tolerance,pred_ms,time_meas_over_pred,"
+             "pred_bound\n";
       for (const auto& r : rows) {
         csv << r.op << ',' << r.shape << ',' << r.dtype << ',' << r.mask << ',' << r.ms << ',' << r.rate << ','
             << r.unit;
         for (std::size_t i = 0; i < 2; ++i)
           csv << ',' << (i < r.refs.size() ? r.refs[i].first : "") << ','
               << (i < r.refs.size() ? fmt(r.refs[i].second, 3) : "");
-        csv << ',' << r.err << ',' << r.tol << '\n';
+        const double tr = fg::time_ratio(r.ms, r.pred_ms);
+        csv << ',' << r.err << ',' << r.tol << ',' << (r.pred_ms ? fmt(*r.pred_ms, 5) : "") << ','
+            << (std::isfinite(tr) ? fmt(tr, 4) : "") << ',' << r.pred_bound << '\n';
       }
     }
     bool all_ok = true;

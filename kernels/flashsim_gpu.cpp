@@ -96,7 +96,7 @@ struct CsvReader {
 // recorded them in a dirty_at_start column (their text output says "write-back baseline").
 static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
                         std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
-                        std::uint32_t copy_rank, std::uint32_t dirty_group) {
+                        std::uint32_t copy_rank, std::uint32_t dirty_group, const std::string& preset) {
   CsvReader csv(path);
   std::ifstream& in = csv.in;
   const auto& head = csv.head;
@@ -110,6 +110,8 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   // The attention rows' tiling (Spec::br, bc, paired_tiles); CSVs from before the column: told by
   // the occupancy (apply_attn_tiles_before_column). An empty field is read the same way.
   const auto c_tiles = csv.optional_column("attn_tiles");
+  // The measured time, for the time model's pred ms beside it (on `preset`, with the bytes predicted here).
+  const auto c_time = csv.optional_column("time_ms");
   // Every row is read and checked first, so that bad input stops before any long prediction.
   struct Job {
     int line;
@@ -119,6 +121,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     int occ;
     std::uint64_t dirty;
     bool one_range;
+    double time_ms;
   };
   std::vector<Job> jobs;
   for (int n = 2; std::getline(in, line); ++n) {
@@ -154,25 +157,37 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
         throw std::invalid_argument(path + ":" + std::to_string(n) + ": writes_measured is '" + m + "', not one-range or split");
       one_range = m == "one-range";
     }
-    jobs.push_back(Job{n, std::move(f), s, meas, occ, dirty, one_range});
+    double time_ms = 0;
+    if (c_time && !f[*c_time].empty()) {
+      try {
+        time_ms = std::stod(f[*c_time]);
+      } catch (const std::exception&) {
+        throw std::invalid_argument(path + ":" + std::to_string(n) + ": time_ms is not a number");
+      }
+    }
+    jobs.push_back(Job{n, std::move(f), s, meas, occ, dirty, one_range, time_ms});
   }
   // The rows' models run on worker threads (each builds its own machine); rows print in order.
   struct Result {
     std::optional<Bytes> p;
     std::string why;
+    std::optional<TimePrediction> t;
   };
   auto predict_job = [&](const Job& j) {
     Result r;
     r.p = predicted(j.spec, l2_bytes, sms, j.occ, nullptr, &r.why, partitions, ways, dirty_ways, j.dirty, page_lines,
                     copy_rank, !j.one_range, dirty_group);
+    if (r.p) r.t = predict_run_time(j.spec, preset, static_cast<double>(r.p->total()));
     return r;
   };
   const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 16);
   // Declared after `jobs`, so destroyed first: each future waits for its thread, also on a throw.
   std::deque<std::future<Result>> pending;
   std::size_t next = 0;
-  std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB", "meas/pred R/W");
+  std::printf("%-15s %-22s %-5s %21s %21s %13s %9s %9s %9s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB",
+              "meas/pred R/W", "time ms", "pred ms", "meas/pred");
   int rows = 0, within = 0;
+  std::vector<TimeCheck> times;
   for (const Job& j : jobs) {
     while (next < jobs.size() && pending.size() < workers)
       pending.push_back(std::async(std::launch::async, predict_job, std::cref(jobs[next++])));
@@ -183,8 +198,19 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     ++rows;
     within += ok ? 1 : 0;
     const auto& f = j.f;
-    std::printf("%-15s %-22s %-5s %21s %21s %13s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(),
-                fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %");
+    const std::optional<double> pred_ms = r.t ? std::optional<double>(r.t->ms) : std::nullopt;
+    const double tr = time_ratio(j.time_ms, pred_ms);
+    auto num = [](bool have, double v, int prec) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+      return have ? std::string(buf) : std::string("-");
+    };
+    char tcols[96];
+    std::snprintf(tcols, sizeof tcols, " %9s %9s %9s", num(j.time_ms > 0, j.time_ms, 3).c_str(),
+                  num(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(), num(tr == tr, tr, 2).c_str());
+    std::printf("%-15s %-22s %-5s %21s %21s %13s%s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(),
+                fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), tcols, ok ? "" : "  > 10 %");
+    times.push_back(TimeCheck{f[c_s] + " " + f[c_size] + " " + f[c_dt], time_bound_row(j.spec), j.time_ms, pred_ms});
     std::fflush(stdout);
   }
   std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u over %u set%s, page lines %u, "
@@ -192,6 +218,8 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
               within, rows, static_cast<unsigned long long>(l2_bytes), sms, partitions, partitions == 1 ? "" : "s",
               ways ? (std::to_string(ways) + " ways").c_str() : "fully associative", dirty_ways, dirty_group,
               dirty_group == 1 ? "" : "s", page_lines, copy_rank);
+  const std::string tline = time_summary(times);
+  if (!tline.empty()) std::printf("%s (preset %s)\n", tline.c_str(), preset.c_str());
   return 0;
 }
 
@@ -379,6 +407,9 @@ static int run_main(int argc, char** argv) {
   cmp->add_option("--seed", seed, "random seed (default: from the clock, fresh each run)");
   cmp->add_option("--csv", csv, "also write CSV to FILE ('-' for stdout)");
   cmp->add_option("--json", json, "also write JSON to FILE ('-' for stdout)");
+  std::string gpu_preset;
+  cmp->add_option("--gpu-preset", gpu_preset,
+                  "the time model's GPU preset for the pred ms column (h100, h200; default: from the device name)");
 
   auto* pred = app.add_subcommand(
       "predict", "re-predict the HBM bytes of a compare CSV's rows with the L2 model on the CPU (no GPU), against their measurement");
@@ -406,6 +437,9 @@ static int run_main(int argc, char** argv) {
   std::uint32_t pred_page = 0, pred_rank = 0;  // the onset probes' choice, 16384 / 21, is not the default (RESULTS.md)
   pred->add_option("--l2-page-lines", pred_page, "lines of a page spread evenly over the sets (0: every line at random)")
       ->capture_default_str();
+  std::string pred_preset;
+  pred->add_option("--gpu-preset", pred_preset,
+                   "the time model's preset for the pred ms column (h100, h200; default: h200 when --l2 is 60 MiB or more, else h100)");
   pred->add_option("--l2-copy-rank", pred_rank,
                    "a far partition's copy enters its set this many lines above the LRU one (0: most recent)")
       ->capture_default_str();
@@ -486,10 +520,15 @@ static int run_main(int argc, char** argv) {
     return probe_replay_main(probe_from, probe_sms, probe_bps, probe_partitions, probe_ways, probe_dirty,
                              flashsim::sim::parse_size(probe_dirty_start), probe_page, probe_rank, probe_group);
   if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
-  if (pred->parsed()) return predict_main(pred_from, flashsim::sim::parse_size(pred_l2), pred_sms, pred_partitions, pred_ways, pred_dirty,
+  if (pred->parsed()) {
+    const std::uint64_t l2 = flashsim::sim::parse_size(pred_l2);
+    const std::string preset = pred_preset.empty() ? (l2 >= (60ull << 20) ? "h200" : "h100")
+                                                   : gpu_preset_for("", pred_preset).name;  // throws on an unknown one
+    return predict_main(pred_from, l2, pred_sms, pred_partitions, pred_ways, pred_dirty,
                         pred_dirty_start.empty() ? std::nullopt
                                                  : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)),
-                        pred_page, pred_rank, pred_group);
+                        pred_page, pred_rank, pred_group, preset);
+  }
 
   if (list->parsed()) {
     for (const auto& s : all_schedules())
@@ -565,11 +604,20 @@ static int run_main(int argc, char** argv) {
     return 1;
   }
 
+  if (!gpu_preset.empty()) {
+    try {
+      gpu_preset_for("", gpu_preset);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+      return flashsim::cli::kExitBadInput;
+    }
+  }
   auto dev = device_info();
   if (!dev.have_device) {
     std::fprintf(stderr, "flashsim-gpu: no CUDA device (%s); nothing was run\n", dev.why.c_str());
     return 2;
   }
+  const PresetPick preset = gpu_preset_for(dev.name, gpu_preset);
 
   std::vector<Row> rows;
   std::string prof_status;
@@ -590,6 +638,8 @@ static int run_main(int argc, char** argv) {
                 dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
     std::printf("profiler: %s\n", prof_status.c_str());
     std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
+    std::printf("time model: preset %s (%s)%s%s\n", preset.name.c_str(), gpu_preset.empty() ? "from the device name" : "--gpu-preset",
+                preset.note.empty() ? "" : "; ", preset.note.c_str());
     std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));
     std::fflush(stdout);
     // The L2 model of a large size takes CPU seconds: it runs on worker threads while the GPU
@@ -606,7 +656,10 @@ static int run_main(int argc, char** argv) {
         pending.front().get();
         pending.pop_front();
       }
-      pending.push_back(std::async(std::launch::async, [&rows, &dev, i] { predict_row(rows[i], dev); }));
+      pending.push_back(std::async(std::launch::async, [&rows, &dev, &preset, i] {
+        predict_row(rows[i], dev);
+        predict_row_time(rows[i], preset.name);  // with the predicted HBM bytes
+      }));
     }
     progress(specs.size(), specs.size(), "predicting");
     while (!pending.empty()) {
@@ -624,10 +677,14 @@ static int run_main(int argc, char** argv) {
   if (!expl.empty()) std::cout << expl << '\n';
   const std::string bound = prediction_summary(rows);
   if (!bound.empty()) std::cout << bound << '\n';
+  const std::string time_bound = time_prediction_summary(rows);
+  if (!time_bound.empty()) std::cout << time_bound << '\n';
   std::cout << "columns: R/W in MiB; counted = tile machine, min = each input once + each output once, HBM = "
                "dram__bytes_{read,write}.sum (writes include the write-back of lines left dirty in L2, measured over "
                "the flush after the range), exp = each small array once + streamed arrays as counted, "
-               "L2 = lts__t_sectors_srcunit_tex_op_{read,write}.sum x 32 B; '!' = streaming run off exp by > 2%\n";
+               "L2 = lts__t_sectors_srcunit_tex_op_{read,write}.sum x 32 B; '!' = streaming run off exp by > 2%; pred ms = "
+               "the time model on the " << preset.name << " preset (fast kernels: timed traces, sim/gpu_time.h; SIMT "
+               "kernels: per-unit throughput, predict_time_simt) with the pred bytes at the sustained HBM bandwidth\n";
   bool ok = true;
   for (const auto& r : rows) {
     if (!r.ok()) {

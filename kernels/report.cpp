@@ -25,12 +25,15 @@ std::string fmt_sci(double v) {
   return buf;
 }
 
+bool ratio_ok(double r) { return r == r && !std::isinf(r); }
+
 double ratio(std::optional<Bytes> a, std::optional<Bytes> b) {
   if (!a || !b || b->total() == 0) return NAN;
   return static_cast<double>(a->total()) / static_cast<double>(b->total());
 }
 
 std::string fmt_ratio(double r) { return r == r ? fmt(r, 3) : "-"; }
+std::string fmt_ratio_time(double r) { return r == r ? fmt(r, 2) : "-"; }
 
 std::string u64(std::optional<Bytes> b, bool read) {
   if (!b) return "";
@@ -93,7 +96,7 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
       {"counted R/W MiB", 21, false}, {"min R/W MiB", 19, false}, {"HBM R/W MiB", 19, false},
       {"meas/cnt", 8, false},  {"meas/exp", 8, false},   {"pred R/W MiB", 19, false},
       {"meas/pred R/W", 13, false}, {"L2 R/W MiB", 19, false},
-      {"time ms", 9, false},   {"GB/s", 7, false},       {"TFLOP/s", 7, false},
+      {"time ms", 9, false},   {"pred ms", 9, false},    {"meas/pred", 9, false}, {"GB/s", 7, false},       {"TFLOP/s", 7, false},
       {"rel err", 7, false},   {"check", 5, true}};
   auto emit = [&](const std::vector<std::string>& cells) {
     std::ostringstream line;
@@ -115,7 +118,8 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
     if (r.measured && r.streams_beyond(l2_bytes) && !(std::fabs(me - 1.0) <= 0.02)) check += "!";
     emit({info(r.spec.schedule).id, r.spec.size_label(), dtype_name(r.spec.dtype), fmt_rw(r.counted),
           fmt_rw(r.compulsory), fmt_rw(r.measured), fmt_ratio(ratio(r.measured, r.counted)), fmt_ratio(me),
-          fmt_rw(r.predicted), fmt_ratio_rw(r.measured, r.predicted), fmt_rw(r.l2), fmt(r.time_ms, 3), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
+          fmt_rw(r.predicted), fmt_ratio_rw(r.measured, r.predicted), fmt_rw(r.l2), fmt(r.time_ms, 3),
+          r.pred_ms ? fmt(*r.pred_ms, 3) : "-", fmt_ratio_time(time_ratio(r.time_ms, r.pred_ms)), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
           r.validated ? fmt_sci(r.rel_err) : "-", check});
   }
   // With several measurements a run, the spread behind each median: it says which meas/pred
@@ -160,6 +164,60 @@ std::string prediction_summary(const std::vector<Row>& rows) {
   return o.str();
 }
 
+void predict_row_time(Row& row, const std::string& preset) {
+  std::string why;
+  std::optional<double> hbm;
+  if (row.predicted) hbm = static_cast<double>(row.predicted->total());
+  const auto t = predict_run_time(row.spec, preset, hbm, &why);
+  if (!t) {
+    row.note += "; no time prediction: " + why;
+    return;
+  }
+  row.pred_ms = t->ms;
+  row.pred_bound = t->bound;
+}
+
+double time_ratio(double meas_ms, std::optional<double> pred_ms) {
+  if (!pred_ms || !(*pred_ms > 0) || !(meas_ms > 0)) return NAN;
+  return meas_ms / *pred_ms;
+}
+
+bool time_within_bound(double meas_ms, double pred_ms) {
+  const double r = time_ratio(meas_ms, pred_ms);
+  return r == r && std::fabs(r - 1.0) <= 0.15;
+}
+
+std::string time_summary(const std::vector<TimeCheck>& rows) {
+  int bounded = 0, bounded_in = 0, all = 0, all_in = 0;
+  std::vector<std::string> outside;
+  for (const auto& r : rows) {
+    const double q = time_ratio(r.meas_ms, r.pred_ms);
+    if (!(q == q)) continue;
+    const bool in = time_within_bound(r.meas_ms, *r.pred_ms);
+    ++all;
+    all_in += in ? 1 : 0;
+    if (!r.bound_row) continue;
+    ++bounded;
+    if (in) ++bounded_in;
+    else outside.push_back(r.label + " (" + fmt(q, 2) + ")");
+  }
+  if (all == 0) return "";
+  std::ostringstream o;
+  o << "time meas/pred within 15 %: " << bounded_in << " of " << bounded
+    << " attention/matmul row(s) at N >= 4096 (matmul: m and n >= 4096); all rows: " << all_in << " of " << all;
+  if (!outside.empty()) {
+    o << "; outside:";
+    for (std::size_t k = 0; k < outside.size(); ++k) o << (k ? ", " : " ") << outside[k];
+  }
+  return o.str();
+}
+
+std::string time_prediction_summary(const std::vector<Row>& rows) {
+  std::vector<TimeCheck> checks;
+  for (const auto& r : rows) checks.push_back(TimeCheck{run_label(r), time_bound_row(r.spec), r.time_ms, r.pred_ms});
+  return time_summary(checks);
+}
+
 std::string l2_explanation(const std::vector<Row>& rows, double l2_bytes) {
   std::vector<std::string> names;
   for (const auto& r : rows) {
@@ -183,7 +241,7 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
          "model_read,model_written,expected_read,expected_written,hbm_read,hbm_written,l2_read,l2_written,"
          "l2_red,hbm_writeback,time_ms,profiled_time_ms,gbps,tflops,rel_err,tolerance,ok,predicted_read,"
          "predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles,measurements,hbm_read_min,"
-         "hbm_read_max,hbm_written_min,hbm_written_max\n";
+         "hbm_read_max,hbm_written_min,hbm_written_max,pred_ms,time_meas_over_pred,pred_bound\n";
   for (const auto& r : rows) {
     const auto& in = info(r.spec.schedule);
     out << in.id << ',' << in.file << ',' << in.version << ',' << '"' << r.spec.size_label() << '"' << ','
@@ -198,7 +256,9 @@ void write_csv(std::ostream& out, const std::vector<Row>& rows) {
         << r.blocks_per_sm << ',' << fmt(r.dirty_at_start_bytes, 0) << ','
         << (r.measured ? (r.writes_one_range ? "one-range" : "split") : "") << ',' << attn_tiles_label(r.spec) << ','
         << (r.measurements ? std::to_string(r.measurements) : "") << ',' << u64(r.measured_min, true) << ','
-        << u64(r.measured_max, true) << ',' << u64(r.measured_min, false) << ',' << u64(r.measured_max, false) << '\n';
+        << u64(r.measured_max, true) << ',' << u64(r.measured_min, false) << ',' << u64(r.measured_max, false) << ','
+        << (r.pred_ms ? fmt(*r.pred_ms, 5) : "") << ',' << (ratio_ok(time_ratio(r.time_ms, r.pred_ms)) ? fmt(time_ratio(r.time_ms, r.pred_ms), 4) : "")
+        << ',' << r.pred_bound << '\n';
   }
 }
 
@@ -235,6 +295,9 @@ void write_json(std::ostream& out, const std::vector<Row>& rows, const std::stri
         << ", \"measurements\": " << r.measurements << ", \"hbm_min\": " << bytes(r.measured_min)
         << ", \"hbm_max\": " << bytes(r.measured_max)
         << ",\n     \"time_ms\": " << num(r.time_ms)
+        << ", \"pred_ms\": " << (r.pred_ms ? num(*r.pred_ms) : "null")
+        << ", \"time_meas_over_pred\": " << num(time_ratio(r.time_ms, r.pred_ms))
+        << ", \"pred_bound\": " << (r.pred_bound.empty() ? "null" : flashsim::sim::json_string(r.pred_bound))
         << ", \"profiled_time_ms\": " << (r.profiled_time_ms ? num(*r.profiled_time_ms) : "null")
         << ", \"gbps\": " << num(r.gbps()) << ", \"tflops\": " << num(r.tflops())
         << ", \"rel_err\": " << (r.validated ? num(r.rel_err) : "null") << ", \"tolerance\": " << num(r.tol)

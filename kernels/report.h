@@ -42,6 +42,10 @@ struct Row {
   std::optional<double> l2_red_bytes;     // lts__t_sectors_srcunit_tex_op_red.sum * 32 (atomics)
   std::optional<double> profiled_time_ms; // gpu__time_duration.sum of the profiled range
   double time_ms = 0;             // median of the timed repeats (CUDA events)
+  // The time model's prediction (predict_run_time on the device's preset, with `predicted` as the
+  // HBM bytes when there): milliseconds and what bounds them; empty when not predicted.
+  std::optional<double> pred_ms;
+  std::string pred_bound;
   double rel_err = 0;             // ||out - ref|| / ||ref||, largest over the outputs
   double tol = 0;
   bool validated = false;         // reference check ran
@@ -71,6 +75,27 @@ bool prediction_within_bound(const Bytes& measured, const Bytes& predicted);
 // "meas/pred within 10 % ...: N of M runs", then the runs outside it with their ratios; empty
 // when no row has both a measurement and a prediction.
 std::string prediction_summary(const std::vector<Row>& rows);
+
+// Fills row.pred_ms and pred_bound from predict_run_time on `preset`, with row.predicted as the
+// HBM bytes when there (a note says why when there is no prediction). Thread-safe.
+void predict_row_time(Row& row, const std::string& preset);
+
+// Measured time over predicted time; NaN when either is missing or not positive.
+double time_ratio(double meas_ms, std::optional<double> pred_ms);
+// One row as the time line counts it.
+struct TimeCheck {
+  std::string label;   // "attn-fa2-mma 16x8192x128 bf16"
+  bool bound_row = false;  // covered by the bound (time_bound_row)
+  double meas_ms = 0;
+  std::optional<double> pred_ms;
+};
+// Whether a time prediction holds: measured within 15 % of predicted.
+bool time_within_bound(double meas_ms, double pred_ms);
+// "time meas/pred within 15 %: A of B attention/matmul rows at N >= 4096 (all rows: C of D); outside: ...",
+// naming the bounded rows outside 15 % with their ratios; empty when no row has both times.
+std::string time_summary(const std::vector<TimeCheck>& rows);
+// The same over compare's rows.
+std::string time_prediction_summary(const std::vector<Row>& rows);
 
 // Formatting helpers (tested).
 std::string fmt_mib(double bytes);                     // "1536.0"

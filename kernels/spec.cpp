@@ -3,11 +3,14 @@
 #include "kernels/launch_order.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cstdlib>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
 
 #ifdef FLASHSIM_HAVE_SIM
+#include "sim/gpu_time.h"
 #include "sim/traffic.h"
 #endif
 
@@ -649,6 +652,119 @@ std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, i
 #else
   (void)s, (void)l2_bytes, (void)sms, (void)blocks_per_sm, (void)arrays, (void)l2_partitions, (void)l2_ways, (void)l2_dirty_ways, (void)dirty_at_start, (void)l2_page_lines, (void)l2_copy_rank, (void)dirty_at_start_counted, (void)l2_dirty_group;
   if (error) *error = "flashsim_sim (sim/traffic.cpp) is not built";
+  return std::nullopt;
+#endif
+}
+
+PresetPick gpu_preset_for(const std::string& device_name, const std::string& override_name) {
+  if (!override_name.empty()) {
+#ifdef FLASHSIM_HAVE_SIM
+    const auto* p = flashsim::isa::find_gpu_preset(override_name);
+    if (!p) throw std::invalid_argument("--gpu-preset '" + override_name + "' is not one of " + flashsim::isa::gpu_preset_names());
+    return {std::string(p->name), ""};
+#else
+    if (override_name != "h100" && override_name != "h200")
+      throw std::invalid_argument("--gpu-preset '" + override_name + "' is not one of h100, h200");
+    return {override_name, ""};
+#endif
+  }
+  std::string up = device_name;
+  for (char& c : up) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (up.find("H200") != std::string::npos) return {"h200", ""};
+  if (up.find("H100") != std::string::npos) return {"h100", ""};
+  return {"h100", "device '" + device_name + "' is neither an H100 nor an H200: times predicted on the h100 preset"};
+}
+
+bool time_bound_row(const Spec& s) {
+  switch (s.op()) {
+    case Op::AttnFwd:
+    case Op::AttnBwd: return s.seq >= 4096;
+    case Op::Matmul: return s.m >= 4096 && s.n >= 4096;
+    case Op::Softmax: return false;
+  }
+  return false;
+}
+
+std::optional<TimePrediction> predict_run_time(const Spec& s, const std::string& preset, std::optional<double> hbm_bytes,
+                                               std::string* why) {
+#ifdef FLASHSIM_HAVE_SIM
+  namespace fs = flashsim::sim;
+  const auto* gpu = flashsim::isa::find_gpu_preset(preset);
+  if (!gpu) {
+    if (why) *why = "unknown GPU preset '" + preset + "'";
+    return std::nullopt;
+  }
+  try {
+    fs::LaunchPrediction lp;
+    TimePrediction out;
+    const int e = dtype_bytes(s.dtype);
+    if (s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma || s.schedule == Schedule::SoftmaxFast) {
+      fs::TimeQuery q;
+      q.elem_bytes = e;
+      if (s.schedule == Schedule::SoftmaxFast) {
+        q.op = fs::TimedOp::Softmax;
+        q.m = s.rows;
+        q.n = s.cols;
+      } else {
+        q.op = s.schedule == Schedule::AttnFA2Mma ? fs::TimedOp::AttnFwd : fs::TimedOp::AttnBwd;
+        q.n = s.seq;
+        q.d = s.d;
+        q.heads = s.bh;
+        q.causal = s.causal;
+        if (s.schedule == Schedule::AttnFA2Mma) {
+          q.version = s.br == 64 ? 5 : 6;
+        } else if (const char* v = std::getenv("FLASHSIM_BWD_VERSION")) {
+          const int ver = std::atoi(v);
+          if (ver >= 5 && ver <= 7) q.version = ver;
+        }
+      }
+      if (hbm_bytes) {
+        double main = *hbm_bytes;
+        if (s.schedule == Schedule::BwdMma) {
+          // D = rowsum(dO * O) before and the fp32 dQ to dQ after: predict_time adds them itself
+          const double h = static_cast<double>(s.bh), n = static_cast<double>(s.seq), d = static_cast<double>(s.d);
+          main -= h * (2 * n * d * e + 4 * n) + h * (4 * n * d + n * d * e);
+        }
+        q.hbm_bytes = std::max(main, 0.0);
+      }
+      lp = fs::predict_time(q, *gpu);
+      out.model = "trace";
+    } else {
+      fs::SimtQuery q;
+      q.elem_bytes = e;
+      q.hbm_bytes = hbm_bytes;
+      switch (s.schedule) {
+        case Schedule::MatmulInner: q.kernel = fs::SimtKernel::MatmulInner; break;
+        case Schedule::MatmulOuter: q.kernel = fs::SimtKernel::MatmulOuter; break;
+        case Schedule::SoftmaxThree: q.kernel = fs::SimtKernel::SoftmaxThreePass; break;
+        case Schedule::SoftmaxOnline: q.kernel = fs::SimtKernel::SoftmaxOnline; break;
+        case Schedule::AttnNaive: q.kernel = fs::SimtKernel::AttnNaive; break;
+        case Schedule::AttnFA1: q.kernel = fs::SimtKernel::AttnFA1; break;
+        case Schedule::AttnFA2: q.kernel = fs::SimtKernel::AttnFA2; break;
+        case Schedule::BwdTwoPass: q.kernel = fs::SimtKernel::BwdTwoPass; break;
+        case Schedule::BwdAtomic: q.kernel = fs::SimtKernel::BwdAtomic; break;
+        default: break;
+      }
+      if (s.op() == Op::Matmul) {
+        q.m = s.m, q.n = s.n, q.k = s.k;
+      } else if (s.op() == Op::Softmax) {
+        q.m = s.rows, q.n = s.cols;
+      } else {
+        q.n = s.seq, q.d = s.d, q.heads = s.bh, q.causal = s.causal;
+      }
+      lp = fs::predict_time_simt(q, *gpu);
+      out.model = "simt";
+    }
+    out.ms = lp.predicted_ms;
+    out.bound = lp.bound;
+    return out;
+  } catch (const std::exception& ex) {
+    if (why) *why = ex.what();
+    return std::nullopt;
+  }
+#else
+  (void)s, (void)preset, (void)hbm_bytes;
+  if (why) *why = "flashsim_sim (sim/gpu_time.cpp) is not built";
   return std::nullopt;
 #endif
 }

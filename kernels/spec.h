@@ -165,6 +165,33 @@ std::optional<Bytes> predicted(const Spec& s, std::uint64_t l2_bytes, int sms, i
 Spec spec_from_row(const std::string& schedule, const std::string& size, const std::string& dtype);
 bool have_counted();
 
+// ---- time ------------------------------------------------------------------------------------
+// The time model's GPU preset (isa/units.h) for a device name: a name with "H200" in it -> h200,
+// "H100" -> h100, any other -> h100 with `note` saying so. A non-empty `override_name` (compare
+// --gpu-preset) wins; an unknown one throws std::invalid_argument naming the presets.
+struct PresetPick {
+  std::string name;  // "h100", "h200"
+  std::string note;  // empty, or why the preset is a guess
+};
+PresetPick gpu_preset_for(const std::string& device_name, const std::string& override_name = "");
+
+// One run's predicted time on a preset: the fast schedules (attn-fa2-mma, bwd-mma, softmax-fast)
+// through sim::predict_time with the tiling the spec records (forward version 5 on 64-row tiles,
+// else 6; backward: the launcher's version, FLASHSIM_BWD_VERSION as the launcher reads it), the
+// SIMT ones through sim::predict_time_simt. `hbm_bytes`: the run's predicted HBM bytes (the L2
+// model, Row::predicted), else each kernel's compulsory bytes; for bwd-mma the D and dQ-conversion
+// launches' bytes are taken off (predict_time adds those launches on its own). nullopt with *why
+// when flashsim_sim is not built or the model refuses the size.
+struct TimePrediction {
+  double ms = 0;
+  std::string bound;  // "tensor", "special", "vector", "memory", "latency", "hbm"
+  std::string model;  // "trace" (fast kernels) or "simt"
+};
+std::optional<TimePrediction> predict_run_time(const Spec& s, const std::string& preset, std::optional<double> hbm_bytes,
+                                               std::string* why = nullptr);
+// Rows that the 15 % time bound covers: attention at N >= 4096, matmul with m and n >= 4096.
+bool time_bound_row(const Spec& s);
+
 // Number of input copies to rotate through while timing: enough that 3x the L2 lies between two
 // uses of the same copy, at most 8; 1 when one set is already larger than 2x the L2.
 int rotation_sets(std::size_t input_bytes, std::size_t l2_bytes);

@@ -77,3 +77,42 @@ std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu);
 double compulsory_bytes(const TimeQuery& q);
 
 }  // namespace flashsim::sim
+
+// ---- the SIMT kernels (sim/gpu_time_simt.cpp) --------------------------------------------------
+namespace flashsim::sim {
+//
+// The kernels of versions 1-3 (kernels/matmul.cu v1/v2, softmax.cu v1/v2, attention_forward.cu
+// v1-3, attention_backward.cu v1/v2) do their arithmetic in fp32 on the SIMT pipes, not on the
+// tensor cores. Their time is a throughput model from the same preset figures, no trace: each
+// launch's blocks carry their work (FMAs and other fp32 operations on the vector unit at its
+// rate per SM, 128 a clock = 256 FLOP/clk; exponentials on the special unit; global loads, stores
+// and atomics at the memory unit's L2 -> SM rate), a block takes the longest of its three units,
+// the blocks go in launch order to the SM that frees first, and a launch takes the longest SM or
+// its share of the HBM bytes at the sustained bandwidth, whichever is longer, plus a fixed
+// kSimtLaunchUs per launch. Left out: shared-memory bandwidth and the issue slots of loads,
+// address arithmetic and shuffles (SIMT products reach a fraction of the FMA peak, so compute-bound
+// rows measure slower than predicted), latency that too few resident warps cannot hide, partial
+// tiles (counted whole) and atomics' own throughput (counted as stores).
+enum class SimtKernel { MatmulInner, MatmulOuter, SoftmaxThreePass, SoftmaxOnline, AttnNaive, AttnFA1, AttnFA2, BwdTwoPass, BwdAtomic };
+
+struct SimtQuery {
+  SimtKernel kernel = SimtKernel::MatmulInner;
+  // matmul: m x n x k; softmax: m rows of n columns; attention: n = sequence length, d, heads =
+  // batch * heads, causal
+  std::int64_t m = 0, n = 0, k = 0, d = 64, heads = 1;
+  bool causal = false;
+  int elem_bytes = 4;  // inputs and outputs (fp32 4, bf16 2); statistics and matmul C are fp32
+  // HBM bytes of the whole run (the L2 model's prediction), shared out over the launches in
+  // proportion to the bytes each launch moves touching its arrays once; default: those bytes.
+  std::optional<double> hbm_bytes;
+};
+
+// A fixed cost per launch (a kernel boundary's drain and fill), an assumed figure, not a preset's.
+inline constexpr double kSimtLaunchUs = 2.0;
+
+// plan.name says the kernel and its launches; units: the work summed over all blocks, and the busy
+// cycles of each launch's longest SM summed over the launches (busy_fraction of `cycles`); bound:
+// the unit ("vector", "special", "memory") or "hbm" that the most time went to; extra_ms: the launches' fixed cost. Throws std::invalid_argument for sizes < 1.
+LaunchPrediction predict_time_simt(const SimtQuery& q, const isa::GpuPreset& gpu);
+
+}  // namespace flashsim::sim

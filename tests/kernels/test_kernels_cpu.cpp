@@ -18,6 +18,7 @@
 #include "kernels/report.h"
 #include "kernels/ring.h"
 #include "kernels/spec.h"
+#include "sim/gpu_time.h"
 #include "tests/json_check.h"
 
 using namespace flashsim::gpu;
@@ -663,7 +664,8 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 2);
   CHECK(c.str().rfind("schedule,file,version", 0) == 0);
   CHECK(c.str().find(",predicted_read,predicted_written,blocks_per_sm,dirty_at_start,writes_measured,attn_tiles,"
-                    "measurements,hbm_read_min,hbm_read_max,hbm_written_min,hbm_written_max\n") != std::string::npos);
+                    "measurements,hbm_read_min,hbm_read_max,hbm_written_min,hbm_written_max,pred_ms,time_meas_over_pred,"
+                    "pred_bound\n") != std::string::npos);
   rows[0].predicted = Bytes{16777216, 16777216};
   rows[0].blocks_per_sm = 8;
   rows[0].dirty_at_start_bytes = 3145728;
@@ -706,7 +708,7 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   REQUIRE(tiles != names.end());
   CHECK(cells.at(static_cast<std::size_t>(tiles - names.begin())).empty());
   // one measurement: no count and no spread (the last five columns empty)
-  CHECK(names.back() == "hbm_written_max");
+  CHECK(names.back() == "pred_bound");  // the time model's columns last, empty when not predicted
   CHECK(cells.back() == "\n");
   CHECK(line.find(",,,,,\n") != std::string::npos);
   CHECK(j2.str().find("\"attn_tiles\": null") != std::string::npos);
@@ -715,7 +717,7 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   std::ostringstream c3, j3;
   write_csv(c3, rows);
   write_json(j3, rows, "dev", "ok");
-  CHECK(c3.str().find(",one-range,,,,,,\n") != std::string::npos);
+  CHECK(c3.str().find(",one-range,,,,,,,,,\n") != std::string::npos);
   CHECK(j3.str().find("\"writes_measured\": \"one-range\"") != std::string::npos);
   // several measurements: the count and the smallest and largest beside the median
   rows[0].measurements = 3;
@@ -725,7 +727,7 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   write_csv(c4, rows);
   write_json(j4, rows, "dev", "ok");
   print_table(t4, rows, 50e6);
-  CHECK(c4.str().find(",one-range,,3,1048576,3145728,2097152,4194304\n") != std::string::npos);
+  CHECK(c4.str().find(",one-range,,3,1048576,3145728,2097152,4194304,,,\n") != std::string::npos);
   auto doc4 = flashsim::test::parse_json(j4.str());
   CHECK(doc4.at("runs").array.at(0).at("measurements").number == 3);
   CHECK(doc4.at("runs").array.at(0).at("hbm_min").at("written").number == 2097152);
@@ -925,4 +927,226 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   CHECK(with([](RingOptions& r) { r.transport = "shm"; }) == "--transport must be nccl or copy");
   CHECK(with([](RingOptions& r) { r.heads = 0; }) == "--heads must be between 1 and 65535");
   CHECK(with([](RingOptions& r) { r.nccl_ctas = -1; }) == "--nccl-ctas must be 0 (NCCL's default) or more");
+}
+
+// ---- time beside measurement (issue 32, item 4) ------------------------------------------------
+
+TEST_CASE("the time model's preset is picked from the device name", "[kernels][time]") {
+  CHECK(gpu_preset_for("NVIDIA H100 80GB HBM3").name == "h100");
+  CHECK(gpu_preset_for("NVIDIA H100 80GB HBM3").note.empty());
+  CHECK(gpu_preset_for("NVIDIA H200").name == "h200");
+  CHECK(gpu_preset_for("nvidia h200 nvl").name == "h200");
+  const PresetPick other = gpu_preset_for("NVIDIA A100-SXM4-80GB");
+  CHECK(other.name == "h100");
+  CHECK(other.note.find("A100") != std::string::npos);
+  CHECK(other.note.find("h100") != std::string::npos);
+  // --gpu-preset wins over the name; an unknown one is refused with the presets named
+  CHECK(gpu_preset_for("NVIDIA H100 80GB HBM3", "h200").name == "h200");
+  CHECK(gpu_preset_for("whatever", "H100").name == "h100");
+  try {
+    gpu_preset_for("NVIDIA H100", "b200");
+    FAIL("no throw");
+  } catch (const std::invalid_argument& e) {
+    CHECK(std::string(e.what()).find("h100, h200") != std::string::npos);
+  }
+}
+
+TEST_CASE("compare's CSV and JSON carry pred ms and time meas/pred", "[kernels][time][report]") {
+  Row r;
+  r.spec.schedule = Schedule::SoftmaxOnline;
+  r.spec.dtype = Dtype::F32;
+  r.spec.rows = 256;
+  r.spec.cols = 524288;
+  apply_kernel_tiles(r.spec);
+  r.compulsory = compulsory(r.spec);
+  r.time_ms = 0.5;
+  r.predicted = Bytes{2u * 256 * 524288 * 4, 256u * 524288 * 4};
+  predict_row_time(r, "h100");
+  REQUIRE(r.pred_ms);
+  CHECK(*r.pred_ms > 0);
+  CHECK(r.pred_bound == "hbm");  // 1.5 GiB over 3 TB/s, far more than the SMs' work
+  // the predicted bytes are the HBM bound: 3 x 512 MiB at 3.0 TB/s, plus two launches' fixed cost
+  CHECK(*r.pred_ms == Approx(3.0 * 512 * 1048576 / 3.0e12 * 1e3 + 2 * flashsim::sim::kSimtLaunchUs * 1e-3).epsilon(1e-6));
+  r.pred_ms = 0.25;  // a synthetic row: meas/pred = 2
+  r.pred_bound = "hbm";
+  std::ostringstream c, j, t;
+  write_csv(c, {r});
+  const std::string header = c.str().substr(0, c.str().find('\n'));
+  std::string line = c.str().substr(header.size() + 1);
+  line.pop_back();
+  auto split = [](const std::string& text) {
+    std::vector<std::string> cells;
+    std::stringstream ss(text);
+    for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+    if (!text.empty() && text.back() == ',') cells.push_back("");
+    return cells;
+  };
+  auto names = split(header), cells = split(line);
+  auto cell = [&](const char* name) {
+    auto at = std::find(names.begin(), names.end(), name);
+    REQUIRE(at != names.end());
+    return cells.at(static_cast<std::size_t>(at - names.begin()));
+  };
+  CHECK(cell("pred_ms") == "0.25000");
+  CHECK(cell("time_meas_over_pred") == "2.0000");
+  CHECK(cell("pred_bound") == "hbm");
+  CHECK(cell("time_ms") == "0.50000");  // the columns before are unchanged
+  write_json(j, {r}, "dev", "ok");
+  auto doc = flashsim::test::parse_json(j.str());
+  const auto& run = doc.at("runs").array.at(0);
+  CHECK(run.at("pred_ms").number == Approx(0.25));
+  CHECK(run.at("time_meas_over_pred").number == Approx(2.0));
+  CHECK(run.at("pred_bound").string == "hbm");
+  print_table(t, {r}, 50e6);
+  CHECK(t.str().find("pred ms") != std::string::npos);
+  CHECK(t.str().find("meas/pred") != std::string::npos);
+  CHECK(t.str().find(" 0.250 ") != std::string::npos);
+  CHECK(t.str().find(" 2.00 ") != std::string::npos);
+  // not predicted: empty cells and nulls
+  r.pred_ms.reset();
+  r.pred_bound.clear();
+  std::ostringstream c2, j2;
+  write_csv(c2, {r});
+  CHECK(c2.str().substr(c2.str().size() - 4) == ",,,\n");
+  write_json(j2, {r}, "dev", "ok");
+  CHECK(j2.str().find("\"pred_ms\": null, \"time_meas_over_pred\": null, \"pred_bound\": null") != std::string::npos);
+}
+
+TEST_CASE("every schedule gets a time prediction: the fast ones from traces, the SIMT ones from throughput", "[kernels][time]") {
+  for (const auto& in : all_schedules()) {
+    Spec s;
+    s.schedule = in.schedule;
+    switch (in.op) {
+      case Op::Matmul: s.m = 1024, s.n = 1024, s.k = 256, s.dtype = Dtype::F32; break;
+      case Op::Softmax: s.rows = 64, s.cols = 65536, s.dtype = Dtype::F32; break;
+      default: s.bh = 2, s.seq = 1024, s.d = 64, s.dtype = Dtype::BF16; break;
+    }
+    apply_kernel_tiles(s);
+    std::string why;
+    const auto t = predict_run_time(s, "h100", std::nullopt, &why);
+    INFO(in.id << ": " << why);
+    REQUIRE(t);
+    CHECK(t->ms > 0);
+    CHECK(t->ms < 1000);
+    const bool fast = in.schedule == Schedule::AttnFA2Mma || in.schedule == Schedule::BwdMma || in.schedule == Schedule::SoftmaxFast;
+    CHECK(t->model == (fast ? "trace" : "simt"));
+    CHECK_FALSE(t->bound.empty());
+  }
+  std::string why;
+  Spec s;
+  s.schedule = Schedule::AttnFA2;
+  s.bh = 1, s.seq = 64, s.d = 64;
+  CHECK_FALSE(predict_run_time(s, "v100", std::nullopt, &why));
+  CHECK(why.find("v100") != std::string::npos);
+}
+
+TEST_CASE("predict_time_simt: twice the work takes twice the time, HBM-bound rows are bound hbm", "[kernels][time]") {
+  namespace fs = flashsim::sim;
+  const auto* h100 = flashsim::isa::find_gpu_preset("h100");
+  const auto* h200 = flashsim::isa::find_gpu_preset("h200");
+  REQUIRE(h100);
+  REQUIRE(h200);
+  auto mm = [&](fs::SimtKernel k, std::int64_t m, std::int64_t n, std::int64_t kk, int e = 4) {
+    fs::SimtQuery q;
+    q.kernel = k;
+    q.m = m, q.n = n, q.k = kk;
+    q.elem_bytes = e;
+    return q;
+  };
+  auto attn = [&](fs::SimtKernel k, std::int64_t heads, std::int64_t n, bool causal) {
+    fs::SimtQuery q;
+    q.kernel = k;
+    q.heads = heads, q.n = n, q.d = 64, q.causal = causal;
+    q.elem_bytes = 2;
+    return q;
+  };
+  // matmul v1: the FMAs of 8192 x 8192 x 256 on 132 SMs x 128 FMA/clk at 1.83 GHz, 125 blocks of
+  // 64 x 64 x 256 on the busiest SM (16384 blocks): 125 x 8192 cycles, hand-computed
+  const auto a = fs::predict_time_simt(mm(fs::SimtKernel::MatmulInner, 8192, 8192, 256), *h100);
+  CHECK(a.bound == "vector");
+  CHECK(a.sm_ms == Approx(125.0 * 64 * 64 * 256 / 128 / 1.83e9 * 1e3));
+  CHECK(a.predicted_ms == Approx(a.sm_ms + fs::kSimtLaunchUs * 1e-3));
+  CHECK(a.flops == Approx(2.0 * 8192 * 8192 * 256));
+  CHECK(a.units[static_cast<std::size_t>(flashsim::isa::Unit::Tensor)].work == 0);
+  const auto a2 = fs::predict_time_simt(mm(fs::SimtKernel::MatmulInner, 8192, 8192, 512), *h100);
+  CHECK(a2.predicted_ms / a.predicted_ms == Approx(2.0).epsilon(0.01));
+  const auto a3 = fs::predict_time_simt(mm(fs::SimtKernel::MatmulInner, 16384, 8192, 256), *h100);
+  CHECK(a3.predicted_ms / a.predicted_ms == Approx(2.0).epsilon(0.02));
+  // matmul v2 streams C through HBM at every k-step of 4: HBM-bound, and twice the steps twice the time
+  const auto o = fs::predict_time_simt(mm(fs::SimtKernel::MatmulOuter, 8192, 8192, 256), *h100);
+  CHECK(o.bound == "hbm");
+  CHECK(o.predicted_ms > 10 * a.predicted_ms);
+  const auto o2 = fs::predict_time_simt(mm(fs::SimtKernel::MatmulOuter, 8192, 8192, 512), *h100);
+  CHECK(o2.predicted_ms / o.predicted_ms == Approx(2.0).epsilon(0.02));
+  // the H200's faster HBM makes an HBM-bound launch faster, by the bandwidth ratio
+  const auto oh = fs::predict_time_simt(mm(fs::SimtKernel::MatmulOuter, 8192, 8192, 256), *h200);
+  CHECK(o.hbm_ms / oh.hbm_ms == Approx(4.3 / 3.0));
+  // softmax: HBM-bound; the 3-pass reads X once more than the online one
+  fs::SimtQuery sm;
+  sm.kernel = fs::SimtKernel::SoftmaxOnline;
+  sm.m = 256, sm.n = 524288;
+  const auto s2 = fs::predict_time_simt(sm, *h100);
+  CHECK(s2.bound == "hbm");
+  sm.kernel = fs::SimtKernel::SoftmaxThreePass;
+  const auto s1 = fs::predict_time_simt(sm, *h100);
+  CHECK(s1.bound == "hbm");
+  CHECK(s1.predicted_ms / s2.predicted_ms == Approx(4.0 / 3.0).epsilon(0.02));
+  // the caller's HBM bytes (the L2 model) set the HBM time
+  sm.hbm_bytes = 2 * s1.hbm_bytes;
+  CHECK(fs::predict_time_simt(sm, *h100).hbm_ms == Approx(2 * s1.hbm_ms));
+  // attention: twice the heads twice the time; the causal FA2 about half the full one; FA2 beats FA1 and naive
+  const auto f = fs::predict_time_simt(attn(fs::SimtKernel::AttnFA2, 16, 4096, false), *h100);
+  const auto f2 = fs::predict_time_simt(attn(fs::SimtKernel::AttnFA2, 32, 4096, false), *h100);
+  CHECK(f2.predicted_ms / f.predicted_ms == Approx(2.0).epsilon(0.05));
+  CHECK(f.bound == "vector");
+  const auto fc = fs::predict_time_simt(attn(fs::SimtKernel::AttnFA2, 16, 4096, true), *h100);
+  CHECK(fc.predicted_ms / f.predicted_ms > 0.45);
+  CHECK(fc.predicted_ms / f.predicted_ms < 0.65);
+  CHECK(fs::predict_time_simt(attn(fs::SimtKernel::AttnFA1, 16, 4096, false), *h100).predicted_ms > f.predicted_ms);
+  CHECK(fs::predict_time_simt(attn(fs::SimtKernel::AttnNaive, 16, 4096, false), *h100).predicted_ms > f.predicted_ms);
+  // backward: the atomic version's one kernel does 5 products a tile pair, the two passes 3 + 4
+  const auto b1 = fs::predict_time_simt(attn(fs::SimtKernel::BwdTwoPass, 16, 4096, false), *h100);
+  const auto b2 = fs::predict_time_simt(attn(fs::SimtKernel::BwdAtomic, 16, 4096, false), *h100);
+  CHECK(b2.predicted_ms < b1.predicted_ms);
+  CHECK(b1.predicted_ms > 2.5 * f.predicted_ms);
+  // longer sequences never take less time
+  double last = 0;
+  for (std::int64_t n : {256, 1000, 2048, 4096, 8192}) {
+    const double ms = fs::predict_time_simt(attn(fs::SimtKernel::AttnNaive, 4, n, true), *h100).predicted_ms;
+    CHECK(ms > last);
+    last = ms;
+  }
+  CHECK_THROWS_AS(fs::predict_time_simt(mm(fs::SimtKernel::MatmulInner, 0, 8, 8), *h100), std::invalid_argument);
+}
+
+TEST_CASE("the time line counts rows within 15 % and names the bounded ones outside", "[kernels][time][report]") {
+  std::vector<TimeCheck> rows = {
+      {"attn-fwd 4x8192x128 bf16 full", true, 1.10, 1.0},   // within
+      {"attn-fwd 4x8192x128 bf16 causal", true, 1.30, 1.0}, // outside
+      {"matmul 8192x8192x8192 bf16", true, 0.80, 1.0},     // outside (0.80)
+      {"attn-fwd 16x1024x64 bf16 full", false, 2.0, 1.0},  // not bounded, counted in all rows only
+      {"softmax 256x524288 fp32", false, 1.0, std::nullopt},  // not predicted: left out
+  };
+  const std::string s = time_summary(rows);
+  CHECK(s.find("within 15 %: 1 of 3 attention/matmul row(s) at N >= 4096") != std::string::npos);
+  CHECK(s.find("all rows: 1 of 4") != std::string::npos);
+  CHECK(s.find("outside: attn-fwd 4x8192x128 bf16 causal (1.30), matmul 8192x8192x8192 bf16 (0.80)") != std::string::npos);
+  CHECK(s.find("16x1024x64") == std::string::npos);
+  CHECK(time_summary({rows.back()}).empty());
+  CHECK(time_within_bound(1.15, 1.0));
+  CHECK_FALSE(time_within_bound(1.16, 1.0));
+  CHECK(std::isnan(time_ratio(1.0, std::nullopt)));
+  // compare's rows: attention at N >= 4096 and matmul with m and n >= 4096 are bounded
+  Spec s1;
+  s1.schedule = Schedule::AttnFA2Mma;
+  s1.seq = 4096;
+  CHECK(time_bound_row(s1));
+  s1.seq = 2048;
+  CHECK_FALSE(time_bound_row(s1));
+  Spec s2;
+  s2.schedule = Schedule::MatmulInner;
+  s2.m = 8192, s2.n = 4096, s2.k = 256;
+  CHECK(time_bound_row(s2));
+  s2.n = 1000;
+  CHECK_FALSE(time_bound_row(s2));
 }
