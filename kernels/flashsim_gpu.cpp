@@ -184,8 +184,16 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   // Declared after `jobs`, so destroyed first: each future waits for its thread, also on a throw.
   std::deque<std::future<Result>> pending;
   std::size_t next = 0;
-  std::printf("%-15s %-22s %-5s %21s %21s %13s %9s %9s %9s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB",
-              "meas/pred R/W", "time ms", "pred ms", "meas/pred");
+  // The time columns only when the CSV has times (a compare run's); then after the byte columns'
+  // marker, padded, so that the columns stay aligned.
+  bool any_time = false;
+  for (const Job& j : jobs) any_time = any_time || j.time_ms > 0;
+  if (any_time)
+    std::printf("%-15s %-22s %-5s %21s %21s %13s %-8s %9s %9s %9s\n", "schedule", "size", "dtype", "HBM R/W MiB",
+                "pred R/W MiB", "meas/pred R/W", "", "time ms", "pred ms", "meas/pred");
+  else
+    std::printf("%-15s %-22s %-5s %21s %21s %13s\n", "schedule", "size", "dtype", "HBM R/W MiB", "pred R/W MiB",
+                "meas/pred R/W");
   int rows = 0, within = 0;
   std::vector<TimeCheck> times;
   for (const Job& j : jobs) {
@@ -205,11 +213,12 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       std::snprintf(buf, sizeof buf, "%.*f", prec, v);
       return have ? std::string(buf) : std::string("-");
     };
-    char tcols[96];
-    std::snprintf(tcols, sizeof tcols, " %9s %9s %9s", num(j.time_ms > 0, j.time_ms, 3).c_str(),
-                  num(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(), num(tr == tr, tr, 2).c_str());
+    char tcols[96] = "";
+    if (any_time)
+      std::snprintf(tcols, sizeof tcols, "%-*s %9s %9s %9s", ok ? 9 : 1, "", num(j.time_ms > 0, j.time_ms, 3).c_str(),
+                    num(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(), num(tr == tr, tr, 2).c_str());
     std::printf("%-15s %-22s %-5s %21s %21s %13s%s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(),
-                fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), tcols, ok ? "" : "  > 10 %");
+                fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %", tcols);
     times.push_back(TimeCheck{f[c_s] + " " + f[c_size] + " " + f[c_dt], time_bound_row(j.spec), j.time_ms, pred_ms});
     std::fflush(stdout);
   }
