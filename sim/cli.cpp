@@ -4,12 +4,14 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "isa/assembler.h"
 #include "sim/l2.h"
 #include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "sim/timing.h"
 #include "sim/trace_export.h"
 
 namespace flashsim::cli {
@@ -86,6 +88,19 @@ int do_run(const RunArgs& a) {
   }
   ao.require_declared_params = true;
   isa::Program prog = isa::assemble_file(a.file, ao);
+  // The time model, for a program with .units. A deadlock is an error of the text, reported at
+  // its .wait; a machine fault is left to the run below, which reports it at its step.
+  std::optional<sim::TimingResult> timing;
+  if (prog.timing.units) {
+    sim::TimingOptions to;
+    to.keep_steps = !a.perfetto.empty();
+    try {
+      timing = sim::time_program(prog, to);
+    } catch (const sim::TimingError& e) {
+      throw isa::AsmError(a.file, e.where.line, e.where.col, e.message);
+    } catch (const sim::MachineFault&) {
+    }
+  }
   sim::MachineOptions mo;
   if (a.regs > 0) mo.regs = a.regs;
   if (a.f64) mo.f64 = true;
@@ -132,12 +147,13 @@ int do_run(const RunArgs& a) {
     };
     if (!a.trace_csv.empty()) out.csv = open(csv, a.trace_csv, "--trace-csv");
     if (!a.perfetto.empty()) out.perfetto = open(json, a.perfetto, "--perfetto");
+    if (timing) out.timing = &*timing;
     sim::export_trace(m, out);  // a fault ends the files where the run stopped, then reports
   }
   if (a.json) {
     m.run();
     if (l2) l2->sync(m);
-    sim::print_json(m, std::cout, l2.get());
+    sim::print_json(m, std::cout, l2.get(), timing ? &*timing : nullptr);
     return kExitOk;
   }
   if (!a.no_table) {
@@ -152,6 +168,7 @@ int do_run(const RunArgs& a) {
   }
   if (l2) l2->sync(m);
   sim::print_cost_summary(m, std::cout, l2.get());
+  if (timing) sim::print_timing_summary(*timing, m.program().timing.units->preset, std::cout);
   sim::print_outputs(m, std::cout);
   return kExitOk;
 }
@@ -177,7 +194,8 @@ void register_run_command(CLI::App& app, int& exit_code) {
                   "registers written");
   run->add_option("--perfetto", args->perfetto,
                   "Write a Chrome trace-event JSON for ui.perfetto.dev: a track per unit, instructions as slices, "
-                  "DRAM bytes as a counter (1 cycle = 1 us)");
+                  "DRAM bytes as a counter (1 cycle = 1 us); with .units, the time model's lanes: a track per "
+                  "functional unit and per stream, critical-path slices marked");
   run->add_option("--l2", args->l2,
                   "Send the traffic through an L2 of this size (e.g. 512, 4KiB, 50MiB; 0: none), overriding .l2; adds an "
                   "L2 column and the bytes that reach DRAM");

@@ -8,6 +8,7 @@
 
 #include "sim/json_text.h"
 #include "sim/l2_trace.h"
+#include "sim/timing.h"
 
 namespace flashsim::sim {
 
@@ -143,7 +144,31 @@ std::string json_number(double v) {
 }
 }  // namespace
 
-void print_json(const Machine& m, std::ostream& os, const TraceL2* l2) {
+void print_timing_summary(const TimingResult& t, const std::string& preset, std::ostream& os) {
+  auto fixed = [](double v, int digits) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+    return std::string(buf);
+  };
+  os << "\ntime model    .units " << preset << ", " << t.streams.size() << (t.streams.size() == 1 ? " stream" : " streams")
+     << " (";
+  for (std::size_t s = 0; s < t.streams.size(); ++s) os << (s ? ", " : "") << t.streams[s];
+  os << ")\n";
+  os << "predicted     " << fixed(t.cycles, 0) << " cycles\n";
+  os << "bound         " << t.bound << "\n";
+  os << "unit          busy cycles    busy\n";
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u) {
+    std::string name(isa::kUnitNames[u]);
+    name.resize(14, ' ');
+    std::string busy = fixed(t.units[u].busy_cycles, 0);
+    if (busy.size() < 11) busy.insert(0, 11 - busy.size(), ' ');
+    std::string pct = fixed(100 * t.units[u].busy_fraction, 1);
+    if (pct.size() < 6) pct.insert(0, 6 - pct.size(), ' ');
+    os << name << busy << "  " << pct << " %\n";
+  }
+}
+
+void print_json(const Machine& m, std::ostream& os, const TraceL2* l2, const TimingResult* timing) {
   const Counters& c = m.counters();
   const auto& p = m.program();
   os << "{\"program\":" << json_string(p.name) << ",\"cycles\":" << c.cycles << ",\"instructions\":" << c.instructions
@@ -182,7 +207,19 @@ void print_json(const Machine& m, std::ostream& os, const TraceL2* l2) {
     for (std::size_t i = 0; i < s.values.size(); ++i) os << (i ? "," : "") << json_number(s.values[i]);
     os << "]}";
   }
-  os << "}}\n";
+  os << "}";
+  if (timing) {
+    os << ",\"timing\":{\"cycles\":" << json_number(timing->cycles) << ",\"bound\":" << json_string(timing->bound)
+       << ",\"units\":{";
+    for (std::size_t u = 0; u < isa::kUnitCount; ++u)
+      os << (u ? "," : "") << json_string(std::string(isa::kUnitNames[u])) << ":{\"busy_cycles\":"
+         << json_number(timing->units[u].busy_cycles) << ",\"busy_fraction\":" << json_number(timing->units[u].busy_fraction)
+         << "}";
+    os << "},\"streams\":[";
+    for (std::size_t s = 0; s < timing->streams.size(); ++s) os << (s ? "," : "") << json_string(timing->streams[s]);
+    os << "]}";
+  }
+  os << "}\n";
 }
 
 }  // namespace flashsim::sim

@@ -9,6 +9,7 @@
 
 namespace flashsim::sim {
 class TraceL2;
+struct TimingResult;
 }
 
 namespace flashsim::sim {
@@ -26,7 +27,12 @@ void print_cost_summary(const Machine& m, std::ostream& os, const TraceL2* l2 = 
 void print_outputs(const Machine& m, std::ostream& os, std::size_t max_values = 16);
 // One JSON object; the machine is expected to have run.
 // With an L2: an "l2" object and, per array, hbm_bytes_read, hbm_bytes_written, l2_hits, l2_misses.
-void print_json(const Machine& m, std::ostream& os, const TraceL2* l2 = nullptr);
+// With a timing (programs with .units): a "timing" object, {"cycles", "bound", "units": {name:
+// {"busy_cycles", "busy_fraction"}}, "streams": [names]}.
+void print_json(const Machine& m, std::ostream& os, const TraceL2* l2 = nullptr, const TimingResult* timing = nullptr);
+// The time model's block after the cost summary (sim/timing.h): predicted cycles, the bound,
+// per unit its busy cycles and fraction, the streams. `preset` names the .units preset.
+void print_timing_summary(const TimingResult& t, const std::string& preset, std::ostream& os);
 
 
 std::string format_value(double v);
