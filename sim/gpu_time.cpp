@@ -576,15 +576,18 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
       break;
     }
     case TimedOp::Softmax: {
+      // Row chunks of up to 16384 columns spread over the SMs, up to blocks_per_sm at a time; one
+      // block's rows are timed (at most 8, the rest scaled) with its neighbours sharing the SM.
       const std::int64_t cols = std::min<std::int64_t>(q.n, 16384);
-      const std::int64_t chunks = ceil_div(q.n, cols);
-      const std::int64_t rows = q.m * chunks;  // row chunks
+      const std::int64_t rows = q.m * ceil_div(q.n, cols);
       lp.blocks = rows;
-      const std::int64_t per_block = 4;
-      TimingResult r = time_text(softmax_trace(gpu, per_block, cols), p.blocks_per_sm);
+      const std::int64_t per_sm = ceil_div(rows, gpu.sms);
+      const int copies = static_cast<int>(std::min<std::int64_t>(p.blocks_per_sm, per_sm));
+      const std::int64_t per_copy = ceil_div(per_sm, copies);
+      const std::int64_t timed = std::min<std::int64_t>(per_copy, 8);
+      TimingResult r = time_text(softmax_trace(gpu, timed, cols), copies);
       take_usage(lp, r);
-      const std::int64_t blocks = ceil_div(rows, per_block);
-      sm_cycles = static_cast<double>(ceil_div(blocks, static_cast<std::int64_t>(gpu.sms) * p.blocks_per_sm)) * r.cycles;
+      sm_cycles = r.cycles * static_cast<double>(per_copy) / static_cast<double>(timed);
       break;
     }
   }
