@@ -12,6 +12,7 @@
 #include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "sim/timing.h"
 
 #ifndef FLASHSIM_SOURCE_LESSONS_DIR
 #define FLASHSIM_SOURCE_LESSONS_DIR "lessons"
@@ -215,6 +216,20 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
     p.params[w[0]] = r.integer(w[1], vcol, std::numeric_limits<std::int64_t>::min());
   } else if (key == "check") {
     for (const auto& t : w) p.custom_checks.push_back(t);
+  } else if (key == "units") {
+    // units = h100: the time model's GPU preset, which the trace must name with .units
+    if (w.size() != 1 || !isa::find_gpu_preset(w[0])) r.fail(vcol, "units is a GPU preset (" + isa::gpu_preset_names() + ")");
+    p.units = std::string(isa::find_gpu_preset(w[0])->name);
+  } else if (key == "max_timed_cycles") {
+    p.max_timed_cycles = static_cast<double>(r.integer(value, vcol, 1));
+  } else if (key == "min_busy") {
+    // min_busy = tensor 0.8: the unit is busy at least this share of the timed cycles
+    if (w.size() != 2 || !isa::find_unit(w[0])) r.fail(vcol, "min_busy is 'UNIT FRACTION' (a unit: memory, tensor, special, vector)");
+    double f = r.real(w[1], vcol);
+    if (f <= 0 || f > 1) r.fail(vcol, "min_busy's fraction lies in (0, 1]");
+    auto at = std::find_if(p.min_busy.begin(), p.min_busy.end(), [&](const BusyBudget& b) { return b.unit == w[0]; });
+    if (at != p.min_busy.end()) at->least = f;
+    else p.min_busy.push_back({w[0], f});
   } else if (key.rfind("max_", 0) == 0 && key.size() > 4) {
     std::string counter = key.substr(4);
     static const std::vector<std::string> known = {"cycles",       "loads",      "stores",        "dram_reads", "dram_writes",
@@ -223,7 +238,7 @@ void apply_key(const SpecReader& r, Part& p, const std::string& key, const std::
     if (std::find(known.begin(), known.end(), counter) == known.end() && !isa::find_mnemonic(counter))
       r.fail(1, "unknown budget '" + key + "' (max_cycles, max_loads, max_stores, max_dram_reads, max_dram_writes, "
                 "max_instructions, max_bytes_read, max_bytes_written, max_sram, max_hbm_bytes_read, max_hbm_bytes_written, "
-                "max_read, max_written or max_<OPCODE>)");
+                "max_read, max_written, max_timed_cycles or max_<OPCODE>)");
     set_budget(p, counter, static_cast<std::uint64_t>(r.integer(value, vcol)));
   } else {
     r.fail(1, "unknown key '" + key + "'");
@@ -355,6 +370,9 @@ std::optional<std::string> machine_redefinition(const Part& part, const isa::Pro
   for (const auto& d : lines) {
     if (d.name == "cost")
       return at(d, ".cost changes the cycle costs, which the lesson's machine defines (its budgets count them); remove the line");
+    if (d.name == "unit")
+      return at(d, ".unit changes a unit's rate or latency, which the lesson's machine defines (its budgets are timed on "
+                   "them); remove the line");
     if (d.name != "input" && d.name != "fill") continue;
     auto shape = std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& a) { return a.name == d.subject; });
     if (shape == part.arrays.end() || is_output(part, d.subject)) continue;  // unknown arrays are refused later
@@ -370,6 +388,15 @@ std::optional<std::string> machine_redefinition(const Part& part, const isa::Pro
     if (!same)
       return at(d, "." + d.name + " changes the values of '" + d.subject + "', which the lesson fills with " + number(want) +
                        "; remove the line or give that value");
+  }
+  if (!part.units.empty()) {
+    const auto* d = last("units");
+    if (!d || !prog.timing.units)
+      return prog.name + ":1:1: error: this lesson's machine is timed on the " + part.units + " preset; add the line '.units " +
+             part.units + "' before the code";
+    if (prog.timing.units->preset != part.units)
+      return at(*d, "your trace declares .units " + prog.timing.units->preset + ", but the lesson's machine is timed on the " +
+                        part.units + " preset; write '.units " + part.units + "'");
   }
   if (const auto* d = last("regs"); d && prog.config.regs && *prog.config.regs > part.regs)
     return at(*d, "your trace declares .regs " + std::to_string(*prog.config.regs) + ", but the machine has " +
@@ -391,6 +418,41 @@ std::optional<std::string> machine_redefinition(const Part& part, const isa::Pro
                                 "); remove the line or give that one"
                           : std::string("your trace declares .l2, but this lesson's machine has no L2; remove the line"));
   return std::nullopt;
+}
+
+std::string percent(double f) {
+  std::ostringstream os;
+  os.setf(std::ios::fixed);
+  os.precision(1);
+  os << 100 * f << "%";
+  return os.str();
+}
+
+// Times a trace whose values are right on the lesson's units and holds it to the time budgets.
+void time_trace(const Part& part, const isa::Program& prog, Counts& counts, std::vector<std::string>& problems) {
+  sim::TimingOptions o;
+  o.keep_steps = false;
+  sim::TimingResult t;
+  try {
+    t = sim::time_program(prog, o);
+  } catch (const sim::TimingError& e) {
+    std::string where = e.where.line ? prog.name + ":" + std::to_string(e.where.line) + ": " : "";
+    problems.push_back("the time model cannot time your trace: " + where + e.message);
+    return;
+  }
+  counts.timed = true;
+  counts.timed_cycles = t.cycles;
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u) counts.busy[u] = t.units[u].busy_fraction;
+  counts.bound = t.bound;
+  if (part.max_timed_cycles && t.cycles > *part.max_timed_cycles)
+    problems.push_back("your trace takes " + number(std::ceil(t.cycles)) + " cycles on the " + part.units +
+                       " units; the budget is " + number(*part.max_timed_cycles));
+  for (const auto& b : part.min_busy) {
+    const auto u = static_cast<std::size_t>(*isa::find_unit(b.unit));
+    if (counts.busy[u] < b.least)
+      problems.push_back("the " + b.unit + " unit is busy " + percent(counts.busy[u]) + " of your trace's cycles; the budget is at least " +
+                         percent(b.least));
+  }
 }
 
 fs::path absolute_lessons_root() {
@@ -426,6 +488,13 @@ std::string budget_label(const std::string& name) {
   if (name == "dram_writes") return "DRAM writes";
   if (name == "instructions") return "instructions";
   return std::string(isa::info(*isa::find_mnemonic(name)).mnemonic) + "s";
+}
+
+std::string timing_budget_text(const Part& part) {
+  std::string s;
+  if (part.max_timed_cycles) s = "timed cycles <= " + number(*part.max_timed_cycles);
+  for (const auto& b : part.min_busy) s += (s.empty() ? "" : ", ") + b.unit + " busy >= " + percent(b.least);
+  return s;
 }
 
 // --- registration ---------------------------------------------------------------------------
@@ -813,6 +882,7 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
         if (got > b.limit)
           problems.push_back(over_budget(b.counter, got, b.limit) + (b.why.empty() ? "" : " (" + b.why + ")"));
       }
+      if (!part.units.empty()) time_trace(part, prog, v.counts, problems);
       for (const auto& name : part.custom_checks) {
         auto it = custom_checks().find(name);
         if (it == custom_checks().end()) problems.push_back("the lesson's check '" + name + "' is not registered");
@@ -845,6 +915,13 @@ std::string Verdict::report(const Lesson& lesson, const Part& part) const {
         os << (k ? sep : " ") << budget_label(part.budgets[k].counter) << " <= " << part.budgets[k].limit;
     }
     os << "\n";
+    if (counts.timed) {
+      os << "      timed on the " << part.units << " units: " << number(std::ceil(counts.timed_cycles)) << " cycles (bound: "
+         << counts.bound << "); busy";
+      for (std::size_t u = 0; u < isa::kUnitCount; ++u) os << (u ? ", " : " ") << isa::kUnitNames[u] << " " << percent(counts.busy[u]);
+      if (std::string b = timing_budget_text(part); !b.empty()) os << "; budget: " << b;
+      os << "\n";
+    }
   }
   if (passed)
     os << "      every output matches the float64 reference on " << part.trials << " random inputs\n";

@@ -8,6 +8,7 @@
 // lessons/*/*.cpp) with one line: FLASHSIM_LESSON_REFERENCE("name", function);
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -60,6 +61,12 @@ struct Budget {
   std::string why;  // optional closed form the limit comes from ("N*d*2"), quoted on failure
 };
 
+// A lower bound on the share of the timed cycles one unit is busy (`min_busy = tensor 0.8`).
+struct BusyBudget {
+  std::string unit;  // memory, tensor, special or vector
+  double least = 0;  // 0..1
+};
+
 // A gradable exercise. Most lessons have one part; a lesson can add more (a quiz).
 struct Part {
   std::string name = "main";
@@ -84,6 +91,11 @@ struct Part {
   std::optional<std::uint64_t> sram_bytes;  // the machine's SRAM capacity (it faults beyond it)
   std::optional<isa::L2Geometry> l2;        // an L2 between the machine and DRAM (budgets hbm_*)
   int reg_elem_bytes = 0;  // bytes a register element counts in the SRAM; the trace's .elem must agree
+  // The time model's GPU preset (`units = h100`): the trace must say `.units h100` and may not
+  // change a unit (`.unit`); the check times it (sim/timing.h) for the budgets below.
+  std::string units;
+  std::optional<double> max_timed_cycles;  // `max_timed_cycles = N`: the time model's cycles
+  std::vector<BusyBudget> min_busy;         // `min_busy = UNIT FRACTION`
   bool tiled() const;      // some array has tiles larger than 1x1
 };
 
@@ -110,6 +122,12 @@ struct Counts {
   // With the lesson's L2: bytes that reached DRAM, and the L2's sector hits and misses.
   std::uint64_t hbm_bytes_read = 0, hbm_bytes_written = 0, l2_hits = 0, l2_misses = 0;
   int regs_used = 0;  // highest register used + 1
+  // With the lesson's units: the time model's cycles and each unit's busy fraction
+  // (isa::kUnitNames order); timed is false when the lesson has no units.
+  bool timed = false;
+  double timed_cycles = 0;
+  std::array<double, 4> busy{};
+  std::string bound;  // the unit that bounds the time, or "latency"
 };
 
 // The outcome of one check. `problems` holds complete sentences, most useful first.
@@ -165,5 +183,8 @@ std::optional<std::string> learner_file_for(const Lesson& lesson);
 
 // A budget counter as a learner reads it: "K bytes read", "SRAM bytes", "LOADs".
 std::string budget_label(const std::string& counter);
+// The time budgets of a part as a learner reads them: "timed cycles <= 9000, tensor busy >= 80%";
+// empty when it has none.
+std::string timing_budget_text(const Part& part);
 
 }  // namespace flashsim::lessons
