@@ -507,6 +507,14 @@ void App::draw_welcome(Rect r) {
 }
 
 void App::layout_single(Rect b) {
+  // A trace with .units gets the Units timeline across the bottom: a lane per unit and stream.
+  const Trace* t0 = model_.trace(0);
+  if ((visible_panes_ & kPaneUnits) && t0 && (t0->timing() || !t0->timing_error().empty())) {
+    const std::size_t lanes = t0->timeline() ? t0->timeline()->lanes.size() : 1;
+    float units_h = std::floor(std::clamp(static_cast<float>(lanes) * 24.0f + 76.0f, b.h * 0.24f, b.h * 0.42f));
+    units_pane(0, {b.x, b.y + b.h - units_h, b.w, units_h});
+    b.h -= units_h;
+  }
   float left = std::floor(b.w * 0.375f), mid = std::floor(b.w * 0.26f), right = b.w - left - mid;
   float src_h = std::floor(b.h * 0.52f);
   const unsigned show = visible_panes_;
@@ -535,7 +543,21 @@ void App::layout_compare(Rect b) {
     if (show & kPaneDram) dram_pane(s, {x, b.y + src_h, src_w, top - src_h});
     if (show & kPaneCounters) counters_pane(s, {x + src_w, b.y + src_h, w - src_w, top - src_h});
   }
-  if (show & kPanePlot) plot_pane({b.x, b.y + top, b.w, b.h - top}, true);
+  // Traces with .units: their Units timelines share the bottom strip with the plot.
+  const bool timed[2] = {model_.trace(0)->timing() != nullptr, model_.trace(1)->timing() != nullptr};
+  float plot_w = b.w;
+  if ((show & kPaneUnits) && (timed[0] || timed[1])) {
+    const int n = timed[0] + timed[1];
+    const float each = std::floor(b.w * (show & kPanePlot ? (n == 2 ? 0.3f : 0.45f) : 1.0f / static_cast<float>(n)));
+    plot_w = show & kPanePlot ? b.w - each * static_cast<float>(n) : 0;
+    float x = b.x + plot_w;
+    for (int s = 0; s < 2; ++s)
+      if (timed[s]) {
+        units_pane(s, {x, b.y + top, s == 1 || n == 1 ? b.x + b.w - x : each, b.h - top});
+        x += each;
+      }
+  }
+  if ((show & kPanePlot) && plot_w > 0) plot_pane({b.x, b.y + top, plot_w, b.h - top}, true);
 }
 
 // ---- source and trace --------------------------------------------------------------------
@@ -1208,6 +1230,105 @@ void App::plot_pane(Rect r, bool with_table) {
     bytes_plot(avail.x, avail.y);
   }
   end_pane();
+}
+
+// ---- the Units timeline ---------------------------------------------------------------------
+
+void App::units_pane(int slot, Rect r) {
+  const Trace* t = model_.trace(slot);
+  std::string title = "Units";
+  if (const sim::TimingResult* tr = t->timing())
+    title += ": " + with_commas(static_cast<std::uint64_t>(tr->cycles + 0.5)) + " cycles, bound " + tr->bound;
+  if (begin_pane(pane_title(slot, title.c_str()).c_str(), slot, r, ImGuiWindowFlags_NoScrollbar)) {
+    if (!t->timing()) {
+      ImGui::PushStyleColor(ImGuiCol_Text, rgbv(theme::kBreakpoint));
+      ImGui::TextWrapped("%s", t->timing_error().c_str());
+      ImGui::PopStyleColor();
+    } else {
+      float& zoom = units_zoom_[slot];
+      ImGui::SetNextItemWidth(180);
+      ImGui::SliderFloat("zoom##units", &zoom, 1.0f, 4096.0f, "%.0fx", ImGuiSliderFlags_Logarithmic);
+      ImGui::SameLine();
+      ImGui::TextDisabled("bars: issue to end of work; white: this step; red: critical path");
+      ImVec2 avail = ImGui::GetContentRegionAvail();
+      units_timeline(slot, avail.x, avail.y);
+    }
+  }
+  end_pane();
+}
+
+void App::units_timeline(int slot, float width, float height) {
+  const Trace* t = model_.trace(slot);
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImVec2 o = ImGui::GetCursorScreenPos();
+  ImGui::Dummy(ImVec2(width, height));
+  const float label_w = 220, axis_h = 18;
+  const float x0 = o.x + label_w, x1 = o.x + width - 8;
+  if (x1 - x0 < 40 || height < axis_h + 10) return;
+  const UnitsView v = t->units_view(units_zoom_[slot], x1 - x0);
+  if (v.lanes.empty()) return;
+  const float lane_h = std::min(24.0f, (height - axis_h) / static_cast<float>(v.lanes.size()));
+  auto px = [&](double c) { return x0 + (x1 - x0) * static_cast<float>((c - v.c0) / (v.c1 - v.c0)); };
+  const theme::Rgb unit_colors[isa::kUnitCount] = {theme::kUnitMemory, theme::kUnitTensor, theme::kUnitSpecial,
+                                                   theme::kUnitVector};
+  const std::string who = "t" + std::to_string(slot) + ".units";
+  dl->AddRectFilled(ImVec2(x0, o.y), ImVec2(x1, o.y + lane_h * static_cast<float>(v.lanes.size())), IM_COL32(20, 23, 29, 255));
+  mark(who + ".lanes", x0, o.y, x1, o.y + lane_h * static_cast<float>(v.lanes.size()));
+  const sim::TimingResult* tr = t->timing();
+  for (std::size_t l = 0; l < v.lanes.size(); ++l) {
+    const UnitsLaneView& lane = v.lanes[l];
+    std::string mark_name = lane.label;  // marks are single words: "stream_a"
+    std::replace(mark_name.begin(), mark_name.end(), ' ', '_');
+    const float y = o.y + lane_h * static_cast<float>(l);
+    const float row_h = (lane_h - 4) / static_cast<float>(lane.rows);
+    dl->AddLine(ImVec2(o.x, y + lane_h), ImVec2(x1, y + lane_h), IM_COL32(48, 54, 64, 255));
+    // The label, with the busy fraction as a small bar under it.
+    const ImU32 label_color = lane.unit ? rgb(unit_colors[lane.unit_index]) : kText;
+    dl->AddText(ImVec2(o.x + 4, y + (lane_h - ImGui::GetFontSize()) * 0.5f), label_color, lane.label.c_str());
+    const float busy_x = o.x + label_w - 62;
+    dl->AddText(ImVec2(busy_x, y + (lane_h - ImGui::GetFontSize()) * 0.5f), kTextDim, lane.busy.c_str());
+    dl->AddRectFilled(ImVec2(busy_x, y + lane_h - 3),
+                      ImVec2(busy_x + 56 * static_cast<float>(std::min(1.0, lane.busy_fraction)), y + lane_h - 1), label_color);
+    if (lane.unit && lane.busy_fraction > 0) mark(who + ".busy." + mark_name, busy_x, y, busy_x + 56, y + lane_h);
+    dl->PushClipRect(ImVec2(x0, y), ImVec2(x1, y + lane_h), true);
+    for (const sim::TimelineBar& b : lane.bars) {
+      const theme::Rgb c = unit_colors[static_cast<std::size_t>(tr->steps[b.step].unit)];
+      const float bx0 = px(b.x0), bx1 = std::max(px(b.x1), bx0 + 1.0f);
+      const float by0 = y + 2 + row_h * static_cast<float>(b.row), by1 = by0 + std::max(1.0f, row_h - 1);
+      dl->AddRectFilled(ImVec2(bx0, by0), ImVec2(bx1, by1), rgb(c));
+      if (b.critical) dl->AddRectFilled(ImVec2(bx0, by0), ImVec2(bx1, by0 + std::min(3.0f, row_h * 0.4f + 1)), rgb(theme::kCriticalPath));
+    }
+    dl->PopClipRect();
+    if (lane.current) {
+      // A 2-pixel frame just outside the bar, of filled rectangles (no anti-aliasing).
+      const sim::TimelineBar& b = *lane.current;
+      const float bx0 = std::floor(px(b.x0)) - 2, bx1 = std::max(std::ceil(px(b.x1)), bx0 + 5.0f) + 2;
+      const float by0 = std::floor(y + 2 + row_h * static_cast<float>(b.row)) - 2,
+                  by1 = std::ceil(by0 + 2 + std::max(3.0f, row_h - 1)) + 2;
+      dl->PushClipRect(ImVec2(x0 - 3, y - 2), ImVec2(x1 + 3, y + lane_h + 2), true);
+      const ImU32 c = rgb(theme::kUnitsCurrent);
+      dl->AddRectFilled(ImVec2(bx0, by0), ImVec2(bx1, by0 + 2), c);
+      dl->AddRectFilled(ImVec2(bx0, by1 - 2), ImVec2(bx1, by1), c);
+      dl->AddRectFilled(ImVec2(bx0, by0), ImVec2(bx0 + 2, by1), c);
+      dl->AddRectFilled(ImVec2(bx1 - 2, by0), ImVec2(bx1, by1), c);
+      mark(who + ".current." + mark_name, bx0, by0, bx1, by1);
+      dl->PopClipRect();
+    }
+  }
+  const float lanes_bottom = o.y + lane_h * static_cast<float>(v.lanes.size());
+  if (v.now && *v.now >= v.c0 && *v.now <= v.c1) {
+    const float x = px(*v.now);
+    dl->AddLine(ImVec2(x, o.y), ImVec2(x, lanes_bottom), rgb(theme::kUnitsCurrent, 110));
+  }
+  // The cycle axis: the window's ends.
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "cycle %s", with_commas(static_cast<std::uint64_t>(v.c0)).c_str());
+  dl->AddText(ImVec2(x0, lanes_bottom + 2), kTextDim, buf);
+  std::snprintf(buf, sizeof buf, "cycle %s", with_commas(static_cast<std::uint64_t>(v.c1 + 0.5)).c_str());
+  dl->AddText(ImVec2(x1 - ImGui::CalcTextSize(buf).x, lanes_bottom + 2), kTextDim, buf);
+  // The wheel zooms the window (around the current step), as the slider does.
+  if (ImGui::IsItemHovered() && ImGui::GetIO().MouseWheel != 0)
+    units_zoom_[slot] = std::clamp(units_zoom_[slot] * std::pow(1.25f, ImGui::GetIO().MouseWheel), 1.0f, 4096.0f);
 }
 
 void App::compare_table() {

@@ -30,7 +30,8 @@ enum Pane : unsigned {
   kPaneCounters = 1u << 3,
   kPaneDram = 1u << 4,
   kPanePlot = 1u << 5,       // DRAM bytes over time (and the compare table)
-  kPaneAll = (1u << 6) - 1,
+  kPaneUnits = 1u << 6,      // the Units timeline (traces with .units)
+  kPaneAll = (1u << 7) - 1,
 };
 
 // What the last frame cost: wall and CPU time of building the UI (this thread) and of
@@ -110,6 +111,8 @@ class App {
   void heat_texture(int slot, std::uint32_t array, const HeatLayout& layout, float x, float y, bool hovered,
                     const std::vector<std::uint32_t>& reads, bool l2_view);
   void plot_pane(Rect r, bool with_table);
+  void units_pane(int slot, Rect r);
+  void units_timeline(int slot, float width, float height);
   void bytes_plot(float width, float height);
   void compare_table();
   void open_dialog();
@@ -145,6 +148,7 @@ class App {
   bool show_symbolic_ = true;
   bool dram_l2_view_ = true;  // traces with an L2: the DRAM pane shows DRAM misses and L2 hits
   bool show_keys_ = false;
+  float units_zoom_[2] = {1, 1};  // the Units panel: 1 shows the whole run
   struct SourceColumns {
     std::uint64_t serial = 0;  // Trace::serial() they were measured for
     bool loops = false;

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <ctime>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -165,7 +166,55 @@ Trace::Trace(const LoadRequest& request) : request_(request) {
     final_l2_ = whole.total();
   }
   prepass();
+  if (program().timing.units) {
+    try {
+      timing_ = sim::time_program(program());
+      timeline_ = sim::build_timeline(*timing_);
+    } catch (const sim::TimingError& e) {
+      timing_error_ = isa::AsmError(path_, e.where.line, e.where.col, e.message).what();
+    } catch (const sim::MachineFault& e) {
+      timing_error_ = e.what();
+    }
+  }
   prepass_timer.stop(load_times_.prepass_ms, load_times_.prepass_cpu_ms);
+}
+
+UnitsView Trace::units_view(double zoom, double pixels) const {
+  UnitsView v;
+  if (!timing_) return v;
+  const sim::Timeline& tl = timeline_;
+  v.cycles = tl.cycles;
+  v.bound = tl.bound;
+  const double total = std::max(tl.cycles, 1e-9);
+  const double width = total / std::max(zoom, 1.0);
+  const auto index = current_index();
+  const sim::Timeline::Place* place = index && *index < tl.places.size() ? &tl.places[*index] : nullptr;
+  double centre = total / 2;
+  if (place) {
+    const sim::TimelineBar& b = tl.lanes[place->unit_lane].bars[place->unit_bar];
+    v.now = b.x0;
+    centre = (b.x0 + b.x1) / 2;
+  }
+  v.c0 = std::clamp(centre - width / 2, 0.0, total - width);
+  v.c1 = v.c0 + width;
+  const double min_width = width / std::max(pixels, 1.0);
+  for (std::size_t l = 0; l < tl.lanes.size(); ++l) {
+    const sim::TimelineLane& lane = tl.lanes[l];
+    UnitsLaneView lv;
+    lv.unit = lane.kind == sim::TimelineLane::Kind::Unit;
+    lv.label = lv.unit ? lane.name : "stream " + lane.name;
+    lv.unit_index = lane.index;
+    lv.busy_fraction = lane.busy_fraction;
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f %%", 100 * lane.busy_fraction);
+    lv.busy = buf;
+    lv.rows = lane.rows;
+    lv.bars = sim::visible_bars(lane, v.c0, v.c1, min_width);
+    if (place && (place->unit_lane == l || place->stream_lane == l))
+      lv.current = lane.bars[place->unit_lane == l ? place->unit_bar : place->stream_bar];
+    v.lanes.push_back(std::move(lv));
+  }
+  return v;
 }
 
 void Trace::prepass() {
@@ -310,7 +359,9 @@ void Trace::export_steps(const sim::TraceExport& out) {
       t.seek(k);
     }
   } come_back{*this, here};
-  sim::export_trace(*machine_, out);
+  sim::TraceExport with_timing = out;
+  if (timing_ && !with_timing.timing) with_timing.timing = &*timing_;  // Perfetto: the time model's lanes
+  sim::export_trace(*machine_, with_timing);
 }
 
 void Trace::seek(std::uint64_t k) {
@@ -655,6 +706,27 @@ std::string dump_trace(const Trace& t) {
        << (total ? *total : 0) << ")\n";
   }
   if (!t.fault().empty()) os << "fault: " << t.fault() << "\n";
+  if (!t.timing_error().empty()) os << "timing_error: " << t.timing_error() << "\n";
+  if (t.timing()) {
+    const UnitsView v = t.units_view(1, 1000);
+    auto cycles = [](double c) {  // two decimals at most: "9", "0", "12.5"
+      char buf[48];
+      std::snprintf(buf, sizeof buf, "%.2f", c);
+      std::string s = buf;
+      while (s.back() == '0') s.pop_back();
+      if (s.back() == '.') s.pop_back();
+      return s == "-0" ? std::string("0") : s;
+    };
+    os << "units: cycles=" << cycles(v.cycles) << " bound=" << v.bound;
+    if (v.now) os << " now=" << cycles(*v.now);
+    os << "\n";
+    for (const UnitsLaneView& l : v.lanes) {
+      os << "lane " << l.label << ": busy " << l.busy << " rows=" << l.rows << " bars=" << l.bars.size();
+      if (l.current) os << " current=" << cycles(l.current->x0) << ".." << cycles(l.current->x1)
+                        << (l.current->critical ? " critical" : "");
+      os << "\n";
+    }
+  }
   return os.str();
 }
 

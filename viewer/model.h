@@ -14,6 +14,8 @@
 
 #include "sim/l2_trace.h"
 #include "sim/machine.h"
+#include "sim/timeline.h"
+#include "sim/timing.h"
 #include "sim/trace_export.h"
 
 namespace flashsim::viewer {
@@ -78,6 +80,27 @@ struct LoadTimes {
   double assemble_ms = 0, assemble_cpu_ms = 0;  // text -> expanded program (0 for a given program)
   double machine_ms = 0, machine_cpu_ms = 0;    // sim::Machine construction (checks, decoding)
   double prepass_ms = 0, prepass_cpu_ms = 0;    // whole-trace counting pass (heat scales, bytes series)
+};
+
+// What the Units panel draws for a trace with .units: a window of cycles [c0, c1], one lane per
+// functional unit and per stream with its label and busy fraction, the bars that intersect the
+// window (sub-pixel runs merged), the current step's bar on its unit's and its stream's lane.
+struct UnitsLaneView {
+  std::string label;           // "tensor" / "stream producer"
+  std::string busy;            // "62.5 %": a unit's busy cycles over the run's, a stream's covered cycles
+  bool unit = true;
+  std::uint32_t unit_index = 0;  // units: isa::Unit
+  double busy_fraction = 0;
+  std::uint32_t rows = 1;        // rows of bars (bars of one row never overlap)
+  std::vector<sim::TimelineBar> bars;  // cycle coordinates; row in [0, rows)
+  std::optional<sim::TimelineBar> current;  // the current step's bar, when it is on this lane
+};
+struct UnitsView {
+  double c0 = 0, c1 = 1;  // the window, in cycles
+  double cycles = 0;      // the whole run
+  std::string bound;      // "tensor", "latency", ...
+  std::optional<double> now;  // the current step's issue cycle
+  std::vector<UnitsLaneView> lanes;
 };
 
 class Trace {
@@ -149,6 +172,16 @@ class Trace {
   std::optional<std::uint64_t> budget_now(const std::string& counter) const;
   std::optional<std::uint64_t> budget_whole(const std::string& counter) const;
   bool tile_machine() const { return tile_machine_; }  // cached: is_scalar() walks the trace
+  // The time model of a program with .units (sim/timing.h), computed at load time: null without
+  // .units, or when it could not time the program (then timing_error() says why, as
+  // "FILE:LINE:COL: error: deadlock ...").
+  const sim::TimingResult* timing() const { return timing_ ? &*timing_ : nullptr; }
+  const sim::Timeline* timeline() const { return timing_ ? &timeline_ : nullptr; }
+  const std::string& timing_error() const { return timing_error_; }
+  // The Units panel for a window of cycles: `zoom` 1 shows the whole run, `zoom` z a z-th of it
+  // centred on the current step's instruction; `pixels` across the window (bars narrower than a
+  // pixel are merged). Empty lanes without a timing.
+  UnitsView units_view(double zoom, double pixels) const;
   const LoadTimes& load_times() const { return load_times_; }
   // Unique per loaded trace (never reused), so caches drawn from it know when it was replaced.
   std::uint64_t serial() const { return serial_; }
@@ -173,6 +206,9 @@ class Trace {
   std::unique_ptr<sim::TraceL2> l2_;
   sim::L2Counts final_l2_;
   BytesSeries series_;
+  std::optional<sim::TimingResult> timing_;
+  sim::Timeline timeline_;
+  std::string timing_error_;
   LoadTimes load_times_;
   std::uint64_t serial_ = 0;
 };

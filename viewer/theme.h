@@ -21,5 +21,13 @@ inline constexpr Rgb kTouchedCell{255, 214, 64};    // outline of the DRAM cell 
 inline constexpr Rgb kErrorBanner{120, 28, 28};     // assembler error banner
 inline constexpr Rgb kTraceA{90, 170, 255};         // first trace in plots and titles
 inline constexpr Rgb kTraceB{255, 140, 60};         // second trace
+// The Units panel (programs with .units): a bar's fill is its unit's colour; the current step's
+// bar is outlined in kUnitsCurrent, critical-path bars carry a kCriticalPath stripe and outline.
+inline constexpr Rgb kUnitMemory{70, 120, 200};
+inline constexpr Rgb kUnitTensor{60, 160, 90};
+inline constexpr Rgb kUnitSpecial{200, 120, 50};
+inline constexpr Rgb kUnitVector{140, 100, 190};
+inline constexpr Rgb kCriticalPath{240, 60, 90};
+inline constexpr Rgb kUnitsCurrent{255, 255, 255};
 
 }  // namespace flashsim::viewer::theme

@@ -313,3 +313,27 @@ TEST_CASE("screenshot of lesson 15: the L2 toggle, its occupancy bar and the hbm
   CHECK(bad.rc == 2);
   CHECK(has(bad.err, "invalid size '12abc'"));
 }
+
+TEST_CASE("screenshot of a trace with .units: the Units timeline marks the current step's bars", "[viewer][xvfb][units]") {
+  Shot s = screenshot("units", "--step 3 " + kData + "/units_two_streams.fsa");
+  CHECK(s.run.rc == 0);
+  check_not_blank(s.img);
+  INFO(s.state);
+  CHECK(has(s.state, "units: cycles=9 bound=vector now=0\n"));
+  CHECK(has(s.state, "lane special: busy 44.4 % rows=1 bars=1 current=0..4\n"));
+  REQUIRE(s.rect.count("t0.units.lanes"));
+  REQUIRE(s.rect.count("t0.units.current.special"));
+  REQUIRE(s.rect.count("t0.units.current.stream_a"));
+  CHECK_FALSE(s.rect.count("t0.units.current.vector"));
+  REQUIRE(s.rect.count("t0.units.busy.special"));
+  // The current bar is outlined in white, on both of its lanes, inside the lanes' area.
+  for (const char* lane : {"t0.units.current.special", "t0.units.current.stream_a"}) {
+    const Box b = s.rect[lane];
+    CHECK(b.x0 >= s.rect["t0.units.lanes"].x0 - 3);  // the frame sits just outside the bar
+    CHECK(b.y1 <= s.rect["t0.units.lanes"].y1 + 3);
+    CHECK(outline_share(s.img, b, theme::kUnitsCurrent) > 0.6);
+  }
+  // The vector lane's critical bars carry the red stripe somewhere in the lanes' area.
+  const Box lanes = s.rect["t0.units.lanes"];
+  CHECK(share(s.img, lanes, theme::kCriticalPath) > 0.001);
+}

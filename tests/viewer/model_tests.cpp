@@ -509,3 +509,96 @@ TEST_CASE("File > Export writes the step CSV and Perfetto JSON of flashsim run a
   CHECK(m.error() == "export: cannot write '" + tmp.path("no/such/dir/steps.csv") + "'");
   CHECK_FALSE(m.export_trace(1, tmp.path("b.csv"), Model::ExportFormat::StepsCsv));
 }
+
+TEST_CASE("Units panel: lanes per unit and stream, bars in cycles, busy %, the current step", "[viewer][units]") {
+  Trace t(file(kData + "/units_two_streams.fsa"));
+  REQUIRE(t.timing());
+  REQUIRE(t.timing_error().empty());
+  CHECK(t.timing()->cycles == Approx(9).margin(1e-3));
+  auto v = t.units_view(1, 900);
+  CHECK(v.c0 == 0);
+  CHECK(v.c1 == Approx(9).margin(1e-3));
+  CHECK(v.bound == "vector");
+  CHECK_FALSE(v.now);
+  REQUIRE(v.lanes.size() == 7);
+  std::vector<std::string> labels;
+  for (const auto& l : v.lanes) labels.push_back(l.label);
+  CHECK(labels == std::vector<std::string>{"memory", "tensor", "special", "vector", "stream load", "stream a", "stream b"});
+  CHECK(v.lanes[2].busy == "44.4 %");
+  CHECK(v.lanes[3].busy == "88.9 %");
+  CHECK(v.lanes[1].busy == "0.0 %");
+  CHECK(v.lanes[6].busy == "88.9 %");  // stream b: its bars cover 1..9
+  CHECK(v.lanes[0].unit);
+  CHECK_FALSE(v.lanes[4].unit);
+  REQUIRE(v.lanes[3].bars.size() == 2);
+  CHECK(v.lanes[3].bars[1].x0 == Approx(5).margin(1e-3));
+  CHECK(v.lanes[3].bars[1].x1 == Approx(9).margin(1e-3));
+  CHECK(v.lanes[3].bars[1].critical);
+  for (const auto& l : v.lanes) CHECK_FALSE(l.current);
+
+  // Step 3 ran the EXP: its bar is current on the special lane and on stream a's, nowhere else.
+  t.seek(3);
+  v = t.units_view(1, 900);
+  REQUIRE(v.now);
+  CHECK(*v.now == Approx(0).margin(1e-3));
+  for (std::size_t l = 0; l < v.lanes.size(); ++l) {
+    INFO(v.lanes[l].label);
+    CHECK(static_cast<bool>(v.lanes[l].current) == (l == 2 || l == 5));
+  }
+  CHECK(v.lanes[2].current->x1 == Approx(4).margin(1e-3));
+  CHECK_FALSE(v.lanes[2].current->critical);
+
+  // Zoom 4: a quarter of the run, centred on the current bar (0..4), clamped at 0.
+  v = t.units_view(4, 900);
+  CHECK(v.c0 == Approx(0.875).margin(1e-3));
+  CHECK(v.c1 == Approx(3.125).margin(1e-3));
+  CHECK(v.lanes[3].bars.size() == 1);  // the MUL (5..9) is outside the window
+  t.seek(5);
+  v = t.units_view(4, 900);
+  CHECK(v.c0 == Approx(5.875).margin(1e-3));  // centred on the MUL (5..9)
+  CHECK(v.c1 == Approx(8.125).margin(1e-3));
+  v = t.units_view(1.5, 900);
+  CHECK(v.c1 == Approx(9).margin(1e-3));  // clamped at the end
+  CHECK(v.c0 == Approx(3).margin(1e-3));
+  CHECK(v.lanes[3].current->critical);
+
+  const std::string dump = viewer::dump_trace(t);
+  CHECK(dump.find("units: cycles=9 bound=vector now=5\n") != std::string::npos);
+  CHECK(dump.find("lane vector: busy 88.9 % rows=1 bars=2 current=5..9 critical\n") != std::string::npos);
+}
+
+TEST_CASE("Units panel: a deadlock is kept as the trace's timing error; no .units, no panel", "[viewer][units]") {
+  flashsim::test::ScratchDir tmp;
+  std::ifstream in(kData + "/units_two_streams.fsa");
+  std::stringstream text;
+  text << in.rdbuf() << ".stream c\n.wait never\nMOV R3, R5\n";
+  const std::string path = tmp.path("dead.fsa");
+  std::ofstream(path) << text.str();
+  Trace t(file(path));
+  CHECK_FALSE(t.timing());
+  CHECK(t.timing_error().rfind(path + ":20:1: error: deadlock", 0) == 0);
+  CHECK(t.units_view(1, 100).lanes.empty());
+  CHECK(t.step_forward());  // the machine still steps
+
+  Trace plain(lesson("03-outer-product"));
+  CHECK_FALSE(plain.timing());
+  CHECK(plain.timing_error().empty());
+  CHECK(viewer::dump_trace(plain).find("units:") == std::string::npos);
+}
+
+TEST_CASE("File > Export Perfetto of a trace with .units writes the time model's lanes", "[viewer][units][export]") {
+  flashsim::test::ScratchDir tmp;
+  Model m;
+  REQUIRE(m.open(0, file(kData + "/units_two_streams.fsa")));
+  const std::string out = tmp.path("units.json");
+  REQUIRE(m.export_trace(0, out, Model::ExportFormat::Perfetto));
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  const auto doc = flashsim::test::parse_json(text.str());
+  std::vector<std::string> tracks;
+  for (const auto& e : doc.at("traceEvents").array)
+    if (e.at("ph").string == "M" && e.at("name").string == "thread_name") tracks.push_back(e.at("args").at("name").string);
+  CHECK(tracks == std::vector<std::string>{"memory unit", "tensor unit", "special unit", "vector unit", "stream load",
+                                           "stream a", "stream b"});
+}
