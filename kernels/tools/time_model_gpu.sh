@@ -9,6 +9,10 @@ bin=${1:?usage: time_model_gpu.sh BIN_DIR OUT_DIR [COMPARE_SIZES]}
 out=${2:?usage: time_model_gpu.sh BIN_DIR OUT_DIR [COMPARE_SIZES]}
 sizes=${3:-attn:24x6144x128,attn:48x3072x64,attn:6x12288x128,attn:12x12288x64}
 mkdir -p "$out"
+for lib in libcupti.so.13 libnccl.so.2; do
+  d=$(dirname "$(find / -name "$lib" -not -path '/proc/*' 2>/dev/null | head -1)" 2>/dev/null)
+  [ -n "$d" ] && [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"
+done
 nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm,power.limit --format=csv > "$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"
 echo "== bench_kernels (no SDPA columns) =="
