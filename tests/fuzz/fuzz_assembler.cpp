@@ -7,6 +7,7 @@
 
 #include "isa/assembler.h"
 #include "sim/machine.h"
+#include "sim/timing.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -25,6 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     while (m.step_back()) {
     }
+    // A trace with units is timed too: a deadlock is a TimingError, never a hang.
+    if (m.program().timing.units && m.size() <= 2000) flashsim::sim::time_program(m.program());
+  } catch (const flashsim::sim::TimingError&) {
   } catch (const flashsim::isa::AsmError&) {
   } catch (const flashsim::sim::MachineFault&) {
   }
