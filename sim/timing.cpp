@@ -263,7 +263,8 @@ double Simulator::advance(StreamState& s) {
       continue;
     }
     const std::uint32_t i = it.index;
-    double earliest = 0;
+    // The stream's own previous op binds unless a dependency comes later.
+    double earliest = s.free_at;
     std::int64_t pred = s.last_op;
     for (std::uint32_t k = dep_begin_[i]; k < dep_begin_[i + 1]; ++k) {
       const Op& d = ops_[static_cast<std::size_t>(s.copy) * n_ + deps_[k].on];

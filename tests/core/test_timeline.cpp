@@ -142,8 +142,8 @@ TEST_CASE("flashsim run on a program with .units prints the time model", "[cli][
   INFO(r.out);
   REQUIRE(r.status == 0);
   CHECK(has(r.out, "cycles        5\n"));  // the machine's own count is unchanged
-  // "main" holds the instructions before the first .stream: none here (no lane for it below).
-  CHECK(has(r.out, "time model    .units h100, 4 streams (main, load, a, b)\n"));
+  // No instruction comes before the first .stream, so there is no "main" stream.
+  CHECK(has(r.out, "time model    .units h100, 3 streams (load, a, b)\n"));
   CHECK(has(r.out, "predicted     9 cycles\n"));
   CHECK(has(r.out, "bound         vector\n"));
   CHECK(has(r.out, "special                 4    44.4 %\n"));
@@ -158,8 +158,8 @@ TEST_CASE("flashsim run on a program with .units prints the time model", "[cli][
   CHECK(t.at("units").at("special").at("busy_cycles").number == Approx(4).margin(1e-3));
   CHECK(t.at("units").at("vector").at("busy_fraction").number == Approx(8.0 / 9).margin(1e-3));
   CHECK(t.at("units").at("tensor").at("busy_fraction").number == 0);
-  REQUIRE(t.at("streams").array.size() == 4);
-  CHECK(t.at("streams").array[2].string == "a");
+  REQUIRE(t.at("streams").array.size() == 3);
+  CHECK(t.at("streams").array[1].string == "a");
   CHECK(doc.at("cycles").number == 5);
 
   // Without .units: no time block, no "timing" key.
