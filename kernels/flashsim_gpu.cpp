@@ -369,6 +369,179 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   return 0;
 }
 
+// `traffic`: per-array bytes of our kernels' model beside the tile machine's count (no GPU).
+static int traffic_main(const std::string& t_sched, const std::string& t_sizes) {
+  std::vector<Spec> t_specs;
+  try {
+    t_specs = expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+    return flashsim::cli::kExitBadInput;
+  }
+  try {
+    for (const auto& s : t_specs) {
+      std::vector<CountedArray> got;
+      std::string why;
+      auto c = counted(s, &got, &why);
+      std::printf("%s %s %s%s\n", info(s.schedule).id, s.size_label().c_str(), dtype_name(s.dtype),
+                  c ? "" : (" (counted: " + why + ")").c_str());
+      std::printf("  %-10s %14s %14s %14s %14s\n", "array", "model R", "model W", "counted R", "counted W");
+      auto model = model_traffic(s);
+      for (const auto& m : model) {
+        const CountedArray* hit = nullptr;
+        for (const auto& g : got)
+          if (g.name == m.name) hit = &g;
+        std::printf("  %-10s %14llu %14llu %14s %14s%s\n", m.name.c_str(), (unsigned long long)m.read,
+                    (unsigned long long)m.written, hit ? std::to_string(hit->read).c_str() : "-",
+                    hit ? std::to_string(hit->written).c_str() : "-",
+                    hit && (hit->read != m.read || hit->written != m.written) ? "  differs" : "");
+      }
+      for (const auto& g : got) {
+        bool known = false;
+        for (const auto& m : model) known = known || m.name == g.name;
+        if (!known)
+          std::printf("  %-10s %14s %14s %14llu %14llu  (tile machine only)\n", g.name.c_str(), "-", "-",
+                      (unsigned long long)g.read, (unsigned long long)g.written);
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+// The options of `compare`.
+struct CompareArgs {
+  std::string schedules = "all", sizes = "small,large", dtypes, causal = "both", csv, json, writes = "one-range", gpu_preset;
+  int repeats = 10, measurements = 1;
+  bool no_profile = false, no_check = false;
+  std::uint64_t seed = 0;
+};
+
+// `compare`: run the schedules at the sizes, measure, predict (bytes and time), print.
+static int compare_main(CompareArgs a) {
+  auto& [schedules, sizes, dtypes, causal, csv, json, writes, gpu_preset, repeats, measurements, no_profile, no_check, seed] = a;
+  // compare: parse everything before touching the GPU
+  std::vector<Spec> specs;
+  try {
+    std::vector<Dtype> dts;
+    if (!dtypes.empty())  // a blank --dtype is refused by CLI11 (refuse_blank_values)
+      for (const auto& cur : flashsim::sim::csv_split(dtypes)) {
+        if (cur.find_first_not_of(" \t") == std::string::npos)
+          throw std::invalid_argument("--dtype: an empty item in '" + dtypes + "'");
+        auto d = parse_dtype(cur);
+        if (!d) throw std::invalid_argument("unknown dtype '" + cur + "'");
+        dts.push_back(*d);
+      }
+    std::vector<bool> cm = causal == "no" ? std::vector<bool>{false}
+                           : causal == "yes" ? std::vector<bool>{true}
+                                             : std::vector<bool>{false, true};
+    specs = expand(parse_schedules(schedules), parse_sizes(sizes), dts, cm);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+    return flashsim::cli::kExitBadInput;
+  }
+  if (specs.empty()) {
+    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");
+    return 1;
+  }
+
+  if (!gpu_preset.empty()) {
+    try {
+      gpu_preset_for("", gpu_preset);
+    } catch (const std::invalid_argument& e) {
+      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+      return flashsim::cli::kExitBadInput;
+    }
+  }
+  auto dev = device_info();
+  if (!dev.have_device) {
+    std::fprintf(stderr, "flashsim-gpu: no CUDA device (%s); nothing was run\n", dev.why.c_str());
+    return 2;
+  }
+  const PresetPick preset = gpu_preset_for(dev.name, gpu_preset);
+
+  std::vector<Row> rows;
+  std::string prof_status;
+  try {
+    RunOptions opt;
+    opt.repeats = repeats;
+    opt.profile = !no_profile;
+    opt.check = !no_check;
+    opt.predict = false;  // below, on worker threads
+    opt.writes_one_range = writes == "one-range";
+    opt.measurements = measurements;
+    Runner runner(opt);
+    prof_status = runner.profiler_status();
+    if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set over %u set(s), page "
+                "lines %u, copy rank %u)\n",
+                dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
+                dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
+    std::printf("profiler: %s\n", prof_status.c_str());
+    std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
+    std::printf("time model: preset %s (%s)%s%s\n", preset.name.c_str(), gpu_preset.empty() ? "from the device name" : "--gpu-preset",
+                preset.note.empty() ? "" : "; ", preset.note.c_str());
+    std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));
+    std::fflush(stdout);
+    // The L2 model of a large size takes CPU seconds: it runs on worker threads while the GPU
+    // measures the next rows (each prediction owns its machine; rows are not moved meanwhile).
+    rows.reserve(specs.size());
+    const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 9) - 1;
+    std::deque<std::future<void>> pending;
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      const auto& s = specs[i];
+      progress(i, specs.size(),
+               std::string(info(s.schedule).id) + " " + s.size_label() + " " + dtype_name(s.dtype));
+      rows.push_back(runner.run(s, seed + 1000003ull * i));
+      if (pending.size() >= workers) {
+        pending.front().get();
+        pending.pop_front();
+      }
+      pending.push_back(std::async(std::launch::async, [&rows, &dev, &preset, i] {
+        predict_row(rows[i], dev);
+        predict_row_time(rows[i], preset.name);  // with the predicted HBM bytes
+      }));
+    }
+    progress(specs.size(), specs.size(), "predicting");
+    while (!pending.empty()) {
+      pending.front().get();
+      pending.pop_front();
+    }
+    progress(specs.size(), specs.size(), "done");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nflashsim-gpu: %s\n", e.what());
+    return 1;
+  }
+
+  print_table(std::cout, rows, static_cast<double>(dev.l2_bytes));
+  const std::string expl = l2_explanation(rows, static_cast<double>(dev.l2_bytes));
+  if (!expl.empty()) std::cout << expl << '\n';
+  const std::string bound = prediction_summary(rows);
+  if (!bound.empty()) std::cout << bound << '\n';
+  const std::string time_bound = time_prediction_summary(rows);
+  if (!time_bound.empty()) std::cout << time_bound << '\n';
+  std::cout << "columns: R/W in MiB; counted = tile machine, min = each input once + each output once, HBM = "
+               "dram__bytes_{read,write}.sum (writes include the write-back of lines left dirty in L2, measured over "
+               "the flush after the range), exp = each small array once + streamed arrays as counted, "
+               "L2 = lts__t_sectors_srcunit_tex_op_{read,write}.sum x 32 B; '!' = streaming run off exp by > 2%; pred ms = "
+               "the time model on the " << preset.name << " preset (fast kernels: timed traces, sim/gpu_time.h; SIMT "
+               "kernels: per-unit throughput, predict_time_simt) with the pred bytes at the sustained HBM bandwidth\n";
+  bool ok = true;
+  for (const auto& r : rows) {
+    if (!r.ok()) {
+      ok = false;
+      std::cout << "FAIL " << info(r.spec.schedule).id << " " << r.spec.size_label() << " "
+                << dtype_name(r.spec.dtype) << ": rel err " << r.rel_err << " > " << r.tol << " (" << r.note << ")\n";
+    }
+  }
+  std::string device = dev.name + ", L2 " + std::to_string(dev.l2_bytes) + " B";
+  if (!csv.empty() && !write_to(csv, [&](std::ostream& o) { write_csv(o, rows); })) ok = false;
+  if (!json.empty() && !write_to(json, [&](std::ostream& o) { write_json(o, rows, device, prof_status); })) ok = false;
+  return ok ? 0 : 1;
+}
+
 static int run_main(int argc, char** argv) {
   CLI::App app{"flashsim-gpu: run the flashsim schedules on a CUDA GPU and compare measured HBM traffic with "
                "the tile machine's count"};
@@ -380,44 +553,38 @@ static int run_main(int argc, char** argv) {
   traffic->add_option("--schedules,-s", t_sched, "schedules or groups")->capture_default_str();
   traffic->add_option("--sizes", t_sizes, "sizes, as for compare")->capture_default_str();
   auto* cmp = app.add_subcommand("compare", "run schedules at sizes; print counted vs measured bytes");
-  std::string schedules = "all", sizes = "small,large", dtypes, causal = "both", csv, json;
-  int repeats = 10;
-  bool no_profile = false, no_check = false;
-  std::uint64_t seed = 0;
-  cmp->add_option("--schedules,-s", schedules,
+  CompareArgs ca;
+  cmp->add_option("--schedules,-s", ca.schedules,
                   "comma list of schedules or groups (matmul, softmax, attn-fwd, attn-bwd, attention, all)")
       ->capture_default_str();
-  cmp->add_option("--sizes", sizes,
+  cmp->add_option("--sizes", ca.sizes,
                   "comma list of presets (tiny, small = inside L2, large = far beyond L2) or op:dims, e.g. "
                   "matmul:4096x4096x512, softmax:256x524288, attn-fwd:8x4096x64, attn-bwd:.., attn:..")
       ->capture_default_str();
-  cmp->add_option("--dtype", dtypes, "comma list of fp32, bf16, fp16 (fp16: attn-fa2-mma only; default: matmul both, softmax fp32, attention bf16)");
-  cmp->add_option("--causal", causal, "attention masks: no, yes or both")
+  cmp->add_option("--dtype", ca.dtypes, "comma list of fp32, bf16, fp16 (fp16: attn-fa2-mma only; default: matmul both, softmax fp32, attention bf16)");
+  cmp->add_option("--causal", ca.causal, "attention masks: no, yes or both")
       ->check(CLI::IsMember({"no", "yes", "both"}))
       ->capture_default_str();
-  cmp->add_option("--repeats", repeats, "timed repeats per run (median reported)")
+  cmp->add_option("--repeats", ca.repeats, "timed repeats per run (median reported)")
       ->check(CLI::Range(1, 1000))
       ->capture_default_str();
-  int measurements = 1;
-  cmp->add_option("--measurements", measurements,
+  cmp->add_option("--measurements", ca.measurements,
                   "profiled measurements per run, each after its own L2 flush; the median is reported, the "
                   "smallest and largest in the CSV and JSON")
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
-  cmp->add_flag("--no-profile", no_profile, "skip the CUPTI range profiler (times only)");
-  std::string writes = "one-range";
-  cmp->add_option("--writes", writes,
+  cmp->add_flag("--no-profile", ca.no_profile, "skip the CUPTI range profiler (times only)");
+  cmp->add_option("--writes", ca.writes,
                   "how HBM writes are measured: one-range (the run and the L2 flushes after it in one range, less "
                   "the same range without the run) or split (the run's range plus a rerun's write-back, measured "
                   "apart: 2 MiB off either way; the method before 2026-11-25)")
       ->check(CLI::IsMember({"one-range", "split"}))
       ->capture_default_str();
-  cmp->add_flag("--no-check", no_check, "skip the CPU reference check");
-  cmp->add_option("--seed", seed, "random seed (default: from the clock, fresh each run)");
-  cmp->add_option("--csv", csv, "also write CSV to FILE ('-' for stdout)");
-  cmp->add_option("--json", json, "also write JSON to FILE ('-' for stdout)");
-  std::string gpu_preset;
-  cmp->add_option("--gpu-preset", gpu_preset,
+  cmp->add_flag("--no-check", ca.no_check, "skip the CPU reference check");
+  cmp->add_option("--seed", ca.seed, "random seed (default: from the clock, fresh each run)");
+  cmp->add_option("--csv", ca.csv, "also write CSV to FILE ('-' for stdout)");
+  cmp->add_option("--json", ca.json, "also write JSON to FILE ('-' for stdout)");
+  cmp->add_option("--gpu-preset", ca.gpu_preset,
                   "the time model's GPU preset for the pred ms column (h100, h200; default: from the device name)");
 
   auto* pred = app.add_subcommand(
@@ -547,165 +714,8 @@ static int run_main(int argc, char** argv) {
     return 0;
   }
 
-  if (traffic->parsed()) {
-    std::vector<Spec> t_specs;
-    try {
-      t_specs = expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true});
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-      return flashsim::cli::kExitBadInput;
-    }
-    try {
-      for (const auto& s : t_specs) {
-        std::vector<CountedArray> got;
-        std::string why;
-        auto c = counted(s, &got, &why);
-        std::printf("%s %s %s%s\n", info(s.schedule).id, s.size_label().c_str(), dtype_name(s.dtype),
-                    c ? "" : (" (counted: " + why + ")").c_str());
-        std::printf("  %-10s %14s %14s %14s %14s\n", "array", "model R", "model W", "counted R", "counted W");
-        auto model = model_traffic(s);
-        for (const auto& m : model) {
-          const CountedArray* hit = nullptr;
-          for (const auto& g : got)
-            if (g.name == m.name) hit = &g;
-          std::printf("  %-10s %14llu %14llu %14s %14s%s\n", m.name.c_str(), (unsigned long long)m.read,
-                      (unsigned long long)m.written, hit ? std::to_string(hit->read).c_str() : "-",
-                      hit ? std::to_string(hit->written).c_str() : "-",
-                      hit && (hit->read != m.read || hit->written != m.written) ? "  differs" : "");
-        }
-        for (const auto& g : got) {
-          bool known = false;
-          for (const auto& m : model) known = known || m.name == g.name;
-          if (!known)
-            std::printf("  %-10s %14s %14s %14llu %14llu  (tile machine only)\n", g.name.c_str(), "-", "-",
-                        (unsigned long long)g.read, (unsigned long long)g.written);
-        }
-      }
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-      return 1;
-    }
-    return 0;
-  }
-
-  // compare: parse everything before touching the GPU
-  std::vector<Spec> specs;
-  try {
-    std::vector<Dtype> dts;
-    if (!dtypes.empty())  // a blank --dtype is refused by CLI11 (refuse_blank_values)
-      for (const auto& cur : flashsim::sim::csv_split(dtypes)) {
-        if (cur.find_first_not_of(" \t") == std::string::npos)
-          throw std::invalid_argument("--dtype: an empty item in '" + dtypes + "'");
-        auto d = parse_dtype(cur);
-        if (!d) throw std::invalid_argument("unknown dtype '" + cur + "'");
-        dts.push_back(*d);
-      }
-    std::vector<bool> cm = causal == "no" ? std::vector<bool>{false}
-                           : causal == "yes" ? std::vector<bool>{true}
-                                             : std::vector<bool>{false, true};
-    specs = expand(parse_schedules(schedules), parse_sizes(sizes), dts, cm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-    return flashsim::cli::kExitBadInput;
-  }
-  if (specs.empty()) {
-    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");
-    return 1;
-  }
-
-  if (!gpu_preset.empty()) {
-    try {
-      gpu_preset_for("", gpu_preset);
-    } catch (const std::invalid_argument& e) {
-      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-      return flashsim::cli::kExitBadInput;
-    }
-  }
-  auto dev = device_info();
-  if (!dev.have_device) {
-    std::fprintf(stderr, "flashsim-gpu: no CUDA device (%s); nothing was run\n", dev.why.c_str());
-    return 2;
-  }
-  const PresetPick preset = gpu_preset_for(dev.name, gpu_preset);
-
-  std::vector<Row> rows;
-  std::string prof_status;
-  try {
-    RunOptions opt;
-    opt.repeats = repeats;
-    opt.profile = !no_profile;
-    opt.check = !no_check;
-    opt.predict = false;  // below, on worker threads
-    opt.writes_one_range = writes == "one-range";
-    opt.measurements = measurements;
-    Runner runner(opt);
-    prof_status = runner.profiler_status();
-    if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set over %u set(s), page "
-                "lines %u, copy rank %u)\n",
-                dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
-                dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
-    std::printf("profiler: %s\n", prof_status.c_str());
-    std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
-    std::printf("time model: preset %s (%s)%s%s\n", preset.name.c_str(), gpu_preset.empty() ? "from the device name" : "--gpu-preset",
-                preset.note.empty() ? "" : "; ", preset.note.c_str());
-    std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));
-    std::fflush(stdout);
-    // The L2 model of a large size takes CPU seconds: it runs on worker threads while the GPU
-    // measures the next rows (each prediction owns its machine; rows are not moved meanwhile).
-    rows.reserve(specs.size());
-    const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 9) - 1;
-    std::deque<std::future<void>> pending;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      const auto& s = specs[i];
-      progress(i, specs.size(),
-               std::string(info(s.schedule).id) + " " + s.size_label() + " " + dtype_name(s.dtype));
-      rows.push_back(runner.run(s, seed + 1000003ull * i));
-      if (pending.size() >= workers) {
-        pending.front().get();
-        pending.pop_front();
-      }
-      pending.push_back(std::async(std::launch::async, [&rows, &dev, &preset, i] {
-        predict_row(rows[i], dev);
-        predict_row_time(rows[i], preset.name);  // with the predicted HBM bytes
-      }));
-    }
-    progress(specs.size(), specs.size(), "predicting");
-    while (!pending.empty()) {
-      pending.front().get();
-      pending.pop_front();
-    }
-    progress(specs.size(), specs.size(), "done");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nflashsim-gpu: %s\n", e.what());
-    return 1;
-  }
-
-  print_table(std::cout, rows, static_cast<double>(dev.l2_bytes));
-  const std::string expl = l2_explanation(rows, static_cast<double>(dev.l2_bytes));
-  if (!expl.empty()) std::cout << expl << '\n';
-  const std::string bound = prediction_summary(rows);
-  if (!bound.empty()) std::cout << bound << '\n';
-  const std::string time_bound = time_prediction_summary(rows);
-  if (!time_bound.empty()) std::cout << time_bound << '\n';
-  std::cout << "columns: R/W in MiB; counted = tile machine, min = each input once + each output once, HBM = "
-               "dram__bytes_{read,write}.sum (writes include the write-back of lines left dirty in L2, measured over "
-               "the flush after the range), exp = each small array once + streamed arrays as counted, "
-               "L2 = lts__t_sectors_srcunit_tex_op_{read,write}.sum x 32 B; '!' = streaming run off exp by > 2%; pred ms = "
-               "the time model on the " << preset.name << " preset (fast kernels: timed traces, sim/gpu_time.h; SIMT "
-               "kernels: per-unit throughput, predict_time_simt) with the pred bytes at the sustained HBM bandwidth\n";
-  bool ok = true;
-  for (const auto& r : rows) {
-    if (!r.ok()) {
-      ok = false;
-      std::cout << "FAIL " << info(r.spec.schedule).id << " " << r.spec.size_label() << " "
-                << dtype_name(r.spec.dtype) << ": rel err " << r.rel_err << " > " << r.tol << " (" << r.note << ")\n";
-    }
-  }
-  std::string device = dev.name + ", L2 " + std::to_string(dev.l2_bytes) + " B";
-  if (!csv.empty() && !write_to(csv, [&](std::ostream& o) { write_csv(o, rows); })) ok = false;
-  if (!json.empty() && !write_to(json, [&](std::ostream& o) { write_json(o, rows, device, prof_status); })) ok = false;
-  return ok ? 0 : 1;
+  if (traffic->parsed()) return traffic_main(t_sched, t_sizes);
+  return compare_main(ca);
 }
 
 int main(int argc, char** argv) { return flashsim::guard_main("flashsim-gpu", [&] { return run_main(argc, argv); }); }
