@@ -648,6 +648,26 @@ const Part& part_for_file(const Lesson& lesson, const std::string& file) {
   return lesson.parts.front();
 }
 
+LessonChoice choose_lesson(const std::string& name, const std::string& file) {
+  const auto colon = name.find(':');
+  // "NAME:" with nothing after the colon picks no part, as "NAME" does.
+  LessonChoice c{find_lesson(name.substr(0, colon)), 0, colon != std::string::npos && colon + 1 < name.size()};
+  const Part* part = nullptr;
+  if (c.part_named) {
+    const std::string part_name = name.substr(colon + 1);
+    part = c.lesson.find_part(part_name);
+    if (!part) {
+      std::string names;
+      for (const auto& p : c.lesson.parts) names += (names.empty() ? "" : ", ") + p.name;
+      throw std::invalid_argument("lesson " + c.lesson.id + " has no part '" + part_name + "' (parts: " + names + ")");
+    }
+  } else {
+    part = &part_for_file(c.lesson, file);
+  }
+  c.part = static_cast<std::size_t>(part - c.lesson.parts.data());
+  return c;
+}
+
 std::optional<std::string> learner_file_for(const Lesson& lesson) {
   const char* e = std::getenv("FLASHSIM_LESSON_FILE");
   if (!e || !*e) return std::nullopt;

@@ -171,6 +171,15 @@ Lesson load_lesson(const std::string& dir);
 Lesson find_lesson(const std::string& name, const std::string& root = lessons_root());
 // The part a file belongs to: the one whose exercise/solution has the file's name, else the first.
 const Part& part_for_file(const Lesson& lesson, const std::string& file);
+// "NAME" or "NAME:PART" and the file to grade: the lesson and its part, the one PART names
+// (std::invalid_argument listing the parts when none has that name) or else the file's.
+struct LessonChoice {
+  Lesson lesson;
+  std::size_t part = 0;     // index into lesson.parts
+  bool part_named = false;  // NAME carried a :PART
+  const Part& selected() const { return lesson.parts[part]; }
+};
+LessonChoice choose_lesson(const std::string& name, const std::string& file);
 
 // --- checking -----------------------------------------------------------------------------
 Verdict check_file(const Lesson& lesson, const Part& part, const std::string& trace_path);

@@ -39,27 +39,13 @@ int list_lessons() {
 }
 
 int check_lesson(const std::string& name, const std::string& file) {
-  std::string lesson_name = name, part_name;
-  if (auto colon = name.find(':'); colon != std::string::npos) {
-    lesson_name = name.substr(0, colon);
-    part_name = name.substr(colon + 1);
-  }
-  Lesson lesson = find_lesson(lesson_name);
-  const Part* part = nullptr;
-  if (!part_name.empty()) {
-    part = lesson.find_part(part_name);
-    if (!part) {
-      std::string names;
-      for (const auto& p : lesson.parts) names += (names.empty() ? "" : ", ") + p.name;
-      throw std::invalid_argument("lesson " + lesson.id + " has no part '" + part_name + "' (parts: " + names + ")");
-    }
-  } else {
-    part = &part_for_file(lesson, file);
-  }
+  const LessonChoice choice = choose_lesson(name, file);
+  const Lesson& lesson = choice.lesson;
+  const Part* part = &choice.selected();
   // Parts that share the file's exercise (lesson 16 at d = 64 and d = 128) grade it one after
   // the other, unless NAME picks one.
   std::vector<const Part*> parts{part};
-  if (part_name.empty())
+  if (!choice.part_named)
     for (const auto& p : lesson.parts)
       if (&p != part && p.exercise == part->exercise && p.solution == part->solution) parts.push_back(&p);
   if (file.empty()) std::cout << "(no FILE given: checking the reference solution)\n";

@@ -19,6 +19,7 @@
 #include "isa/assembler.h"
 #include "isa/program.h"
 #include "lessons/09-attention-loop-orders/scalar_gen_cli.h"
+#include "lessons/commands.h"
 #include "lessons/lesson.h"
 #include "lessons/lesson_cli.h"
 #include "lessons/tour.h"
@@ -68,23 +69,13 @@ class Capture {
   std::streambuf* err_old_;
 };
 
-// lessons/main.cpp's run_main, with the same subcommands registered in the same order (keep the two
-// in step: a command registered there and not here is unknown to flashsim.cli()).
+// lessons/main.cpp's run_main: the same subcommands, from the same registration.
 int run_flashsim(const std::vector<std::string>& args) {
   CLI::App app{"flashsim: a cycle-counting toy machine for IO-aware GPU algorithms"};
   app.set_version_flag("--version", FLASHSIM_VERSION);
   app.require_subcommand(1);
   int exit_code = 0;
-  cli::register_run_command(app, exit_code);
-  lessons::register_lesson_command(app, exit_code);
-  lessons::register_gen_command(app, exit_code);
-  lessons::register_scalar_gen_commands(app, exit_code);
-  lessons::register_optimize_command(app, exit_code);
-  cli::register_tile_commands(app, exit_code);
-  lessons::register_tour_command(app, exit_code);
-  cli::register_ring_command(app, exit_code);
-  cli::register_time_command(app, exit_code);
-  cli::refuse_blank_values(app);  // after every option is registered
+  lessons::register_flashsim_commands(app, exit_code);
   std::vector<std::string> storage;
   storage.reserve(args.size() + 1);
   storage.emplace_back("flashsim");
@@ -438,24 +429,10 @@ struct PyVerdict {
 PyVerdict lesson_check(const std::string& name, const std::optional<std::string>& file,
                        const std::optional<std::string>& text, const std::string& text_name) {
   if (file && text) throw std::invalid_argument("lesson_check: give file or text, not both");
-  std::string lesson_name = name, part_name;
-  if (auto colon = name.find(':'); colon != std::string::npos) {
-    lesson_name = name.substr(0, colon);
-    part_name = name.substr(colon + 1);
-  }
-  lessons::Lesson lesson = lessons::find_lesson(lesson_name);
-  const lessons::Part* part = nullptr;
   const std::string file_name = file ? *file : text ? text_name : std::string();
-  if (!part_name.empty()) {
-    part = lesson.find_part(part_name);
-    if (!part) {
-      std::string names;
-      for (const auto& p : lesson.parts) names += (names.empty() ? "" : ", ") + p.name;
-      throw std::invalid_argument("lesson " + lesson.id + " has no part '" + part_name + "' (parts: " + names + ")");
-    }
-  } else {
-    part = &lessons::part_for_file(lesson, file_name);
-  }
+  const lessons::LessonChoice choice = lessons::choose_lesson(name, file_name);
+  const lessons::Lesson& lesson = choice.lesson;
+  const lessons::Part* part = &choice.selected();
   lessons::Verdict v;
   if (text) v = lessons::check_text(lesson, *part, *text, text_name);
   else
