@@ -513,6 +513,17 @@ std::unique_ptr<Workload> make_attention_backward(const Spec& s) {
 
 namespace bwd_fast {
 
+// How a launch leaves its gradients: the plain launcher's T outputs (mode 0, dQ zeroed and converted),
+// or the ring's fp32 sums over (query chunk, key chunk) pairs: dK / dV written (mode 1) or added
+// (mode 2) into dk / dv, dQ kept in the workspace's accumulator (zero_dq on a chunk's first pair,
+// convert_dq never: attention_backward_fast_finish_dq converts it once).
+struct BwdAccumulate {
+  float* dk = nullptr;
+  float* dv = nullptr;
+  int mode = 0;
+  bool zero_dq = true, convert_dq = true;
+};
+
 constexpr float kLog2e = 1.4426950408889634f;
 // lse and D rows are padded to a multiple of this in the workspace, so a Q tile's statistics are
 // always one aligned 16-byte-chunked run (no bounds checks in the main loop).
@@ -563,7 +574,7 @@ template <class T, int D>
 __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict__ o, const T* __restrict__ dout,
                                                             const float* __restrict__ lse, float* __restrict__ dq_acc,
                                                             float* __restrict__ lse2, float* __restrict__ dsum, int n,
-                                                            int n_pad, long long rows) {
+                                                            int n_pad, long long rows, bool zero_dq) {
   constexpr int kLanes = D / 8;
   const long long id = blockIdx.x * 256LL + threadIdx.x;
   const long long row = id / kLanes;  // the grid covers whole rows, so groups of kLanes stay together
@@ -582,9 +593,11 @@ __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict_
 #pragma unroll
     for (int i = 0; i < 8; ++i) acc = fmaf(a[i], b[i], acc);
   }
-  float4* z = reinterpret_cast<float4*>(dq_acc + static_cast<std::size_t>(id) * 8);
-  z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
-  z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  if (zero_dq) {  // the ring's later pairs add into the dQ their earlier pairs left
+    float4* z = reinterpret_cast<float4*>(dq_acc + static_cast<std::size_t>(id) * 8);
+    z[0] = make_float4(0.f, 0.f, 0.f, 0.f);
+    z[1] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
 #pragma unroll
   for (int s = kLanes / 2; s > 0; s >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, s);
   if (part == 0) {
@@ -632,6 +645,41 @@ __device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T
     const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
     *reinterpret_cast<uint4*>(dk + off) = a;
     *reinterpret_cast<uint4*>(dv + off) = b;
+  }
+}
+
+// The same rows into fp32 accumulators (the ring backward, kernels/ring_backward.cpp): written, or
+// added to what the pairs before left there (add). The staged values are already rounded to T.
+template <int D, int BC, int THREADS, class T>
+__device__ __forceinline__ void store_dkdv_f32(std::uint32_t ks, std::uint32_t vs, float* dk, float* dv, int kv0, int n,
+                                               int tid, bool add) {
+  constexpr int kChunks = D / 8;
+  for (int x = tid; x < BC * kChunks; x += THREADS) {
+    const int r = x / kChunks, c = x % kChunks;
+    if (kv0 + r >= n) continue;
+    uint4 a, b;
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
+    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
+    float fk[8], fv[8];
+    unpack8(a, fk, T{});
+    unpack8(b, fv, T{});
+    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
+    float4* pk = reinterpret_cast<float4*>(dk + off);
+    float4* pv = reinterpret_cast<float4*>(dv + off);
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float4 k4 = make_float4(fk[4 * h], fk[4 * h + 1], fk[4 * h + 2], fk[4 * h + 3]);
+      float4 v4 = make_float4(fv[4 * h], fv[4 * h + 1], fv[4 * h + 2], fv[4 * h + 3]);
+      if (add) {
+        const float4 ko = pk[h], vo = pv[h];
+        k4.x += ko.x, k4.y += ko.y, k4.z += ko.z, k4.w += ko.w;
+        v4.x += vo.x, v4.y += vo.y, v4.z += vo.z, v4.w += vo.w;
+      }
+      pk[h] = k4;
+      pv[h] = v4;
+    }
   }
 }
 
@@ -1288,7 +1336,8 @@ template <class T, int D, int BR, int BC, int STAGES, bool TRUNC_PDS = false, bo
           bool ALT_DQ = false>
 __global__ void __launch_bounds__(384, 1)
     attn_bwd_ws_kernel(const float* __restrict__ lse2, const float* __restrict__ dsum, float* __restrict__ dq_acc,
-                       T* __restrict__ dk, T* __restrict__ dv, int n, int n_pad, int bh, int heads_per_group,
+                       T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dk_acc, float* __restrict__ dv_acc,
+                       int acc_mode, int n, int n_pad, int bh, int heads_per_group,
                        bool causal, float scale, float scale_log2, const __grid_constant__ CUtensorMap map_q,
                        const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
                        const __grid_constant__ CUtensorMap map_v) {
@@ -1578,8 +1627,13 @@ __global__ void __launch_bounds__(384, 1)
     }
   }
   tma::named_bar_sync(kBarEpi, 256);
-  advance(static_cast<std::size_t>(head) * n * D, dk, dv);
-  store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x - 128);
+  if (acc_mode == 0) {
+    advance(static_cast<std::size_t>(head) * n * D, dk, dv);
+    store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x - 128);
+  } else {  // 1: write the fp32 accumulators, 2: add into them
+    advance(static_cast<std::size_t>(head) * n * D, dk_acc, dv_acc);
+    store_dkdv_f32<D, BC, 256, T>(ks, vs, dk_acc, dv_acc, kv0, n, threadIdx.x - 128, acc_mode == 2);
+  }
 }
 
 // Version 6's dQ = scale * accumulator: one thread per 16 consecutive floats of a chunk (4 float4
@@ -1635,7 +1689,10 @@ constexpr int ws_stages() {
 // per query tile for 4 and 5), then lse2 and D ([bh][n_pad] each).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
 void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse, T* dq, T* dk, T* dv,
-                void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
+                void* workspace, int bh, int n, bool causal, cudaStream_t stream, const BwdAccumulate& acc = {}) {
+  if constexpr (PRODUCTS < 4)
+    if (acc.mode != 0 || !acc.zero_dq || !acc.convert_dq)
+      throw std::invalid_argument("attention_backward_fast: fp32 accumulation needs version 6 or 7");
   const int n_pad = static_cast<int>(stat_rows(n));
   const std::size_t elems = static_cast<std::size_t>(bh) * n * D;
   float* dq_acc = static_cast<float*>(workspace);
@@ -1645,7 +1702,7 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
 
   const long long rows = static_cast<long long>(bh) * n_pad;  // a multiple of 128: whole blocks
   bwd_fast_prep_kernel<T, D><<<static_cast<unsigned>(rows * (D / 8) / 256), 256, 0, stream>>>(
-      o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows);
+      o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows, acc.zero_dq);
   CUDA_CHECK_LAUNCH();
 
   const int group = bwd_mma_heads_per_group(n, D, static_cast<int>(sizeof(T)), bh);
@@ -1660,10 +1717,11 @@ void launch_bwd(const T* q, const T* k, const T* v, const T* o, const T* dout, c
     const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, BR), map_do = tma::head_tensor_map(dout, bh, n, D, BR),
                       map_k = tma::head_tensor_map(k, bh, n, D, BC), map_v = tma::head_tensor_map(v, bh, n, D, BC);
     record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
-    kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, dk, dv, n, n_pad, bh, group,
-                                                                   causal, scale, scale * kLog2e, map_q, map_do,
-                                                                   map_k, map_v);
+    kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, dk, dv, acc.dk, acc.dv, acc.mode,
+                                                                   n, n_pad, bh, group, causal, scale, scale * kLog2e,
+                                                                   map_q, map_do, map_k, map_v);
     CUDA_CHECK_LAUNCH();
+    if (!acc.convert_dq) return;
     const int q_tiles = (n + BR - 1) / BR;
     const std::size_t groups = static_cast<std::size_t>(bh) * q_tiles * (BR * D / 16);
     const std::size_t blocks = std::min<std::size_t>((groups + 255) / 256, 132 * 16);
@@ -1756,6 +1814,56 @@ template void attention_backward_fast<__half>(const __half*, const __half*, cons
                                               const __half*, const float*, __half*, __half*, __half*, void*, int, int,
                                               int, bool, cudaStream_t);
 
+template <class T>
+void attention_backward_fast_accumulate(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse,
+                                        float* dk_acc, float* dv_acc, bool assign_dkv, void* workspace, bool first_dq,
+                                        int bh, int n, int d, bool causal, cudaStream_t stream) {
+  if (bh < 1 || n < 1) throw std::invalid_argument("attention_backward_fast_accumulate: need bh >= 1 and n >= 1");
+  for (const void* p : {static_cast<const void*>(q), static_cast<const void*>(k), static_cast<const void*>(v),
+                        static_cast<const void*>(o), static_cast<const void*>(dout), static_cast<const void*>(dk_acc),
+                        static_cast<const void*>(dv_acc), static_cast<const void*>(workspace)})
+    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument("attention_backward_fast_accumulate: tensors and workspace must be non-null and 16-byte aligned");
+  if (lse == nullptr) throw std::invalid_argument("attention_backward_fast_accumulate: lse is null");
+  if (d != 64 && d != 128) throw std::invalid_argument("attention_backward_fast_accumulate: head dimension must be 64 or 128");
+  if (bwd_fast::selected_version() < 6)
+    throw std::invalid_argument("attention_backward_fast_accumulate: needs version 6 or 7 (FLASHSIM_BWD_VERSION=5 is set)");
+  const bwd_fast::BwdAccumulate acc{dk_acc, dv_acc, assign_dkv ? 1 : 2, first_dq, false};
+  T* none = nullptr;
+  if (d == 64)
+    bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
+  else if (bwd_fast::selected_version() == 7)
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
+  else
+    bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
+}
+
+template <class T>
+void attention_backward_fast_finish_dq(void* workspace, T* dq, int bh, int n, int d, cudaStream_t stream) {
+  if (bh < 1 || n < 1 || workspace == nullptr || dq == nullptr || (d != 64 && d != 128))
+    throw std::invalid_argument("attention_backward_fast_finish_dq: need bh, n >= 1, d = 64 or 128 and buffers");
+  const float scale = 1.f / std::sqrt(static_cast<float>(d));
+  auto convert = [&](auto kernel, int br) {
+    const int q_tiles = (n + br - 1) / br;
+    const std::size_t groups = static_cast<std::size_t>(bh) * q_tiles * (br * d / 16);
+    const std::size_t blocks = std::min<std::size_t>((groups + 255) / 256, 132 * 16);
+    kernel<<<static_cast<unsigned>(blocks), 256, 0, stream>>>(static_cast<const float*>(workspace), dq, n, q_tiles,
+                                                              groups, scale);
+    CUDA_CHECK_LAUNCH();
+  };
+  if (d == 64) convert(bwd_fast::bwd_ws_dq_kernel<T, 64, 128>, 128);
+  else convert(bwd_fast::bwd_ws_dq_kernel<T, 128, 64>, 64);
+}
+
+#define FLASHSIM_BWD_ACCUMULATE(T)                                                                                    \
+  template void attention_backward_fast_accumulate<T>(const T*, const T*, const T*, const T*, const T*, const float*, \
+                                                      float*, float*, bool, void*, bool, int, int, int, bool,          \
+                                                      cudaStream_t);                                                   \
+  template void attention_backward_fast_finish_dq<T>(void*, T*, int, int, int, cudaStream_t);
+FLASHSIM_BWD_ACCUMULATE(__nv_bfloat16)
+FLASHSIM_BWD_ACCUMULATE(__half)
+#undef FLASHSIM_BWD_ACCUMULATE
+
 }  // namespace flashsim::gpu
 
 #ifdef FLASHSIM_ATTN_BWD_FAST_ONLY
@@ -1764,7 +1872,7 @@ template void attention_backward_fast<__half>(const __half*, const __half*, cons
 namespace flashsim::gpu::bwd_fast {
 #define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, PRODUCTS)                                                  \
   template void launch_bwd<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(const T*, const T*, const T*, const T*, const T*, const float*, \
-                                                        T*, T*, T*, void*, int, int, bool, cudaStream_t);
+                                                        T*, T*, T*, void*, int, int, bool, cudaStream_t, const BwdAccumulate&);
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6 (also the launcher's 7 at d = 64)
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 4)

@@ -63,4 +63,17 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
                              T* dq, T* dk, T* dv, void* workspace, int bh, int n, int d, bool causal,
                              cudaStream_t stream);
 
+// The ring backward's form (kernels/ring_backward.cpp): one (query chunk, key chunk) pair's
+// gradients summed in fp32 across calls on the same n. dQ accumulates in the workspace's fp32
+// accumulator (zeroed first when first_dq; one workspace per query chunk) and reaches dq (type T)
+// only through attention_backward_fast_finish_dq; dK and dV are written (assign_dkv) or added into
+// dk_acc, dv_acc (fp32 [bh, n, d]; the pair's values are rounded to T before the sum). Versions 6
+// and 7 only (throws under FLASHSIM_BWD_VERSION=5).
+template <class T>
+void attention_backward_fast_accumulate(const T* q, const T* k, const T* v, const T* o, const T* dout, const float* lse,
+                                        float* dk_acc, float* dv_acc, bool assign_dkv, void* workspace, bool first_dq,
+                                        int bh, int n, int d, bool causal, cudaStream_t stream);
+template <class T>
+void attention_backward_fast_finish_dq(void* workspace, T* dq, int bh, int n, int d, cudaStream_t stream);
+
 }  // namespace flashsim::gpu

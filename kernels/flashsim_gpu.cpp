@@ -8,7 +8,8 @@
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
 //   flashsim-gpu l2probe [--patterns reread,rmw,copy] [--fractions LIST] [--passes N] [--csv FILE]
 //   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
-//                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]  (kernels/ring.h)
+//                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]
+//                     [--backward] [--method ring|allgather]  (kernels/ring.h)
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -653,8 +654,8 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
 
   auto* ring = app.add_subcommand(
-      "ring", "ring attention forward over --gpus P GPUs (NCCL) on the fast Hopper kernel: validate, counted vs posted "
-              "vs NVLink bytes, overlap, scaling");
+      "ring", "ring attention (forward, or --backward) over --gpus P GPUs (NCCL) on the fast Hopper kernels, or the "
+              "all-gather alternative: validate, counted vs posted vs NVLink bytes, overlap, scaling");
   RingOptions ring_opt;
   // d, dtype, split and transport are checked by ring_main (a clear message and exit 2), not by CLI11
   ring->add_option("--gpus", ring_opt.gpus, "GPUs in the ring")->capture_default_str();
@@ -669,6 +670,12 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
   ring->add_option("--transport", ring_opt.transport,
                    "nccl (ncclSend/ncclRecv) or copy (cudaMemcpyPeerAsync: the copy engines, no SMs)")
+      ->capture_default_str();
+  ring->add_flag("--backward", ring_opt.backward,
+                 "also the backward (dQ at home, dK/dV travel with their K/V block), validated and timed instead of the forward");
+  ring->add_option("--method", ring_opt.method,
+                   "ring (K/V pass around the ring, overlapped) or allgather (NCCL all-gather of K/V, then local "
+                   "pairs; backward: reduce-scatter of dK/dV)")
       ->capture_default_str();
   ring->add_option("--nccl-ctas", ring_opt.nccl_ctas, "cap NCCL's CTAs (ncclConfig_t::maxCTAs); 0: NCCL's default")
       ->capture_default_str();

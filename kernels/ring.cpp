@@ -17,32 +17,12 @@
 
 #include "kernels/fast.h"
 #include "kernels/nvlink_counters.h"
+#include "kernels/ring_run.h"
 #include "kernels/workload.h"
 #include "sim/ring.h"
 
 namespace flashsim::gpu {
-namespace {
-
-#define NCCL_CHECK(x)                                                                         \
-  do {                                                                                        \
-    ncclResult_t r_ = (x);                                                                    \
-    if (r_ != ncclSuccess) {                                                                  \
-      std::fprintf(stderr, "flashsim-gpu ring: %s failed: %s\n", #x, ncclGetErrorString(r_)); \
-      std::exit(2);                                                                           \
-    }                                                                                         \
-  } while (0)
-
-using Clock = std::chrono::steady_clock;
-
-struct Gpu {
-  int id = 0;
-  // q, o: [nc][H][c][d]; kv[b]: K then V, each [nc][H][c][d]; lse: [nc][H][c]; ob, lseb: one chunk
-  DevBuf q, kv[2], o, lse, ob, lseb;
-  cudaStream_t comp = nullptr, comm = nullptr;
-  ncclComm_t nccl = nullptr;
-  std::vector<cudaEvent_t> comp_start, comp_end, comm_start, comm_end;
-  std::int64_t posted_sent = 0, posted_recv = 0;  // bytes handed to ncclSend / ncclRecv (or copied)
-};
+namespace ring_detail {
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -55,6 +35,8 @@ float ms_between(cudaEvent_t a, cudaEvent_t b) {
   return ms;
 }
 
+namespace {
+
 template <class T>
 using FastFn = void (*)(const T*, const T*, const T*, T*, float*, int, int, int, bool, cudaStream_t);
 
@@ -66,12 +48,48 @@ void fast_as(bool tiled, const void* q, const void* k, const void* v, void* o, f
     causal, s);
 }
 
-// tiled: one block per Q tile (the ring's steps, so that NCCL's kernels find SMs); else the
-// fastest one-GPU launch (the baseline)
-void fast(Dtype dt, bool tiled, const void* q, const void* k, const void* v, void* o, float* lse, int bh, int n,
-          int d, bool causal, cudaStream_t s) {
+template <class T>
+void backward_as(const void* q, const void* k, const void* v, const void* o, const void* dout, const float* lse,
+                 void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal, cudaStream_t s) {
+  attention_backward_fast<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                             static_cast<const T*>(o), static_cast<const T*>(dout), lse, static_cast<T*>(dq),
+                             static_cast<T*>(dk), static_cast<T*>(dv), ws, bh, n, d, causal, s);
+}
+
+}  // namespace
+
+void fast_forward(Dtype dt, bool tiled, const void* q, const void* k, const void* v, void* o, float* lse, int bh, int n,
+                  int d, bool causal, cudaStream_t s) {
   if (dt == Dtype::BF16) fast_as<__nv_bfloat16>(tiled, q, k, v, o, lse, bh, n, d, causal, s);
   else fast_as<__half>(tiled, q, k, v, o, lse, bh, n, d, causal, s);
+}
+
+void fast_backward(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
+                   const float* lse, void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal,
+                   cudaStream_t s) {
+  if (dt == Dtype::BF16) backward_as<__nv_bfloat16>(q, k, v, o, dout, lse, dq, dk, dv, ws, bh, n, d, causal, s);
+  else backward_as<__half>(q, k, v, o, dout, lse, dq, dk, dv, ws, bh, n, d, causal, s);
+}
+
+void fast_backward_accumulate(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
+                              const float* lse, float* dk_acc, float* dv_acc, bool assign_dkv, void* ws, bool first_dq,
+                              int bh, int n, int d, bool causal, cudaStream_t s) {
+  if (dt == Dtype::BF16) {
+    using T = __nv_bfloat16;
+    attention_backward_fast_accumulate<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                          static_cast<const T*>(o), static_cast<const T*>(dout), lse, dk_acc, dv_acc,
+                                          assign_dkv, ws, first_dq, bh, n, d, causal, s);
+  } else {
+    using T = __half;
+    attention_backward_fast_accumulate<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                          static_cast<const T*>(o), static_cast<const T*>(dout), lse, dk_acc, dv_acc,
+                                          assign_dkv, ws, first_dq, bh, n, d, causal, s);
+  }
+}
+
+void fast_backward_finish_dq(Dtype dt, void* ws, void* dq, int bh, int n, int d, cudaStream_t s) {
+  if (dt == Dtype::BF16) attention_backward_fast_finish_dq(ws, static_cast<__nv_bfloat16*>(dq), bh, n, d, s);
+  else attention_backward_fast_finish_dq(ws, static_cast<__half*>(dq), bh, n, d, s);
 }
 
 int fail(const std::string& what) {
@@ -79,107 +97,26 @@ int fail(const std::string& what) {
   return 2;
 }
 
-// The sizes of one run, from options that ring_options_error accepted.
-struct Shape {
-  int P, H, D, nc;        // GPUs, heads, head dimension, chunks per GPU (2 with the zigzag split)
-  std::int64_t N, parts, c;  // sequence length, chunks in all, rows per chunk
-  Dtype dt;
-  ncclDataType_t nt;
-  std::size_t e = 2;      // bytes per element
-  std::size_t chunk;      // elements of one chunk tensor [H][c][D]
-  std::size_t blk;        // elements of a GPU's Q (or K, or V)
-  std::size_t lse_chunk;  // elements of one chunk's lse [H][c]
-  std::size_t all;        // elements of the global Q (or K, V, O) [H][N][D]
-  bool zigzag, copy;
-  sim::ring::RingConfig cfg;
-  std::vector<std::vector<sim::ring::Segment>> segs;  // chunk i of GPU p: rows segs[p][i]
-
-  explicit Shape(const RingOptions& opt)
-      : P(opt.gpus), H(opt.heads), D(opt.d), nc(opt.split == "zigzag" ? 2 : 1), N(opt.n),
-        parts(static_cast<std::int64_t>(P) * nc), c(N / parts),
-        dt(opt.dtype == "bf16" ? Dtype::BF16 : Dtype::F16), nt(dt == Dtype::BF16 ? ncclBfloat16 : ncclFloat16),
-        chunk(static_cast<std::size_t>(H) * c * D), blk(nc * chunk), lse_chunk(static_cast<std::size_t>(H) * c),
-        all(static_cast<std::size_t>(H) * N * D), zigzag(nc == 2), copy(opt.transport == "copy"),
-        // the tile machine counts all heads as one row of D * H values; its HBM model's tile is the
-        // kernel's Q tile (64 rows at d = 64, 128 at d = 128)
-        cfg{N, static_cast<std::int64_t>(D) * H, P, opt.causal, static_cast<int>(e), 4, D == 64 ? 64 : 128,
-            zigzag ? sim::ring::Split::Zigzag : sim::ring::Split::Contiguous},
-        segs(sim::ring::device_segments(cfg)) {}
-};
-
-// What the validation found (ring vs one GPU on all n, ring vs float64 on sampled rows).
-struct Validation {
-  std::uint64_t nonfinite = 0;
-  double err_one = 0, err_one_max = 0, err_lse = 0, err_ref = 0, err_ref_max = 0;
-  std::size_t ref_rows = 0;
-  bool ok = false;
-  std::vector<std::int64_t> posted_sent, posted_recv;  // per GPU, over the validated ring
-};
-
-// Medians of the timed batches, ms per run, and each GPU's per-step event times (ms).
-struct Timing {
-  double ring = 0, comp = 0, comm = 0, one = 0;
-  int it_ring = 1, it_comp = 1, it_comm = 1, it_one = 1;
-  std::vector<std::vector<double>> step_comp, step_comm;  // [GPU][step]
-};
-
-// NVLink bytes per ring from NVML, -1 where not read.
-struct Nvlink {
-  std::vector<std::int64_t> tx, rx, tx_link0, tx_sum;
-  std::vector<int> links;
-  std::vector<char> equal;
-  int rings = 0;
-  bool available = false;
-  std::string why;
-};
-
-// One ring attention run over P GPUs: its buffers, streams, events and communicators, and the
-// steps of run, validation, timing and NVLink reading. The GPUs are released by the destructor.
-class RingRun {
- public:
-  RingRun(const RingOptions& opt, const Shape& s) : opt_(opt), s_(s), kv_elems_(2 * static_cast<std::int64_t>(s.blk)) {}
-  ~RingRun();
-  void print_header() const;
-  void setup();  // global inputs on GPU 0, every GPU's chunks, streams, events, the transport
-  Validation validate();
-  Timing time_modes();
-  Nvlink measure_nvlink(int rings);
-  const std::vector<std::vector<sim::ring::Segment>>& segs() const { return s_.segs; }
-
- private:
-  void make_inputs();
-  void chunk_copy(void* local, int p, const void* global, bool to_local);
-  void setup_gpus();
-  void reset_kv();
-  void enable_peer_access();
-  void init_nccl();
-  void sync_all();
-  void exchange_nccl(int s, int cur, int nxt, int mode);
-  void exchange_copy(int s, int cur, int nxt, int mode);
-  void compute_step(int s, int cur, int mode, std::vector<char>& started);
-  void ring_once(int mode);
-  double timed(int mode, int iters);
-  void one_gpu();
-  double timed_one(int iters);
-  void reference_rows(const std::vector<float>& h_ring, Validation& v);
-
-  const RingOptions& opt_;
-  const Shape& s_;
-  const std::int64_t kv_elems_;  // elements of one K/V block (K then V)
-  std::vector<Gpu> g_;
-  DevBuf gq_, gk_, gv_, go_, glse_;  // global Q, K, V and the one-GPU O, lse on GPU 0
-  cudaStream_t one_stream_ = nullptr;
-  // Steps over every ring run, so that back-to-back runs keep the double buffers' parity and their
-  // dependencies (the receive into a buffer waits for the compute and the send that last read it).
-  std::int64_t gstep_ = 0;
-};
+Shape::Shape(const RingOptions& opt)
+    : P(opt.gpus), H(opt.heads), D(opt.d), nc(opt.split == "zigzag" ? 2 : 1), N(opt.n),
+      parts(static_cast<std::int64_t>(P) * nc), c(N / parts),
+      dt(opt.dtype == "bf16" ? Dtype::BF16 : Dtype::F16), nt(dt == Dtype::BF16 ? ncclBfloat16 : ncclFloat16),
+      chunk(static_cast<std::size_t>(H) * c * D), blk(nc * chunk), lse_chunk(static_cast<std::size_t>(H) * c),
+      all(static_cast<std::size_t>(H) * N * D), zigzag(nc == 2), copy(opt.transport == "copy"),
+      backward(opt.backward), allgather(opt.method == "allgather"),
+      // the tile machine counts all heads as one row of D * H values; its HBM model's tile is the
+      // kernel's Q tile (64 rows at d = 64, 128 at d = 128); dK/dV travel as fp32
+      cfg{N, static_cast<std::int64_t>(D) * H, P, opt.causal, static_cast<int>(e), 4, D == 64 ? 64 : 128,
+          zigzag ? sim::ring::Split::Zigzag : sim::ring::Split::Contiguous},
+      segs(sim::ring::device_segments(cfg)) {}
 
 void RingRun::print_header() const {
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("ring attention on %d x %s: %d heads, n = %lld (%lld rows per GPU in %d chunk%s of %lld), d = %d, %s, "
+  std::printf("%s attention %s on %d x %s: %d heads, n = %lld (%lld rows per GPU in %d chunk%s of %lld), d = %d, %s, "
               "%s, %s split, transport %s%s, NCCL %d.%d.%d\n",
-              s_.P, prop.name, s_.H, static_cast<long long>(s_.N), static_cast<long long>(s_.N / s_.P), s_.nc,
+              s_.allgather ? "all-gather" : "ring", s_.backward ? "backward" : "forward", s_.P, prop.name, s_.H,
+              static_cast<long long>(s_.N), static_cast<long long>(s_.N / s_.P), s_.nc,
               s_.nc > 1 ? "s" : "", static_cast<long long>(s_.c), s_.D, opt_.dtype.c_str(),
               opt_.causal ? "causal" : "full", opt_.split.c_str(), opt_.transport.c_str(),
               opt_.nccl_ctas > 0 ? (", NCCL maxCTAs " + std::to_string(opt_.nccl_ctas)).c_str() : "", NCCL_MAJOR,
@@ -203,9 +140,10 @@ void RingRun::make_inputs() {
   CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// Copies GPU p's chunks of a tensor (layout [nc][H][c][D]) from / to the global [H][N][D] on GPU 0.
-void RingRun::chunk_copy(void* local, int p, const void* global, bool to_local) {
-  const std::size_t row_bytes = static_cast<std::size_t>(s_.D) * s_.e, bytes = static_cast<std::size_t>(s_.c) * row_bytes;
+// Copies GPU p's chunks of a tensor (layout [nc][H][c][D]) from / to the global [H][N][D] on GPU 0;
+// elements of elem_bytes (0: the run's dtype).
+void RingRun::chunk_copy(void* local, int p, const void* global, bool to_local, std::size_t elem_bytes) {
+  const std::size_t row_bytes = static_cast<std::size_t>(s_.D) * (elem_bytes ? elem_bytes : s_.e), bytes = static_cast<std::size_t>(s_.c) * row_bytes;
   for (int i = 0; i < s_.nc; ++i)
     for (int h = 0; h < s_.H; ++h) {
       char* l = static_cast<char*>(local) + (static_cast<std::size_t>(i) * s_.H + h) * bytes;
@@ -235,10 +173,11 @@ void RingRun::setup_gpus() {
     CUDA_CHECK(cudaStreamCreateWithPriority(&x.comp, cudaStreamNonBlocking, lo_prio));
     // the exchange's kernels (NCCL's) get SMs first as compute blocks finish
     CUDA_CHECK(cudaStreamCreateWithPriority(&x.comm, cudaStreamNonBlocking, hi_prio));
-    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end}) {
+    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end}) {
       ev->resize(static_cast<std::size_t>(s_.P));
       for (auto& t : *ev) CUDA_CHECK(cudaEventCreate(&t));
     }
+    if (s_.allgather && s_.P > 1) x.kv_all = DevBuf(static_cast<std::size_t>(s_.P) * 2 * s_.blk * e);
     chunk_copy(x.q.get(), p, gq_.get(), true);
   }
 }
@@ -300,6 +239,7 @@ void RingRun::sync_all() {
 void RingRun::setup() {
   make_inputs();
   setup_gpus();
+  if (s_.backward) setup_backward();
   reset_kv();
   if (s_.copy) enable_peer_access();
   else init_nccl();
@@ -314,7 +254,7 @@ RingRun::~RingRun() {
     if (x.nccl) ncclCommDestroy(x.nccl);
     if (x.comm) CUDA_CHECK(cudaStreamDestroy(x.comm));
     if (x.comp) CUDA_CHECK(cudaStreamDestroy(x.comp));
-    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end})
+    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end})
       for (auto& t : *ev) CUDA_CHECK(cudaEventDestroy(t));
   }
   CUDA_CHECK(cudaSetDevice(0));
@@ -370,11 +310,9 @@ void RingRun::exchange_copy(int s, int cur, int nxt, int mode) {
   }
 }
 
-// Step s's compute on every GPU: each (Q chunk, K chunk) pair of the block in hand (buffer cur) is
-// one call of the fast kernel, merged into the chunk's (O, lse) unless it is the chunk's first.
+// Step s's compute on every GPU: the pairs of the block in hand (buffer cur).
 void RingRun::compute_step(int s, int cur, int mode, std::vector<char>& started) {
-  const int P = s_.P, nc = s_.nc;
-  const std::size_t e = s_.e, chunk = s_.chunk;
+  const int P = s_.P;
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
     if (s > 0 && mode == 0) {  // the block of this step has arrived
@@ -383,36 +321,53 @@ void RingRun::compute_step(int s, int cur, int mode, std::vector<char>& started)
     }
     CUDA_CHECK(cudaEventRecord(x.comp_start[s], x.comp));
     const int b = ((x.id - s) % P + P) % P;  // the block in hand (sim::ring's schedule)
-    const char* kbase = static_cast<const char*>(x.kv[cur].get());
-    for (int i = 0; i < nc; ++i)
-      for (int j = 0; j < nc; ++j) {
-        const auto kind = sim::ring::pair_kind(s_.segs[x.id][i], s_.segs[b][j], opt_.causal);
-        if (kind == sim::ring::PairKind::Skip) continue;
-        const void* qi = static_cast<const char*>(x.q.get()) + i * chunk * e;
-        const void* kj = kbase + j * chunk * e;
-        const void* vj = kbase + (nc + j) * chunk * e;
-        void* oi = static_cast<char*>(x.o.get()) + i * chunk * e;
-        float* li = x.lse.as<float>() + i * s_.lse_chunk;
-        const bool masked = kind == sim::ring::PairKind::Masked;
-        const int rows = static_cast<int>(s_.c);
-        char& st = started[static_cast<std::size_t>(x.id * nc + i)];
-        if (!st) {  // the chunk's first pair writes its state directly
-          fast(s_.dt, true, qi, kj, vj, oi, li, s_.H, rows, s_.D, masked, x.comp);
-          st = 1;
-        } else {
-          fast(s_.dt, true, qi, kj, vj, x.ob.get(), x.lseb.as<float>(), s_.H, rows, s_.D, masked, x.comp);
-          ring_merge(oi, li, x.ob.get(), x.lseb.as<float>(), static_cast<std::int64_t>(s_.lse_chunk), s_.D, s_.dt,
-                     x.comp);
-          CUDA_CHECK_LAUNCH();
-        }
-      }
+    forward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), started);
     CUDA_CHECK(cudaEventRecord(x.comp_end[s], x.comp));
   }
 }
 
-// One ring: P steps. mode 0 = ring (exchange overlapped with compute), 1 = compute only,
+// Every (Q chunk, K chunk) pair of GPU x's rows with block b (K then V at kbase) is one call of the
+// fast kernel on x's compute stream, merged into the chunk's (O, lse) unless it is the chunk's first.
+void RingRun::forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started) {
+  const int nc = s_.nc;
+  const std::size_t e = s_.e, chunk = s_.chunk;
+  for (int i = 0; i < nc; ++i)
+    for (int j = 0; j < nc; ++j) {
+      const auto kind = sim::ring::pair_kind(s_.segs[x.id][i], s_.segs[b][j], opt_.causal);
+      if (kind == sim::ring::PairKind::Skip) continue;
+      const void* qi = static_cast<const char*>(x.q.get()) + i * chunk * e;
+      const void* kj = kbase + j * chunk * e;
+      const void* vj = kbase + (nc + j) * chunk * e;
+      void* oi = static_cast<char*>(x.o.get()) + i * chunk * e;
+      float* li = x.lse.as<float>() + i * s_.lse_chunk;
+      const bool masked = kind == sim::ring::PairKind::Masked;
+      const int rows = static_cast<int>(s_.c);
+      char& st = started[static_cast<std::size_t>(x.id * nc + i)];
+      // NCCL's kernels need SMs while a step computes: the launch with one block per Q tile lets
+      // them in as tiles finish. The copy engines need none, so the fastest launch is taken.
+      const bool tiled = !s_.copy;
+      if (!st) {  // the chunk's first pair writes its state directly
+        fast_forward(s_.dt, tiled, qi, kj, vj, oi, li, s_.H, rows, s_.D, masked, x.comp);
+        st = 1;
+      } else {
+        fast_forward(s_.dt, tiled, qi, kj, vj, x.ob.get(), x.lseb.as<float>(), s_.H, rows, s_.D, masked, x.comp);
+        ring_merge(oi, li, x.ob.get(), x.lseb.as<float>(), static_cast<std::int64_t>(s_.lse_chunk), s_.D, s_.dt,
+                   x.comp);
+        CUDA_CHECK_LAUNCH();
+      }
+    }
+}
+
+// One run of what was asked: mode 0 = the exchange overlapped with compute, 1 = compute only,
 // 2 = exchange only.
 void RingRun::ring_once(int mode) {
+  if (s_.allgather) allgather_once(mode);
+  else if (run_backward_) ring_once_backward(mode);
+  else ring_once_forward(mode);
+}
+
+// One forward ring: P steps.
+void RingRun::ring_once_forward(int mode) {
   const int P = s_.P;
   std::vector<char> started(static_cast<std::size_t>(P * s_.nc), 0);  // O of chunk i holds a partial
   for (int s = 0; s < P; ++s, ++gstep_) {
@@ -434,10 +389,16 @@ double RingRun::timed(int mode, int iters) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
 }
 
-// The baseline: the fastest one-GPU launch on all n rows, on GPU 0.
+// The baseline: the fastest one-GPU launch on all n rows, on GPU 0 (the backward takes the one-GPU
+// forward's O and lse).
 void RingRun::one_gpu() {
   CUDA_CHECK(cudaSetDevice(0));
-  fast(s_.dt, false, gq_.get(), gk_.get(), gv_.get(), go_.get(), glse_.as<float>(), s_.H, static_cast<int>(s_.N), s_.D,
+  if (run_backward_) {
+    fast_backward(s_.dt, gq_.get(), gk_.get(), gv_.get(), go_.get(), gdo_.get(), glse_.as<float>(), gdq_.get(),
+                  gdk_.get(), gdv_.get(), gws_.get(), s_.H, static_cast<int>(s_.N), s_.D, opt_.causal, one_stream_);
+    return;
+  }
+  fast_forward(s_.dt, false, gq_.get(), gk_.get(), gv_.get(), go_.get(), glse_.as<float>(), s_.H, static_cast<int>(s_.N), s_.D,
        opt_.causal, one_stream_);
 }
 
@@ -450,8 +411,19 @@ double RingRun::timed_one(int iters) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
 }
 
-// One ring from fresh buffers, outputs poisoned, against one GPU on all n and float64 on sampled rows.
+// The forward from fresh buffers; with --backward, then the backward on the forward's O and lse.
 Validation RingRun::validate() {
+  Validation v = validate_forward();
+  if (!s_.backward) return v;
+  run_backward_ = true;
+  if (!v.ok) std::printf("the forward did not validate: the backward below takes its O and lse all the same\n");
+  Validation b = validate_backward();
+  b.ok = b.ok && v.ok;
+  return b;
+}
+
+// One ring from fresh buffers, outputs poisoned, against one GPU on all n and float64 on sampled rows.
+Validation RingRun::validate_forward() {
   const int P = s_.P, H = s_.H, nc = s_.nc;
   const std::int64_t N = s_.N, c = s_.c;
   const std::size_t all = s_.all, e = s_.e;
@@ -466,6 +438,10 @@ Validation RingRun::validate() {
   gstep_ = 0;
   ring_once(0);
   sync_all();
+  if (s_.backward) {  // the backward's inputs; its validation starts from fresh K/V blocks
+    reset_kv();
+    sync_all();
+  }
   v.posted_sent.resize(static_cast<std::size_t>(P));
   v.posted_recv.resize(static_cast<std::size_t>(P));
   for (auto& x : g_) {
@@ -505,6 +481,7 @@ Validation RingRun::validate() {
   }
   v.err_one = std::isfinite(num) && den > 0 ? std::sqrt(num / den) : INFINITY;
   reference_rows(h_ring, v);
+  if (s_.backward) ring_o_ = h_ring, ring_lse_ = l_ring;  // the float64 backward rows take them
   const double tol = s_.dt == Dtype::BF16 ? 1e-2 : 5e-3;
   v.ok = v.nonfinite == 0 && v.err_one <= tol && v.err_ref <= tol && v.err_lse <= 1e-3;
   std::printf("\nvalidation (q, k uniform in [-2, 2], v in [-1, 1]; outputs poisoned first): %llu non-finite outputs;\n"
@@ -581,6 +558,17 @@ void RingRun::reference_rows(const std::vector<float>& h_ring, Validation& v) {
   v.ref_rows = rows.size();
 }
 
+// GPU x's exchange time at step s of the last run, ms: the K/V hop (ring) or the all-gather (at step
+// 0), plus backward the dK/dV hop (ring) or the reduce-scatter (at step 0).
+double RingRun::step_exchange_ms(const Gpu& x, int s) const {
+  const int P = s_.P;
+  if (P == 1) return 0;
+  double ms = 0;
+  if (s_.allgather ? s == 0 : s + 1 < P) ms += ms_between(x.comm_start[s], x.comm_end[s]);
+  if (run_backward_ && (!s_.allgather || s == 0)) ms += ms_between(x.dkv_start[s], x.dkv_end[s]);
+  return ms;
+}
+
 // Warm-up, then back-to-back batches of runs per mode (ring, compute only, exchange only, one
 // GPU), medians; each GPU's step times from the events of every batch's last ring.
 Timing RingRun::time_modes() {
@@ -598,7 +586,7 @@ Timing RingRun::time_modes() {
       CUDA_CHECK(cudaSetDevice(x.id));
       for (int s = 0; s < P; ++s) {
         t.step_comp[x.id][s] += ms_between(x.comp_start[s], x.comp_end[s]) / opt_.repeats;
-        if (s + 1 < P) t.step_comm[x.id][s] += ms_between(x.comm_start[s], x.comm_end[s]) / opt_.repeats;
+        t.step_comm[x.id][s] += step_exchange_ms(x, s) / opt_.repeats;
       }
     }
     t_comp.push_back(timed(1, t.it_comp));
@@ -648,14 +636,20 @@ Nvlink RingRun::measure_nvlink(int rings) {
 
 // Counted (sim/ring.h, the same schedule and split) vs posted vs NVLink bytes, per GPU; false when
 // the posted bytes differ from the counted ones.
+// Link p's bytes per run as the tile machine counts them for this run's method and direction.
+std::int64_t counted_link_bytes(const Shape& s, const sim::ring::RingMachine& sim_ring, int p) {
+  if (s.allgather) return sim::ring::allgather_link_bytes(s.cfg, p, s.backward);
+  return sim_ring.link_bytes()[p];
+}
+
 bool print_bytes_table(const Shape& s, const sim::ring::RingMachine& sim_ring, const Validation& v, const Nvlink& nv) {
   const int P = s.P;
-  std::printf("\n| GPU | rows | link sent: counted (flashsim ring) | posted to %s | NVLink TX measured (NVML) | "
+  std::printf("\n| GPU | rows | link sent: counted (flashsim ring%s) | posted to %s | NVLink TX measured (NVML) | "
               "NVLink RX measured | measured / counted |\n|---:|---|---:|---:|---:|---:|---:|\n",
-              s.copy ? "cudaMemcpyPeerAsync" : "NCCL");
+              s.allgather ? ", all-gather" : "", s.copy ? "cudaMemcpyPeerAsync" : "NCCL");
   bool bytes_ok = true;
   for (int p = 0; p < P; ++p) {
-    const std::int64_t counted = sim_ring.link_bytes()[p];
+    const std::int64_t counted = counted_link_bytes(s, sim_ring, p);
     if (P > 1) bytes_ok = bytes_ok && counted == v.posted_sent[p];
     std::string rws;
     for (const auto& sg : s.segs[p])
@@ -685,13 +679,15 @@ bool print_bytes_table(const Shape& s, const sim::ring::RingMachine& sim_ring, c
 // Each GPU's work as the tile machine counts it, and its per-step compute and exchange times.
 void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, const Timing& t) {
   const int P = s.P;
-  std::printf("\n| GPU | FA2 calls (masked) | scores (flashsim ring) | HBM read B (model) | HBM written B (model) |\n"
-              "|---:|---:|---:|---:|---:|\n");
+  std::printf("\n| GPU | kernel calls (masked) | scores (flashsim ring) | HBM read B (model) | HBM written B (model) | "
+              "peak held B: ring | peak held B: all-gather |\n|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int p = 0; p < P; ++p) {
     const auto& dv = sim_ring.devices()[p];
-    std::printf("| %d | %lld (%lld) | %lld | %lld | %lld |\n", p, static_cast<long long>(dv.pairs),
+    std::printf("| %d | %lld (%lld) | %lld | %lld | %lld | %lld | %lld |\n", p, static_cast<long long>(dv.pairs),
                 static_cast<long long>(dv.masked_pairs), static_cast<long long>(dv.score_elems * s.H),
-                static_cast<long long>(dv.hbm_read), static_cast<long long>(dv.hbm_written));
+                static_cast<long long>(dv.hbm_read), static_cast<long long>(dv.hbm_written),
+                static_cast<long long>(dv.resident_peak),
+                static_cast<long long>(sim::ring::allgather_resident_peak(s.cfg, p, s.backward)));
   }
   std::printf("load balance (counted): busiest GPU %.3fx the mean GPU's scores\n",
               sim::ring::score_imbalance(sim_ring.devices()));
@@ -699,7 +695,7 @@ void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, c
   for (int p = 0; p < P; ++p)
     for (int st = 0; st < P; ++st) {
       char ex[32] = "-";
-      if (st + 1 < P) std::snprintf(ex, sizeof ex, "%.3f", t.step_comm[p][st]);
+      if (t.step_comm[p][st] > 0) std::snprintf(ex, sizeof ex, "%.3f", t.step_comm[p][st]);
       std::printf("| %d | %d | %d | %.3f | %s |\n", p, st, ((p - st) % P + P) % P, t.step_comp[p][st], ex);
     }
 }
@@ -711,30 +707,34 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
   const double hidden = P > 1 ? std::clamp(t.comp + t.comm - t.ring, 0.0, t.comm) : 0.0;
   const double overlap = P > 1 && t.comm > 0 ? hidden / t.comm : 0.0;
   const double link_gbs = P > 1 && t.comm > 0 ? double(v.posted_sent[0]) / (t.comm * 1e-3) / 1e9 : 0.0;
-  const double flop = 4.0 * s.H * double(s.N) * double(s.N) * s.D * (opt.causal ? 0.5 : 1.0);
+  // the backward's five products against the forward's two
+  const double flop = (s.backward ? 10.0 : 4.0) * s.H * double(s.N) * double(s.N) * s.D * (opt.causal ? 0.5 : 1.0);
+  const char* what = s.allgather ? "all-gather" : "ring";
   const double eff = t.one / (P * t.ring);
-  std::printf("\ntimes (median of %d batches; runs per batch: ring %d, compute %d, exchange %d, one GPU %d):\n"
-              "  ring %.3f ms, compute only %.3f ms, exchange only %.3f ms (%.0f GB/s per GPU sent), one GPU on all n "
-              "%.3f ms\n  ring %.0f TFLOP/s per GPU, one GPU %.0f TFLOP/s\n",
-              opt.repeats, t.it_ring, t.it_comp, t.it_comm, t.it_one, t.ring, t.comp, t.comm, link_gbs, t.one,
+  std::printf("\n%s times (median of %d batches; runs per batch: %s %d, compute %d, exchange %d, one GPU %d):\n"
+              "  %s %.3f ms, compute only %.3f ms, exchange only %.3f ms (%.0f GB/s per GPU sent), one GPU on all n "
+              "%.3f ms\n  %s %.0f TFLOP/s per GPU, one GPU %.0f TFLOP/s\n",
+              s.backward ? "backward" : "forward", opt.repeats, what, t.it_ring, t.it_comp, t.it_comm, t.it_one, what, t.ring, t.comp, t.comm, link_gbs, t.one, what,
               flop / (t.ring * 1e-3) / P / 1e12, flop / (t.one * 1e-3) / 1e12);
   std::printf("overlap: %.3f ms of the %.3f ms exchange hidden = %.0f%% (hidden = compute + exchange - ring)\n", hidden,
               t.comm, 100 * overlap);
   std::printf("scaling efficiency vs one GPU at the same n: %.1f%% (speed-up %.2fx on %d GPUs)\n", 100 * eff,
               t.one / t.ring, P);
   if (!bytes_ok) std::printf("error: the posted bytes differ from the counted bytes\n");
-  std::int64_t counted0 = P > 1 ? sim_ring.link_bytes()[0] : 0;
-  std::printf("RESULT gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
+  const std::int64_t counted0 = P > 1 ? counted_link_bytes(s, sim_ring, 0) : 0;
+  const std::int64_t held0 =
+      s.allgather ? sim::ring::allgather_resident_peak(s.cfg, 0, s.backward) : sim_ring.devices()[0].resident_peak;
+  std::printf("RESULT method=%s direction=%s gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
               "err_one=%.3g err_ref=%.3g err_lse=%.3g counted=%lld posted=%lld nvlink_tx=%lld nvlink_rx=%lld "
-              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f\n",
-              P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
+              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld\n",
+              opt.method.c_str(), s.backward ? "backward" : "forward", P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
               opt.split.c_str(), opt.transport.c_str(), opt.nccl_ctas, v.ok && bytes_ok ? "PASS" : "FAIL", v.err_one,
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
-              eff, sim::ring::score_imbalance(sim_ring.devices()));
+              eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0));
 }
 
-}  // namespace
+}  // namespace ring_detail
 
 int ring_main(const RingOptions& opt) {
   // everything that cannot run is refused before any GPU is touched; the machine's GPU count is
@@ -742,6 +742,7 @@ int ring_main(const RingOptions& opt) {
   int have = 0;
   if (cudaGetDeviceCount(&have) != cudaSuccess) have = 0;
   (void)cudaGetLastError();
+  using namespace ring_detail;
   if (const std::string why = ring_options_error(opt, have); !why.empty()) return fail(why);
 
   const Shape shape(opt);
@@ -754,7 +755,7 @@ int ring_main(const RingOptions& opt) {
     const Timing t = run.time_modes();
     const Nvlink nv = run.measure_nvlink(std::max(t.it_ring, 4));
     sim::ring::RingMachine sim_ring(shape.cfg);
-    sim_ring.execute(sim::ring::forward_schedule(shape.cfg));
+    sim_ring.execute(opt.backward ? sim::ring::backward_schedule(shape.cfg) : sim::ring::forward_schedule(shape.cfg));
     bytes_ok = print_bytes_table(shape, sim_ring, v, nv);
     print_work_tables(shape, sim_ring, t);
     print_summary(opt, shape, sim_ring, v, t, nv, bytes_ok);

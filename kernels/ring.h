@@ -1,8 +1,9 @@
-// `flashsim-gpu ring`: ring attention forward over P GPUs of one process.
+// `flashsim-gpu ring`: ring attention, forward or backward, over P GPUs of one process, or the
+// all-gather alternative.
 //
 //   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
 //                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]
-//                     [--repeats R] [--seed S]
+//                     [--backward] [--method ring|allgather] [--repeats R] [--seed S]
 //
 // Each GPU keeps its Q rows at home; its K and V (one buffer, K then V) travel the ring, double
 // buffered: while GPU p computes with the block in hand on its compute stream, the block's send
@@ -16,6 +17,12 @@
 // Splits: contiguous, GPU p owns rows [p N/P, (p+1) N/P); zigzag, the sequence in 2P chunks and
 // GPU p owns chunks p and 2P-1-p, stored [2][H][N/2P][d] so that each chunk is a tensor the
 // kernel takes as it is (the causal work is then the same on every GPU).
+//
+// --backward (kernels/ring_backward.cpp): the forward ring runs and validates first; its O and lse
+// are the backward's inputs. Each pair is one call of attention_backward_fast; dQ stays home in
+// fp32, dK/dV travel (fp32) with their K/V block and one hop more, back to their owner.
+// --method allgather: NCCL all-gathers every K/V block (the own block is computed meanwhile), then
+// every pair runs locally; backward, one NCCL reduce-scatter of the fp32 dK/dV partials.
 //
 // Prints: validation (against one-GPU attention_forward_fast on all N and a float64 CPU reference
 // on sampled rows; outputs poisoned first), bytes counted by sim/ring.h vs posted to NCCL vs
@@ -40,6 +47,8 @@ struct RingOptions {
   std::string dtype = "bf16";         // bf16 or fp16
   std::string split = "contiguous";   // contiguous or zigzag
   std::string transport = "nccl";     // nccl or copy
+  std::string method = "ring";        // ring or allgather (NCCL only)
+  bool backward = false;              // the backward after the forward
   int nccl_ctas = 0;                  // > 0: ncclConfig_t::maxCTAs of every communicator
   int repeats = 5;
   std::uint64_t seed = 1;

@@ -4,10 +4,12 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/ring.h"
+#include "kernels/ring_run.h"
 
 namespace flashsim::gpu {
 namespace {
@@ -53,4 +55,30 @@ void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int
   }
 }
 
+namespace ring_detail {
+namespace {
+
+__global__ void add_f32_kernel(float4* __restrict__ acc, const float4* __restrict__ in, std::size_t quads) {
+  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < quads;
+       g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float4 a = acc[g];
+    const float4 b = in[g];
+    a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+    acc[g] = a;
+  }
+}
+
+unsigned grid_for(std::size_t items) { return static_cast<unsigned>(std::min<std::size_t>((items + 255) / 256, 132 * 8)); }
+
+}  // namespace
+
+void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream) {
+  if (elems == 0) return;
+  if (elems % 4 != 0) throw std::invalid_argument("ring_add_f32: elems must be a multiple of 4");
+  add_f32_kernel<<<grid_for(elems / 4), 256, 0, static_cast<cudaStream_t>(stream)>>>(
+      reinterpret_cast<float4*>(acc), reinterpret_cast<const float4*>(in), elems / 4);
+  CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace ring_detail
 }  // namespace flashsim::gpu

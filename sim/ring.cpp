@@ -25,6 +25,12 @@ void validate(const RingConfig& c) {
                     std::to_string(2 * c.p) + " chunks; every chunk needs at least one row");
 }
 
+// What a device keeps at home: Q, the O state and O_b (three blocks), the lse state and lse_b, and
+// dO in the backward.
+std::int64_t home_bytes(const RingConfig& c, std::int64_t rows, bool backward) {
+  return 3 * rows * c.d * c.elem_bytes + 2 * 4 * rows + (backward ? rows * c.d * c.elem_bytes : 0);
+}
+
 int next(int p, int n) { return (p + 1) % n; }
 int prev(int p, int n) { return (p + n - 1) % n; }
 // The block device p holds at step s: its own at step 0, then one device further back each step.
@@ -178,6 +184,36 @@ std::int64_t backward_total_link_bytes(const RingConfig& cfg) {
   return forward_total_link_bytes(cfg) + 2 * cfg.d * cfg.acc_bytes * cfg.n * cfg.p;
 }
 
+std::int64_t allgather_link_bytes(const RingConfig& cfg, int link, bool backward) {
+  validate(cfg);
+  if (link < 0 || link >= cfg.p) throw RingError("ring: no link " + std::to_string(link));
+  if (cfg.p == 1) return 0;
+  const auto segs = device_segments(cfg);
+  auto rows_of = [&](int p) {
+    std::int64_t r = 0;
+    for (const auto& g : segs[p]) r += g.rows;
+    return r;
+  };
+  const std::int64_t gather = 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows_of(next(link, cfg.p)));
+  return gather + (backward ? 2 * cfg.d * cfg.acc_bytes * (cfg.n - rows_of(link)) : 0);
+}
+
+std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward) {
+  validate(cfg);
+  return 2 * cfg.d * (cfg.p - 1) * cfg.n * (cfg.elem_bytes + (backward ? cfg.acc_bytes : 0));
+}
+
+std::int64_t allgather_resident_peak(const RingConfig& cfg, int device, bool backward) {
+  validate(cfg);
+  if (device < 0 || device >= cfg.p) throw RingError("ring: no device " + std::to_string(device));
+  const auto segs = device_segments(cfg);  // named: a temporary's element would dangle in the loop
+  std::int64_t rows = 0;
+  for (const auto& g : segs[device]) rows += g.rows;
+  const std::int64_t kv = 2 * cfg.n * cfg.d * cfg.elem_bytes;
+  const std::int64_t dkv = backward ? 2 * cfg.n * cfg.d * cfg.acc_bytes + 2 * rows * cfg.d * cfg.acc_bytes : 0;
+  return home_bytes(cfg, rows, backward) + kv + dkv;
+}
+
 RingMachine::RingMachine(const RingConfig& cfg, std::vector<double> q, std::vector<double> k, std::vector<double> v)
     : cfg_(cfg), q_(std::move(q)), k_(std::move(k)), v_(std::move(v)) {
   validate(cfg_);
@@ -304,7 +340,7 @@ void RingMachine::execute(const RingSchedule& sch) {
   auto dkv_bytes = [&](int b) { return b < 0 || !sch.backward ? 0 : 2 * rows_[b] * d * cfg_.acc_bytes; };
   auto note_resident = [&](int p) {
     // Home blocks (Q, O state, lse state, O_b, lse_b) + held and arriving K/V (and dK/dV).
-    const std::int64_t home = 3 * rows_[p] * d * e + 2 * 4 * rows_[p] + (sch.backward ? rows_[p] * d * e : 0);
+    const std::int64_t home = home_bytes(cfg_, rows_[p], sch.backward);
     const std::int64_t r = home + kv_bytes(kv_held_[p]) + kv_bytes(kv_in[p]) + dkv_bytes(dkv_held_[p]) +
                            dkv_bytes(dkv_in[p]);
     dev_[p].resident_peak = std::max(dev_[p].resident_peak, r);

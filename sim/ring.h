@@ -104,6 +104,19 @@ std::int64_t forward_total_link_bytes(const RingConfig& cfg);  // 2 d e (P-1) n
 std::int64_t backward_link_bytes(const RingConfig& cfg, int link);
 std::int64_t backward_total_link_bytes(const RingConfig& cfg);
 
+// The alternative users weigh against a ring (context parallelism as in Llama 3 training): every
+// device all-gathers K and V, computes all its pairs locally and, backward, reduce-scatters the
+// dK/dV partials. With NCCL's ring algorithm each K/V block crosses P-1 links from its owner (link
+// p carries every block but device p+1's: exactly the ring forward's bytes) and each block's
+// partial sums cross P-1 links ending at their owner (link p carries every block's but device p's:
+// 1/P fewer than the ring backward's P hops). P = 1 moves nothing.
+std::int64_t allgather_link_bytes(const RingConfig& cfg, int link, bool backward);
+std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward);
+// Bytes device p holds at once: the ring's home blocks (Q, O and lse states, dO backward) plus all
+// P K/V blocks, and backward every block's dK/dV partials plus its own block's sums (acc_bytes).
+// The ring holds two K/V blocks (and two dK/dV) instead: RingMachine::devices()[p].resident_peak.
+std::int64_t allgather_resident_peak(const RingConfig& cfg, int device, bool backward);
+
 struct DeviceCounters {
   std::int64_t link_sent = 0, link_received = 0;   // bytes
   std::int64_t hbm_read = 0, hbm_written = 0;      // bytes, the FA2 step + merge model

@@ -898,6 +898,21 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   o.gpus = 2;
   CHECK(ring_options_error(o, 1) == "2 GPUs asked for (--gpus 2), but this machine has only 1 GPU; nothing was run");
   CHECK(ring_options_error(o, 0) == "2 GPUs asked for (--gpus 2), but this machine has no CUDA GPU; nothing was run");
+  // the backward and the all-gather alternative (issue 33): the options first, then the machine
+  o.backward = true;
+  CHECK(ring_options_error(o, 2).empty());
+  o.method = "allgather";
+  CHECK(ring_options_error(o, 4).empty());
+  o.transport = "copy";
+  CHECK(ring_options_error(o, 1) == "--method allgather runs through NCCL's collectives: it takes --transport nccl only");
+  o.transport = "nccl";
+  o.method = "gather";
+  CHECK(ring_options_error(o, 1) == "--method must be ring or allgather");
+  o.method = "ring";
+  o.d = 96;
+  CHECK(ring_options_error(o, 2) == "--d 96 is not supported: the fast kernel takes d = 64 or 128");
+  o.d = 64;
+  o.backward = false;
   // n against the ring, once the GPUs are there (these were the CLI cases of ring_bad_input.cmake)
   o.n = 16385;
   CHECK(ring_options_error(o, 2) ==

@@ -137,6 +137,50 @@ TEST_CASE("ring backward: dK/dV travel one hop more and end at their owners; clo
   }
 }
 
+TEST_CASE("all-gather instead of the ring: the same K/V bytes, 1/P fewer dK/dV bytes, P blocks held", "[ring]") {
+  for (int p = 1; p <= 64; p += (p < 8 ? 1 : 7)) {
+    for (Split split : {Split::Contiguous, Split::Zigzag}) {
+      for (std::int64_t n : {std::int64_t{2} * p * 8, std::int64_t{2} * p * 8 + 3}) {
+        RingConfig cfg{n, 16, p, true, 2, 4, 16, split};
+        INFO("P = " << p << ", n = " << n << (split == Split::Zigzag ? ", zig-zag" : ", contiguous"));
+        std::int64_t fwd = 0, bwd = 0;
+        for (int link = 0; link < p; ++link) {
+          // the gather: link p carries every block but p+1's, as the ring forward's link does
+          CHECK(allgather_link_bytes(cfg, link, false) == forward_link_bytes(cfg, link));
+          fwd += allgather_link_bytes(cfg, link, false);
+          bwd += allgather_link_bytes(cfg, link, true);
+        }
+        CHECK(fwd == allgather_total_link_bytes(cfg, false));
+        CHECK(bwd == allgather_total_link_bytes(cfg, true));
+        // by hand: K and V (2 d e) and, backward, their fp32 partials (2 d 4) cross P - 1 links
+        CHECK(allgather_total_link_bytes(cfg, false) == 2 * 16 * 2 * (p - 1) * n);
+        CHECK(allgather_total_link_bytes(cfg, true) == 2 * 16 * (2 + 4) * (p - 1) * n);
+        if (p > 1) {
+          // the ring backward sends every block's partials one hop more: P hops, not P - 1
+          CHECK(backward_total_link_bytes(cfg) - allgather_total_link_bytes(cfg, true) == 2 * 16 * 4 * n);
+        } else {
+          CHECK(bwd == 0);
+        }
+        // memory: the ring holds two K/V blocks (and two dK/dV) on top of home; all-gather all P
+        RingMachine ring(cfg);
+        ring.execute(backward_schedule(cfg));
+        for (int dev = 0; dev < p; ++dev) {
+          const auto segs = device_segments(cfg);
+          std::int64_t rows = 0;
+          for (const auto& g : segs[dev]) rows += g.rows;
+          const std::int64_t home = 3 * rows * 16 * 2 + 8 * rows;
+          CHECK(allgather_resident_peak(cfg, dev, false) == home + 2 * n * 16 * 2);
+          CHECK(allgather_resident_peak(cfg, dev, true) == home + rows * 16 * 2 + 2 * n * 16 * 2 + 2 * (n + rows) * 16 * 4);
+          if (p >= 4) CHECK(allgather_resident_peak(cfg, dev, true) > ring.devices()[dev].resident_peak);
+        }
+      }
+    }
+  }
+  RingConfig cfg{64, 16, 4, false, 2, 4, 16};
+  CHECK_THROWS_AS(allgather_link_bytes(cfg, 4, false), RingError);
+  CHECK_THROWS_AS(allgather_resident_peak(cfg, -1, true), RingError);
+}
+
 TEST_CASE("ill-formed ring schedules are refused with a reason", "[ring]") {
   RingConfig cfg{16, 4, 4, false, 4, 4, 4};
   RingMachine m(cfg);
