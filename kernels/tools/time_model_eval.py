@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""The time model against every stored measurement of issue 32, on the CPU (no GPU needed).
+
+Replays `flashsim time` on
+  - the three bench_kernels calls of 2026-11-26 (H100 calls 1 and 2, H200): attention rows at
+    N >= 4096 and the matmul rows with m, n >= 4096, bf16 and fp16 (51 rows a call);
+  - the `compare` rows at the sizes the model was not looked at on (H100 12 rows, H200 8 rows),
+    each with the L2 model's predicted HBM bytes as `--hbm-bytes`;
+and prints how many rows are within 15 % (|meas/pred - 1| <= 0.15), then the measured pairs of
+kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio.
+
+  kernels/tools/time_model_eval.py [FLASHSIM] [-v]
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+ARGS = [a for a in sys.argv[1:] if a != "-v"]
+FLASHSIM = ARGS[0] if ARGS else "build/default/bin/flashsim"
+VERBOSE = "-v" in sys.argv
+RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results")
+_cache = {}
+
+
+def predict(args, gpu):
+    key = (tuple(args), gpu)
+    if key not in _cache:
+        out = subprocess.run([FLASHSIM, "time", *args, "--gpu", gpu, "--json"], capture_output=True, text=True,
+                             check=True).stdout
+        _cache[key] = json.loads(out)
+    return _cache[key]
+
+
+def attention(n, d, heads, *extra):
+    return ["attention", "--n", str(n), "--d", str(d), "--heads", str(heads), *extra]
+
+
+def bench_rows(name):
+    rows = []
+    for r in csv.DictReader(open(os.path.join(RES, name))):
+        op, shape, mask = r["op"], r["shape"], r["mask"]
+        if op in ("attn-fwd", "attn-bwd"):
+            h, n, d = map(int, shape.split("x"))
+            if n < 4096:
+                continue
+            a = attention(n, d, h, *(["--causal"] if mask == "causal" else []),
+                          *(["--backward"] if op == "attn-bwd" else []))
+        elif op == "matmul":
+            m, n, k = map(int, shape.split("x"))
+            if m < 4096 or n < 4096:
+                continue
+            a = ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)]
+        else:
+            continue
+        rows.append((f"{op} {shape} {mask} {r['dtype']}", a, float(r["ms"])))
+    return rows
+
+
+def compare_rows(name):
+    rows = []
+    for r in csv.DictReader(open(os.path.join(RES, name))):
+        h, n, d = map(int, r["size"].split()[0].split("x"))
+        a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []),
+                      *(["--backward"] if r["schedule"].startswith("bwd") else []))
+        a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
+        rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
+    return rows
+
+
+SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call1.csv")),
+        ("H100 bench_kernels call 2", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call2.csv")),
+        ("H200 bench_kernels", "h200", bench_rows("2026-11-26-h200-time-bench_kernels.csv")),
+        ("H100 compare, other sizes", "h100", compare_rows("2026-11-26-h100-time-compare-other-sizes.csv")),
+        ("H200 compare, other sizes", "h200", compare_rows("2026-11-26-h200-time-compare-other-sizes.csv"))]
+
+# (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
+PAIRS = [
+    ("forward d=128 N=16384: version 6 over 5", attention(16384, 128, 16, "--version", "5"),
+     attention(16384, 128, 16, "--version", "6"), 694 / 563, "2026-11-24"),
+    ("forward d=128 N=16384 causal: version 6 over 5", attention(16384, 128, 16, "--causal", "--version", "5"),
+     attention(16384, 128, 16, "--causal", "--version", "6"), 681 / 490, "2026-11-26"),
+    ("forward d=64 N=16384: version 6 over 5", attention(16384, 64, 32, "--version", "5"),
+     attention(16384, 64, 32, "--version", "6"), 552 / 470, "2026-11-25"),
+    ("forward d=64 N=1024: version 6 over 5", attention(1024, 64, 512, "--version", "5"),
+     attention(1024, 64, 512, "--version", "6"), 422 / 427, "2026-11-25 variants, call 2"),
+    ("forward d=64 N=1024 causal: version 6 over 5", attention(1024, 64, 512, "--causal", "--version", "5"),
+     attention(1024, 64, 512, "--causal", "--version", "6"), 264 / 317, "2026-11-25 variants, call 2"),
+    ("backward d=128 N=16384: version 7 over 6", attention(16384, 128, 16, "--backward", "--version", "6"),
+     attention(16384, 128, 16, "--backward", "--version", "7"), 1.07, "2026-11-25 (+4 to +10 %)"),
+    ("forward d=128 N=16384: ping-pong on over off", attention(16384, 128, 16, "--pingpong", "off"),
+     attention(16384, 128, 16, "--pingpong", "on"), 680 / 693, "2026-11-26 variants (persistent)"),
+    ("forward d=128 N=4096: ping-pong on over off", attention(4096, 128, 64, "--pingpong", "off"),
+     attention(4096, 128, 64, "--pingpong", "on"), 648.6 / 648.5, "2026-11-26 variants (sched 0)"),
+]
+
+
+def main():
+    jobs = [(a, g) for _, g, rows in SETS for _, a, _ in rows] + [(a, "h100") for p in PAIRS for a in p[1:3]]
+    jobs += [(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100") for pp in ("on", "off")
+             for ov in ("on", "off")]
+    with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
+        list(ex.map(lambda j: predict(*j), jobs))
+    for name, gpu, rows in SETS:
+        inside = 0
+        for label, a, ms in rows:
+            p = predict(a, gpu)["predicted_ms"]
+            q = ms / p
+            inside += abs(q - 1) <= 0.15
+            if VERBOSE:
+                print(f"  {label:42s} meas {ms:8.3f} pred {p:8.3f} meas/pred {q:5.2f}{'' if abs(q - 1) <= 0.15 else '  outside'}")
+        print(f"{name}: {inside} of {len(rows)} within 15 %")
+    print("pairs (H100 preset; speed-up of the second configuration, > 1: it is faster):")
+    for label, slow, fast, measured, source in PAIRS:
+        model = predict(slow, "h100")["predicted_ms"] / predict(fast, "h100")["predicted_ms"]
+        agree = (model > 1) == (measured > 1) if abs(measured - 1) > 0.03 else abs(model - 1) <= 0.03
+        print(f"  {label:48s} measured {measured:5.2f} ({source}), model {model:5.2f}  {'agrees' if agree else 'DISAGREES'}")
+    # FlashAttention-3's pipelining ablation on the tile machine (d = 128, N = 16384, 16 heads)
+    flops = 4 * 16384 * 16384 * 128 * 16
+    tf = {}
+    for pp in ("on", "off"):
+        for ov in ("on", "off"):
+            p = predict(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100")
+            tf[pp, ov] = flops / p["predicted_ms"] / 1e9
+    print("FA3 ablation on the tile machine (H100 preset, TFLOP/s): both %.0f, ping-pong only %.0f, overlap only %.0f, "
+          "neither %.0f" % (tf["on", "on"], tf["on", "off"], tf["off", "on"], tf["off", "off"]))
+
+
+if __name__ == "__main__":
+    main()
