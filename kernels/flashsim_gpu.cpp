@@ -8,8 +8,8 @@
 //   flashsim-gpu predict --from CSV --l2 SIZE [--sms S] [--l2-partitions P]
 //   flashsim-gpu l2probe [--patterns reread,rmw,copy] [--fractions LIST] [--passes N] [--csv FILE]
 //   flashsim-gpu ring [--gpus P] [--n N] [--heads H] [--d 64|128] [--dtype bf16|fp16] [--causal]
-//                     [--split contiguous|zigzag] [--transport nccl|copy] [--nccl-ctas C]
-//                     [--backward] [--method ring|allgather]  (kernels/ring.h)
+//                     [--split contiguous|zigzag] [--transport auto|nccl|copy] [--nccl-ctas C]
+//                     [--backward] [--method ring|allgather] [--streams 1|2]  (kernels/ring.h)
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
@@ -669,13 +669,17 @@ static int run_main(int argc, char** argv) {
                    "contiguous (GPU p: rows p n/P ..) or zigzag (2P chunks, GPU p: chunks p and 2P-1-p)")
       ->capture_default_str();
   ring->add_option("--transport", ring_opt.transport,
-                   "nccl (ncclSend/ncclRecv) or copy (cudaMemcpyPeerAsync: the copy engines, no SMs)")
+                   "auto (copy where the GPUs reach their ring neighbours by peer access, else nccl), nccl "
+                   "(ncclSend/ncclRecv) or copy (cudaMemcpyPeerAsync: the copy engines, no SMs)")
       ->capture_default_str();
   ring->add_flag("--backward", ring_opt.backward,
                  "also the backward (dQ at home, dK/dV travel with their K/V block), validated and timed instead of the forward");
   ring->add_option("--method", ring_opt.method,
                    "ring (K/V pass around the ring, overlapped) or allgather (NCCL all-gather of K/V, then local "
                    "pairs; backward: reduce-scatter of dK/dV)")
+      ->capture_default_str();
+  ring->add_option("--streams", ring_opt.streams,
+                   "compute streams per GPU: 2 (steps alternate, so a step's last wave overlaps the next step) or 1")
       ->capture_default_str();
   ring->add_option("--nccl-ctas", ring_opt.nccl_ctas, "cap NCCL's CTAs (ncclConfig_t::maxCTAs); 0: NCCL's default")
       ->capture_default_str();

@@ -54,10 +54,11 @@ void RingRun::setup_backward() {
   }
 }
 
-// GPU x's pairs with block b (K then V at kbase): dQ into the chunks' workspaces, dK / dV into dkv
-// (fp32, K part then V part, each [nc][H][c][D]), written by a chunk's first pair, added by the
-// rest, all inside the backward kernel. A K chunk no pair of this step touches gets zeros.
-void RingRun::backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, std::vector<char>& dq_started) {
+// GPU x's pairs with block b (K then V at kbase) on stream cs: dQ added into the chunks' workspaces
+// (zero_dq cleared them at the run's start), dK / dV into dkv (fp32, K part then V part, each
+// [nc][H][c][D]), written by a chunk's first pair, added by the rest, all inside the backward
+// kernel. A K chunk no pair of this step touches gets zeros.
+void RingRun::backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, cudaStream_t cs) {
   const int nc = s_.nc;
   const std::size_t e = s_.e, chunk = s_.chunk;
   std::vector<char> wrote(static_cast<std::size_t>(nc), 0);
@@ -69,24 +70,29 @@ void RingRun::backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, std::
       const char* at_o = static_cast<const char*>(x.o.get()) + i * chunk * e;
       const char* at_do = static_cast<const char*>(x.dout.get()) + i * chunk * e;
       const float* li = x.lse.as<float>() + i * s_.lse_chunk;
-      char& qs = dq_started[static_cast<std::size_t>(x.id * nc + i)];
       fast_backward_accumulate(s_.dt, at_q, kbase + j * chunk * e, kbase + (nc + j) * chunk * e, at_o, at_do, li,
-                               dkv + j * chunk, dkv + (nc + j) * chunk, !wrote[j], x.ws[i].get(), !qs, s_.H,
-                               static_cast<int>(s_.c), s_.D, kind == sim::ring::PairKind::Masked, x.comp);
-      qs = wrote[j] = 1;
+                               dkv + j * chunk, dkv + (nc + j) * chunk, !wrote[j], x.ws[i].get(), false, s_.H,
+                               static_cast<int>(s_.c), s_.D, kind == sim::ring::PairKind::Masked, cs);
+      wrote[j] = 1;
     }
   for (int j = 0; j < nc; ++j)
     if (!wrote[j]) {
-      CUDA_CHECK(cudaMemsetAsync(dkv + j * chunk, 0, chunk * 4, x.comp));
-      CUDA_CHECK(cudaMemsetAsync(dkv + (nc + j) * chunk, 0, chunk * 4, x.comp));
+      CUDA_CHECK(cudaMemsetAsync(dkv + j * chunk, 0, chunk * 4, cs));
+      CUDA_CHECK(cudaMemsetAsync(dkv + (nc + j) * chunk, 0, chunk * 4, cs));
     }
 }
 
+// At a run's start: the query chunks' fp32 dQ accumulators (whole workspaces) to zero. The pairs of
+// every step then add into them, on either stream, with the kernel's reductions.
+void RingRun::zero_dq(Gpu& x, cudaStream_t cs) {
+  for (int i = 0; i < s_.nc; ++i) CUDA_CHECK(cudaMemsetAsync(x.ws[i].get(), 0, x.ws[i].bytes(), cs));
+}
+
 // After the last pair: each query chunk's fp32 dQ (in its workspace) into x.dq, type T.
-void RingRun::finish_dq(Gpu& x) {
+void RingRun::finish_dq(Gpu& x, cudaStream_t cs) {
   for (int i = 0; i < s_.nc; ++i)
     fast_backward_finish_dq(s_.dt, x.ws[i].get(), static_cast<char*>(x.dq.get()) + i * s_.chunk * s_.e, s_.H,
-                            static_cast<int>(s_.c), s_.D, x.comp);
+                            static_cast<int>(s_.c), s_.D, cs);
 }
 
 // Step s's dK/dV hop through NCCL: W (this step's sums) to the next GPU, the next step's R from
@@ -139,10 +145,11 @@ void RingRun::exchange_dkv_copy(int s, int mode) {
 }
 
 // One backward ring: P steps, each a K/V hop (as the forward's), the step's pairs, W += R, and the
-// dK/dV hop. mode as ring_once.
+// dK/dV hop. Step s runs on stream comp[s % streams]; its comp_end waits for the step before, so
+// that it marks every step up to s done (the last step's dQ conversion needs them all). mode as
+// ring_once.
 void RingRun::ring_once_backward(int mode) {
-  const int P = s_.P, nc = s_.nc;
-  std::vector<char> dq_started(static_cast<std::size_t>(P * nc), 0);
+  const int P = s_.P;
   for (int s = 0; s < P; ++s, ++gstep_) {
     const int cur = static_cast<int>(gstep_ % 2), nxt = 1 - cur;
     if (s + 1 < P && mode != 1) {
@@ -152,23 +159,31 @@ void RingRun::ring_once_backward(int mode) {
     if (mode != 2)
       for (auto& x : g_) {
         CUDA_CHECK(cudaSetDevice(x.id));
+        const cudaStream_t cs = step_stream(x, s);
         const Gpu& from = s_.copy ? g_[(x.id + P - 1) % P] : x;  // whose events mark an arrival at x
         if (mode == 0) {
-          if (s > 0) CUDA_CHECK(cudaStreamWaitEvent(x.comp, from.comm_end[s - 1], 0));  // K/V of this step
+          if (s > 0) CUDA_CHECK(cudaStreamWaitEvent(cs, from.comm_end[s - 1], 0));  // K/V of this step
           // W[s % 2] is free once its send of step s - 2 (or the whole run before) is done
-          if (s >= 2) CUDA_CHECK(cudaStreamWaitEvent(x.comp, x.dkv_end[s - 2], 0));
-          else if (runs_ > 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(x.comp, x.dkv_end[P - 1], 0));
+          if (s >= 2) CUDA_CHECK(cudaStreamWaitEvent(cs, x.dkv_end[s - 2], 0));
+          else if (runs_ > 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.dkv_end[P - 1], 0));
         }
-        CUDA_CHECK(cudaEventRecord(x.comp_start[s], x.comp));
+        if (s == 0) {  // after the run before (its dQ conversion read the workspaces)
+          if (runs_ > 0 && s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_end[P - 1], 0));
+          zero_dq(x, cs);
+        }
+        CUDA_CHECK(cudaEventRecord(x.comp_start[s], cs));
+        // the other stream's first step adds into the workspaces this one just cleared
+        if (s == 1 && s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_start[0], 0));
         const int b = ((x.id - s) % P + P) % P;
         float* w = x.dkv_w[s % 2].as<float>();
-        backward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), w, dq_started);
+        backward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), w, cs);
         if (s > 0) {  // plus block b's partials from the GPUs before
-          if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comp, from.dkv_end[s - 1], 0));
-          ring_add_f32(w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, x.comp);
+          if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(cs, from.dkv_end[s - 1], 0));
+          ring_add_f32(w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, cs);
+          if (s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_end[s - 1], 0));
         }
-        if (s == P - 1) finish_dq(x);
-        CUDA_CHECK(cudaEventRecord(x.comp_end[s], x.comp));
+        if (s == P - 1) finish_dq(x, cs);
+        CUDA_CHECK(cudaEventRecord(x.comp_end[s], cs));
       }
     if (P > 1 && mode != 1) {
       if (s_.copy) exchange_dkv_copy(s, mode);
@@ -207,21 +222,22 @@ void RingRun::allgather_once(int mode) {
     for (auto& x : g_) {
       CUDA_CHECK(cudaSetDevice(x.id));
       // backward: the partials are free once the run before's reduce-scatter has read them
-      if (run_backward_ && runs_ > 0 && mode == 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(x.comp, x.dkv_end[0], 0));
+      if (run_backward_ && runs_ > 0 && mode == 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(x.comp[0], x.dkv_end[0], 0));
       for (int s = 0; s < P; ++s) {
-        if (s == 1 && mode == 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(x.comp, x.comm_end[0], 0));
-        CUDA_CHECK(cudaEventRecord(x.comp_start[s], x.comp));
+        if (s == 1 && mode == 0 && P > 1) CUDA_CHECK(cudaStreamWaitEvent(x.comp[0], x.comm_end[0], 0));
+        CUDA_CHECK(cudaEventRecord(x.comp_start[s], x.comp[0]));
         const int b = ((x.id - s) % P + P) % P;
         const char* kbase = s == 0 ? static_cast<const char*>(x.kv[0].get())
                                    : static_cast<const char*>(x.kv_all.get()) + b * kv_elems_ * e;
         if (run_backward_) {
           float* dkv = P > 1 ? x.dkv_all.as<float>() + b * 2 * s_.blk : x.dkv_w[0].as<float>();
-          backward_pairs(x, b, kbase, dkv, started);
-          if (s == P - 1) finish_dq(x);
+          if (s == 0) zero_dq(x, x.comp[0]);
+          backward_pairs(x, b, kbase, dkv, x.comp[0]);
+          if (s == P - 1) finish_dq(x, x.comp[0]);
         } else {
-          forward_pairs(x, b, kbase, started);
+          forward_pairs(x, b, kbase, started, x.comp[0], 0, nullptr);
         }
-        CUDA_CHECK(cudaEventRecord(x.comp_end[s], x.comp));
+        CUDA_CHECK(cudaEventRecord(x.comp_end[s], x.comp[0]));
       }
     }
   if (run_backward_ && mode != 1 && P > 1) {

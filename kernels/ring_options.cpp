@@ -16,9 +16,11 @@ std::string ring_options_error(const RingOptions& opt, int gpus_present) {
     return "--d " + std::to_string(opt.d) + " is not supported: the fast kernel takes d = 64 or 128";
   if (opt.dtype != "bf16" && opt.dtype != "fp16") return "--dtype must be bf16 or fp16";
   if (opt.split != "contiguous" && opt.split != "zigzag") return "--split must be contiguous or zigzag";
-  if (opt.transport != "nccl" && opt.transport != "copy") return "--transport must be nccl or copy";
+  if (opt.transport != "nccl" && opt.transport != "copy" && opt.transport != "auto")
+    return "--transport must be auto, nccl or copy";
   if (opt.method != "ring" && opt.method != "allgather") return "--method must be ring or allgather";
-  if (opt.method == "allgather" && opt.transport != "nccl")
+  if (opt.streams != 1 && opt.streams != 2) return "--streams must be 1 or 2";
+  if (opt.method == "allgather" && opt.transport == "copy")
     return "--method allgather runs through NCCL's collectives: it takes --transport nccl only";
   if (opt.heads < 1 || opt.heads > 65535) return "--heads must be between 1 and 65535";
   if (opt.nccl_ctas < 0) return "--nccl-ctas must be 0 (NCCL's default) or more";

@@ -33,14 +33,17 @@ using Clock = std::chrono::steady_clock;
 struct Gpu {
   int id = 0;
   // q, o: [nc][H][c][d]; kv[b]: K then V, each [nc][H][c][d]; lse: [nc][H][c]; ob, lseb: one chunk
-  DevBuf q, kv[2], o, lse, ob, lseb;
+  // (with two compute streams, step s's pairs write ob[s % 2], lseb[s % 2])
+  DevBuf q, kv[2], o, lse, ob[2], lseb[2];
   // Backward: dO and dQ like q; dkv_w[b] the fp32 dK then dV of the block in hand (this GPU's
   // partials, then plus what arrived), dkv_r[b] what arrives from the GPU before; ws[i] the backward
   // kernel's workspace for query chunk i, whose fp32 dQ accumulator sums the chunk's pairs.
   DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2];
   // All-gather: every GPU's K/V block ([P][K then V]) and, backward, every block's fp32 dK/dV partials.
   DevBuf kv_all, dkv_all;
-  cudaStream_t comp = nullptr, comm = nullptr;
+  // comp[s % 2] computes step s (--streams 2: a step's first kernels start on the SMs the step
+  // before leaves idle in its last wave); comm moves K/V and dK/dV
+  cudaStream_t comp[2] = {nullptr, nullptr}, comm = nullptr;
   ncclComm_t nccl = nullptr;
   // comm_*: step s's K/V exchange; dkv_end: the dK/dV exchange after step s's compute (backward)
   std::vector<cudaEvent_t> comp_start, comp_end, comm_start, comm_end, dkv_start, dkv_end;
@@ -76,6 +79,7 @@ struct Shape {
   std::size_t lse_chunk;  // elements of one chunk's lse [H][c]
   std::size_t all;        // elements of the global Q (or K, V, O) [H][N][D]
   bool zigzag, copy, backward, allgather;
+  int streams;  // compute streams per GPU (--streams; the all-gather uses one)
   sim::ring::RingConfig cfg;
   std::vector<std::vector<sim::ring::Segment>> segs;  // chunk i of GPU p: rows segs[p][i]
 
@@ -137,8 +141,11 @@ class RingRun {
   void sync_all();
   void exchange_nccl(int s, int cur, int nxt, int mode);
   void exchange_copy(int s, int cur, int nxt, int mode);
+  cudaStream_t step_stream(const Gpu& x, int s) const { return x.comp[s % s_.streams]; }
+  void wait_previous_run(Gpu& x, cudaStream_t cs);
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
-  void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started);
+  void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
+                     cudaEvent_t before_merge);
   void ring_once(int mode);
   void ring_once_forward(int mode);
   double timed(int mode, int iters);
@@ -150,8 +157,9 @@ class RingRun {
 
   // backward (kernels/ring_backward.cpp)
   void ring_once_backward(int mode);
-  void backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, std::vector<char>& dq_started);
-  void finish_dq(Gpu& x);
+  void backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, cudaStream_t cs);
+  void zero_dq(Gpu& x, cudaStream_t cs);
+  void finish_dq(Gpu& x, cudaStream_t cs);
   void exchange_dkv_nccl(int s, int mode);
   void exchange_dkv_copy(int s, int mode);
   Validation validate_backward();
@@ -172,7 +180,7 @@ class RingRun {
   // Steps over every ring run, so that back-to-back runs keep the double buffers' parity and their
   // dependencies (the receive into a buffer waits for the compute and the send that last read it).
   std::int64_t gstep_ = 0;
-  std::int64_t runs_ = 0;  // backward runs so far: the first one has no earlier exchange to wait for
+  std::int64_t runs_ = 0;  // runs so far (backward, all-gather): the first has nothing earlier to wait for
 };
 
 // The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.

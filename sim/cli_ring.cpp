@@ -7,7 +7,9 @@
 #include <memory>
 #include <random>
 
+#include "isa/units.h"
 #include "sim/cli.h"
+#include "sim/gpu_time.h"
 #include "sim/ring.h"
 
 namespace flashsim::cli {
@@ -19,6 +21,10 @@ struct RingArgs {
   bool causal = false, backward = false, ops = false;
   std::string split = "contiguous";
   std::uint64_t seed = 1;
+  // the ring against the all-gather alternative, timed (--gpu): heads, link rate
+  std::string gpu;
+  std::int64_t heads = 1;
+  double link_gbs = 360;
 };
 
 const char* kind_name(sim::ring::OpKind k) {
@@ -29,6 +35,8 @@ const char* kind_name(sim::ring::OpKind k) {
   }
   return "?";
 }
+
+void print_allgather_comparison(const RingArgs& a, const sim::ring::RingMachine& ring);
 
 int do_ring(const RingArgs& a) {
   namespace r = sim::ring;
@@ -85,8 +93,45 @@ int do_ring(const RingArgs& a) {
     std::cout << "dK/dV accumulators end at their owners: " << (home ? "yes" : "NO") << "\n";
     if (!home) rc = kExitFault;
   }
+  print_allgather_comparison(a, m);
   if (rc != kExitOk) std::cerr << "error: the ring run disagrees with its closed form or reference\n";
   return rc;
+}
+
+// Ring against all-gather: counted link bytes and peak bytes per device, and with --gpu the
+// predicted time of each (sim::ring::predict_methods on the time model's pair times).
+void print_allgather_comparison(const RingArgs& a, const sim::ring::RingMachine& ring) {
+  namespace r = sim::ring;
+  r::RingConfig cfg{a.n, a.d, a.p, a.causal, a.elem, a.acc, a.tile,
+                    a.split == "zigzag" ? r::Split::Zigzag : r::Split::Contiguous};
+  std::cout << "\nthe all-gather alternative (every device gathers all K/V" << (a.backward ? ", then reduce-scatters dK/dV" : "")
+            << "), per device:\n| device | link sent B: ring | link sent B: all-gather | peak held B: ring | peak held B: all-gather |\n"
+            << "|---:|---:|---:|---:|---:|\n";
+  for (int p = 0; p < a.p; ++p)
+    std::cout << "| " << p << " | " << ring.link_bytes()[p] << " | " << r::allgather_link_bytes(cfg, p, a.backward) << " | "
+              << ring.devices()[p].resident_peak << " | " << r::allgather_resident_peak(cfg, p, a.backward) << " |\n";
+  if (a.gpu.empty()) return;
+  const isa::GpuPreset* gpu = isa::find_gpu_preset(a.gpu);
+  if (!gpu) throw std::invalid_argument("unknown --gpu '" + a.gpu + "' (known: " + isa::gpu_preset_names() + ")");
+  const std::int64_t parts = static_cast<std::int64_t>(a.p) * (a.split == "zigzag" ? 2 : 1);
+  if (a.n % parts != 0) throw std::invalid_argument("--gpu: the prediction needs n divisible into equal chunks");
+  sim::TimeQuery q;
+  q.op = a.backward ? sim::TimedOp::AttnBwd : sim::TimedOp::AttnFwd;
+  q.n = a.n / parts;
+  q.d = a.d;
+  q.heads = a.heads;
+  q.elem_bytes = a.elem;
+  const double full = sim::predict_time(q, *gpu).predicted_ms;
+  q.causal = true;
+  const double masked = sim::predict_time(q, *gpu).predicted_ms;
+  r::RingConfig all = cfg;
+  all.d = a.d * a.heads;  // bytes of every head
+  const auto t = r::predict_methods(all, a.backward, full, masked, a.link_gbs * 1e6);
+  std::printf("predicted (%s, %lld heads of d = %lld, pairs of %lld rows: %.3f ms full, %.3f ms masked; links %.0f GB/s "
+              "per device): ring %.3f ms, all-gather %.3f ms: %s\n",
+              std::string(gpu->name).c_str(), static_cast<long long>(a.heads), static_cast<long long>(a.d),
+              static_cast<long long>(q.n), full, masked, a.link_gbs, t.ring_ms, t.allgather_ms,
+              t.ring_ms < t.allgather_ms ? "the ring wins" : t.ring_ms > t.allgather_ms ? "the all-gather wins" : "a tie");
 }
 
 }  // namespace
@@ -108,6 +153,12 @@ void register_ring_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"contiguous", "zigzag"}));
   c->add_flag("--backward", a->backward, "The backward schedule (counts only)");
   c->add_flag("--ops", a->ops, "Print every device op");
+  c->add_option("--gpu", a->gpu,
+                "Also predict the ring's and the all-gather's time on this GPU preset (the time model's pair times)");
+  c->add_option("--heads", a->heads, "Heads (batch x heads) for --gpu's prediction")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 20));
+  c->add_option("--link-gbs", a->link_gbs,
+                "GB/s each device sends, for --gpu (default: the copy engines' 360, measured by flashsim-gpu ring on 4 x H100)")
+      ->check(CLI::Range(1e-3, 1e6));
   c->callback([a, &exit_code] { exit_code = guarded([&] { return do_ring(*a); }); });
 }
 

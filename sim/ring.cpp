@@ -203,6 +203,48 @@ std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward) {
   return 2 * cfg.d * (cfg.p - 1) * cfg.n * (cfg.elem_bytes + (backward ? cfg.acc_bytes : 0));
 }
 
+MethodTimes predict_methods(const RingConfig& cfg, bool backward, double full_pair_ms, double masked_pair_ms,
+                            double link_bytes_per_ms) {
+  validate(cfg);
+  if (!(link_bytes_per_ms > 0) || full_pair_ms < 0 || masked_pair_ms < 0)
+    throw RingError("ring: the prediction needs a link rate > 0 and pair times >= 0");
+  const int P = cfg.p;
+  const auto segs = device_segments(cfg);
+  std::vector<std::int64_t> rows(static_cast<std::size_t>(P), 0);
+  for (int p = 0; p < P; ++p)
+    for (const auto& g : segs[p]) rows[p] += g.rows;
+  // device p's compute with the block of device b
+  auto compute = [&](int p, int b) {
+    double ms = 0;
+    for (const auto& q : segs[p])
+      for (const auto& k : segs[b]) {
+        const PairKind kind = pair_kind(q, k, cfg.causal);
+        ms += kind == PairKind::Full ? full_pair_ms : kind == PairKind::Masked ? masked_pair_ms : 0.0;
+      }
+    return ms;
+  };
+  auto hop_ms = [&](int b, int bytes_per_elem) { return 2.0 * rows[b] * cfg.d * bytes_per_elem / link_bytes_per_ms; };
+  MethodTimes t;
+  for (int p = 0; p < P; ++p) {
+    double ring = 0, gather = 0, scatter = 0, rest = 0;
+    for (int s = 0; s < P; ++s) {
+      const int b = block_at(p, s, P);
+      double comm = 0;
+      if (s + 1 < P) comm += hop_ms(b, cfg.elem_bytes);                     // K/V of block b on to p + 1
+      if (backward && s > 0) comm += hop_ms(block_at(p, s - 1, P), cfg.acc_bytes);  // dK/dV of step s - 1
+      ring += std::max(compute(p, b), P > 1 ? comm : 0.0);
+      if (s > 0) rest += compute(p, b);
+      if (b != p) gather += hop_ms(b, cfg.elem_bytes);
+      if (backward && b != p) scatter += hop_ms(b, cfg.acc_bytes);
+    }
+    if (backward && P > 1) ring += hop_ms(block_at(p, P - 1, P), cfg.acc_bytes);  // the last hop home
+    const double ag = std::max(gather, compute(p, p)) + rest + scatter;
+    t.ring_ms = std::max(t.ring_ms, ring);
+    t.allgather_ms = std::max(t.allgather_ms, ag);
+  }
+  return t;
+}
+
 std::int64_t allgather_resident_peak(const RingConfig& cfg, int device, bool backward) {
   validate(cfg);
   if (device < 0 || device >= cfg.p) throw RingError("ring: no device " + std::to_string(device));

@@ -117,6 +117,18 @@ std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward);
 // The ring holds two K/V blocks (and two dK/dV) instead: RingMachine::devices()[p].resident_peak.
 std::int64_t allgather_resident_peak(const RingConfig& cfg, int device, bool backward);
 
+// Which of the two wins, as the tile machine predicts it from each (query chunk, key chunk) pair's
+// compute time (full_pair_ms, and masked_pair_ms on the causal diagonal; chunks of equal size) and
+// one link rate (bytes per ms each device sends): the ring hides every step's exchange under the
+// step's compute (a step takes the longer: the K/V hop of step s and the dK/dV hop of step s-1,
+// backward) and exposes its last dK/dV hop; the all-gather hides its gather under the own block's
+// compute only and exposes its reduce-scatter. Each device on its own; the slowest one counts.
+struct MethodTimes {
+  double ring_ms = 0, allgather_ms = 0;
+};
+MethodTimes predict_methods(const RingConfig& cfg, bool backward, double full_pair_ms, double masked_pair_ms,
+                            double link_bytes_per_ms);
+
 struct DeviceCounters {
   std::int64_t link_sent = 0, link_received = 0;   // bytes
   std::int64_t hbm_read = 0, hbm_written = 0;      // bytes, the FA2 step + merge model

@@ -4,8 +4,9 @@
 # Usage: kernels/tools/ring_backward_gpu.sh BIN_DIR OUT_DIR SET...
 #   smoke     P = 2 and 4 at N = 16384: every direction, method, d, mask (validation first)
 #   quick     a shorter smoke: both transports, backward and forward, all-gather, P = 1
-#   p4        P = 4: N = 64k, 128k, 256k; d 64, 128; full and causal zig-zag; forward and backward
-#   p2        P = 2: N = 64k, 128k; the same
+#   p4        P = 4: N = 64k, 128k, 256k (P4_SIZES); d 64, 128; full and causal zig-zag; forward and backward
+#   p2        P = 2: N = 64k, 128k (P2_SIZES); the same
+#   streams   P = 4, N = 64k, full, d 64 and 128, both directions with --streams 1 (against the default 2)
 #   allgather all-gather against the ring, forward and backward, at chosen sizes on P = 2 and 4
 #   bound     an exchange-bound size (small N, many GPUs) with the ring's overlap against none
 # RING_BUDGET_S (default 540): runs that would start later are skipped and named in results.txt.
@@ -89,8 +90,17 @@ for set in "$@"; do
       done
       run "quick-p1-fp16-bwd" --gpus 1 --n 1000 --d 128 --dtype fp16 --repeats 1 --backward
       ;;
-    p4) table 4 65536 131072 262144 ;;
-    p2) table 2 65536 131072 ;;
+    p4) table 4 ${P4_SIZES:-65536 131072 262144} ;;
+    p2) table 2 ${P2_SIZES:-65536 131072} ;;
+    streams)  # what the second compute stream buys: the same runs with --streams 1
+      for d in 64 128; do
+        for dir in fwd bwd; do
+          b=()
+          [ $dir = bwd ] && b=(--backward)
+          run "streams1-p4-n65536-d$d-full-$TRANSPORT-$dir" --gpus 4 --n 65536 --d $d --transport "$TRANSPORT" --repeats 3 --streams 1 "${b[@]}"
+        done
+      done
+      ;;
     allgather)
       for P in 4 2; do
         for n in 16384 65536; do

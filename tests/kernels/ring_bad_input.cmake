@@ -9,7 +9,7 @@ set(cases
   "--d 96|--d 96 is not supported"
   "--dtype fp32|--dtype must be bf16 or fp16"
   "--split stripes|--split must be contiguous or zigzag"
-  "--transport shm|--transport must be nccl or copy"
+  "--transport shm|--transport must be auto, nccl or copy"
   "--method gather|--method must be ring or allgather"
   "--method allgather --transport copy|takes --transport nccl only"
   "--backward --d 32|--d 32 is not supported"

@@ -887,7 +887,7 @@ TEST_CASE("parse_sizes and parse_schedules refuse an empty item instead of dropp
 
 TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's GPU count before n (issue 35)",
           "[kernels][ring]") {
-  RingOptions o;  // 2 GPUs, n = 16384, d = 64, bf16, contiguous, NCCL
+  RingOptions o;  // 2 GPUs, n = 16384, d = 64, bf16, contiguous, transport auto
   CHECK(ring_options_error(o, 2).empty());
   CHECK(ring_options_error(o, 8).empty());
   // The issue: --gpus 5 on a 4-GPU machine was told that n = 16384 is not a multiple of 5.
@@ -939,7 +939,7 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   CHECK(with([](RingOptions& r) { r.d = 96; }) == "--d 96 is not supported: the fast kernel takes d = 64 or 128");
   CHECK(with([](RingOptions& r) { r.dtype = "fp32"; }) == "--dtype must be bf16 or fp16");
   CHECK(with([](RingOptions& r) { r.split = "stripes"; }) == "--split must be contiguous or zigzag");
-  CHECK(with([](RingOptions& r) { r.transport = "shm"; }) == "--transport must be nccl or copy");
+  CHECK(with([](RingOptions& r) { r.transport = "shm"; }) == "--transport must be auto, nccl or copy");
   CHECK(with([](RingOptions& r) { r.heads = 0; }) == "--heads must be between 1 and 65535");
   CHECK(with([](RingOptions& r) { r.nccl_ctas = -1; }) == "--nccl-ctas must be 0 (NCCL's default) or more");
 }

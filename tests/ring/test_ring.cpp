@@ -181,6 +181,41 @@ TEST_CASE("all-gather instead of the ring: the same K/V bytes, 1/P fewer dK/dV b
   CHECK_THROWS_AS(allgather_resident_peak(cfg, -1, true), RingError);
 }
 
+TEST_CASE("ring against all-gather, predicted by hand: overlap per step against the gather up front", "[ring]") {
+  // 4 devices, 64 rows each, one row = 16 values of 2 bytes: a K/V block is 2 x 64 x 16 x 2 =
+  // 4096 bytes, its fp32 dK/dV 8192; at 4096 bytes per ms a K/V hop takes 1 ms, a dK/dV hop 2 ms.
+  RingConfig cfg{256, 16, 4, false, 2, 4, 16};
+  SECTION("forward, compute-bound: both are the four blocks' compute") {
+    const auto t = predict_methods(cfg, false, 10, 10, 4096);
+    CHECK(t.ring_ms == Approx(40));
+    CHECK(t.allgather_ms == Approx(40));  // the 3 ms gather hides under the own block's 10
+  }
+  SECTION("forward, exchange-bound: the ring hides a hop per step, the all-gather only one block's worth") {
+    const auto t = predict_methods(cfg, false, 10, 10, 4096.0 / 15);  // a hop takes 15 ms
+    CHECK(t.ring_ms == Approx(3 * 15 + 10));
+    CHECK(t.allgather_ms == Approx(3 * 15 + 3 * 10));
+  }
+  SECTION("backward: the ring exposes its last dK/dV hop, the all-gather its reduce-scatter") {
+    const auto t = predict_methods(cfg, true, 10, 10, 4096);
+    CHECK(t.ring_ms == Approx(4 * 10 + 2));
+    CHECK(t.allgather_ms == Approx(10 + 3 * 10 + 3 * 2));
+  }
+  SECTION("causal, contiguous: the last device's diagonal and three full blocks decide") {
+    RingConfig c = cfg;
+    c.causal = true;
+    const auto t = predict_methods(c, false, 10, 6, 4096);
+    CHECK(t.ring_ms == Approx(6 + 3 * 10));
+    CHECK(t.allgather_ms == Approx(6 + 3 * 10));
+  }
+  SECTION("one device moves nothing") {
+    RingConfig one{64, 16, 1, false, 2, 4, 16};
+    const auto t = predict_methods(one, true, 10, 10, 4096);
+    CHECK(t.ring_ms == Approx(10));
+    CHECK(t.allgather_ms == Approx(10));
+  }
+  CHECK_THROWS_AS(predict_methods(cfg, false, 10, 10, 0), RingError);
+}
+
 TEST_CASE("ill-formed ring schedules are refused with a reason", "[ring]") {
   RingConfig cfg{16, 4, 4, false, 4, 4, 4};
   RingMachine m(cfg);

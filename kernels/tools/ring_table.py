@@ -1,0 +1,66 @@
+#!/usr/bin/env python3
+"""The RESULT lines of `flashsim-gpu ring` runs (ring_backward_gpu.sh's results.txt files) as one
+markdown table: validation, counted / posted / NVLink bytes, times, overlap, scaling.
+
+    kernels/tools/ring_table.py [--only PREFIX,...] [--default-streams N] RESULTS.txt [...]
+
+A run named twice (a later file repeats a size) keeps its last line. Lines without streams= come
+from binaries before --streams (one compute stream), or from runs named streams1-*; --only PREFIX
+keeps the runs whose names start with one of the comma-separated prefixes; --default-streams N
+names the streams of lines that do not say (binaries before the RESULT line had streams=)."""
+import sys
+
+
+def parse(path):
+    rows = {}
+    with open(path) as f:
+        for line in f:
+            name, _, rest = line.partition(" ")
+            if "RESULT " not in rest:
+                continue
+            kv = dict(p.split("=", 1) for p in rest.split("RESULT ", 1)[1].split() if "=" in p)
+            if name.startswith("streams1-"):
+                kv.setdefault("streams", "1")
+            rows[name] = kv
+    return rows
+
+
+def main(args):
+    only, default_streams = None, "-"
+    while len(args) >= 2 and args[0] in ("--only", "--default-streams"):
+        if args[0] == "--only":
+            only = tuple(args[1].split(","))
+        else:
+            default_streams = args[1]
+        args = args[2:]
+    paths = args
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    for p in paths:
+        try:
+            open(p).close()
+        except OSError as e:
+            print(f"ring_table.py: {e}", file=sys.stderr)
+            return 2
+    runs = {}
+    for p in paths:
+        runs.update({k: v for k, v in parse(p).items() if only is None or k.startswith(only)})
+    print("| P | N | d | mask | dir | method | transport | valid (err vs one GPU / float64) | counted = posted B | "
+          "NVLink / counted | streams | run ms | one GPU ms | overlap | scaling |")
+    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    key = lambda kv: (-int(kv["gpus"]), int(kv["n"]), -int(kv["d"]), kv["mask"], kv["direction"], kv["method"])
+    for kv in sorted(runs.values(), key=key):
+        counted, posted, tx = int(kv["counted"]), int(kv["posted"]), int(kv["nvlink_tx"])
+        same = "yes" if counted == posted else "NO"
+        nv = f"{tx / counted:.4f}" if counted > 0 and tx >= 0 else "-"
+        mask = "causal zig-zag" if kv["mask"] == "causal" and kv["split"] == "zigzag" else kv["mask"]
+        print(f"| {kv['gpus']} | {int(kv['n']) // 1024}k | {kv['d']} | {mask} | {'bwd' if kv['direction'] == 'backward' else 'fwd'} | {kv['method']} | "
+              f"{kv['transport']} | {kv['valid']} ({float(kv['err_one']):.1e} / {float(kv['err_ref']):.1e}) | "
+              f"{counted} ({same}) | {nv} | {kv.get('streams', default_streams)} | {float(kv['ring_ms']):.2f} | {float(kv['one_ms']):.2f} | "
+              f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
