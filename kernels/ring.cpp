@@ -701,10 +701,11 @@ void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, c
               "peak held B: ring | peak held B: all-gather |\n|---:|---:|---:|---:|---:|---:|---:|\n");
   for (int p = 0; p < P; ++p) {
     const auto& dv = sim_ring.devices()[p];
-    std::printf("| %d | %lld (%lld) | %lld | %lld | %lld | %lld | %lld |\n", p, static_cast<long long>(dv.pairs),
-                static_cast<long long>(dv.masked_pairs), static_cast<long long>(dv.score_elems * s.H),
-                static_cast<long long>(dv.hbm_read), static_cast<long long>(dv.hbm_written),
-                static_cast<long long>(dv.resident_peak),
+    // the tile machine models the forward's HBM bytes only
+    const std::string rd = s.backward ? "-" : std::to_string(dv.hbm_read), wr = s.backward ? "-" : std::to_string(dv.hbm_written);
+    std::printf("| %d | %lld (%lld) | %lld | %s | %s | %lld | %lld |\n", p, static_cast<long long>(dv.pairs),
+                static_cast<long long>(dv.masked_pairs), static_cast<long long>(dv.score_elems * s.H), rd.c_str(),
+                wr.c_str(), static_cast<long long>(dv.resident_peak),
                 static_cast<long long>(sim::ring::allgather_resident_peak(s.cfg, p, s.backward)));
   }
   std::printf("load balance (counted): busiest GPU %.3fx the mean GPU's scores\n",
