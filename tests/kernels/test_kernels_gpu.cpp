@@ -4,12 +4,15 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
 
+#include "kernels/fast.h"
 #include "kernels/launch_order.h"
 #include "kernels/runner.h"
+#include "kernels/workload.h"
 
 using namespace flashsim::gpu;
 
@@ -78,4 +81,88 @@ TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") 
     std::string note;
     CHECK_FALSE(within_tolerance(w->check(&note), tolerance(s)));
   }
+}
+
+// The ring backward's form (kernels/fast.h attention_backward_fast_accumulate): the gradients of a
+// sequence cut in chunks, summed pair by pair (dQ in the kernel's fp32 workspace, dK / dV added in
+// fp32 by its epilogue), equal one backward over the whole sequence. Chunks of 200 rows (no
+// multiple of any tile), three of them, both masks (causal: pairs above the diagonal skipped, the
+// diagonal pair masked), d = 64 and 128.
+TEST_CASE("the accumulating backward over chunk pairs equals one backward over the sequence", "[kernels][gpu][ring]") {
+  if (!have_gpu()) return;
+  using T = __nv_bfloat16;
+  const int bh = 2, c = 200, chunks = 3, n = c * chunks;
+  for (int d : {64, 128})
+    for (bool causal : {false, true}) {
+      INFO("d = " << d << (causal ? ", causal" : ", full"));
+      const std::size_t all = static_cast<std::size_t>(bh) * n * d, part = static_cast<std::size_t>(bh) * c * d;
+      DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), dout(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
+      DevBuf dq(all * 2), dk(all * 2), dv(all * 2), ws(attention_backward_fast_workspace_bytes(bh, n, d));
+      fill_uniform(q.get(), all, Dtype::BF16, 11, -2.f, 2.f);
+      fill_uniform(k.get(), all, Dtype::BF16, 12, -2.f, 2.f);
+      fill_uniform(v.get(), all, Dtype::BF16, 13, -1.f, 1.f);
+      fill_uniform(dout.get(), all, Dtype::BF16, 14, -1.f, 1.f);
+      attention_forward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, d, causal, nullptr);
+      attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(), dq.as<T>(),
+                                 dk.as<T>(), dv.as<T>(), ws.get(), bh, n, d, causal, nullptr);
+      // chunk x of a [bh][n][cols] tensor as its own [bh][c][cols]
+      auto cut = [&](const DevBuf& from, std::size_t elem, int cols, int x) {
+        DevBuf to(static_cast<std::size_t>(bh) * c * cols * elem);
+        const std::size_t row = cols * elem;
+        CUDA_CHECK(cudaMemcpy2D(to.get(), c * row, static_cast<const char*>(from.get()) + x * c * row, n * row, c * row,
+                                bh, cudaMemcpyDeviceToDevice));
+        return to;
+      };
+      std::vector<DevBuf> qc, kc, vc, oc, doc, lc, dkc, dvc, dqc;
+      for (int x = 0; x < chunks; ++x) {
+        qc.push_back(cut(q, 2, d, x));
+        kc.push_back(cut(k, 2, d, x));
+        vc.push_back(cut(v, 2, d, x));
+        oc.push_back(cut(o, 2, d, x));
+        doc.push_back(cut(dout, 2, d, x));
+        lc.push_back(cut(lse, 4, 1, x));
+        dkc.emplace_back(part * 4);
+        dvc.emplace_back(part * 4);
+        dqc.emplace_back(part * 2);
+      }
+      std::vector<char> wrote(chunks, 0);
+      for (int i = 0; i < chunks; ++i) {
+        DevBuf wsi(attention_backward_fast_workspace_bytes(bh, c, d));
+        bool first = true;  // the chunk's first pair clears the dQ accumulator itself
+        for (int j = 0; j < chunks; ++j) {
+          if (causal && j > i) continue;
+          attention_backward_fast_accumulate<T>(qc[i].as<T>(), kc[j].as<T>(), vc[j].as<T>(), oc[i].as<T>(),
+                                                doc[i].as<T>(), lc[i].as<float>(), dkc[j].as<float>(),
+                                                dvc[j].as<float>(), !wrote[j], wsi.get(), first, bh, c, d,
+                                                causal && j == i, nullptr);
+          wrote[j] = 1;
+          first = false;
+        }
+        attention_backward_fast_finish_dq<T>(wsi.get(), dqc[i].as<T>(), bh, c, d, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());  // wsi goes out of scope
+      }
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const auto ref_q = to_host(dq.get(), 0, all, Dtype::BF16), ref_k = to_host(dk.get(), 0, all, Dtype::BF16),
+                 ref_v = to_host(dv.get(), 0, all, Dtype::BF16);
+      double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
+      for (int x = 0; x < chunks; ++x) {
+        const auto gq = to_host(dqc[x].get(), 0, part, Dtype::BF16), gk = to_host(dkc[x].get(), 0, part, Dtype::F32),
+                   gv = to_host(dvc[x].get(), 0, part, Dtype::F32);
+        for (int h = 0; h < bh; ++h)
+          for (std::size_t r = 0; r < static_cast<std::size_t>(c) * d; ++r) {
+            const std::size_t at = (static_cast<std::size_t>(h) * n + static_cast<std::size_t>(x) * c) * d + r;
+            const std::size_t loc = static_cast<std::size_t>(h) * c * d + r;
+            const double got[3] = {gq[loc], gk[loc], gv[loc]}, want[3] = {ref_q[at], ref_k[at], ref_v[at]};
+            for (int g = 0; g < 3; ++g) {
+              err[g] += (got[g] - want[g]) * (got[g] - want[g]);
+              norm[g] += want[g] * want[g];
+            }
+          }
+      }
+      for (int g = 0; g < 3; ++g) {
+        INFO("gradient " << "QKV"[g] << ": relative L2 " << std::sqrt(err[g] / norm[g]));
+        CHECK(norm[g] > 0);
+        CHECK(std::sqrt(err[g] / norm[g]) < 1e-2);
+      }
+    }
 }
