@@ -105,7 +105,7 @@ void print_allgather_comparison(const RingArgs& a, const sim::ring::RingMachine&
   r::RingConfig cfg{a.n, a.d, a.p, a.causal, a.elem, a.acc, a.tile,
                     a.split == "zigzag" ? r::Split::Zigzag : r::Split::Contiguous};
   std::cout << "\nthe all-gather alternative (every device gathers all K/V" << (a.backward ? ", then reduce-scatters dK/dV" : "")
-            << "), per device:\n| device | link sent B: ring | link sent B: all-gather | peak held B: ring | peak held B: all-gather |\n"
+            << "), per device, one head of d values a row:\n| device | link sent B: ring | link sent B: all-gather | peak held B: ring | peak held B: all-gather |\n"
             << "|---:|---:|---:|---:|---:|\n";
   for (int p = 0; p < a.p; ++p)
     std::cout << "| " << p << " | " << ring.link_bytes()[p] << " | " << r::allgather_link_bytes(cfg, p, a.backward) << " | "
