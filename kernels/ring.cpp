@@ -511,22 +511,26 @@ Validation RingRun::validate_forward() {
   return v;
 }
 
-// float64 reference rows: the first and last row of every chunk and two rows inside it, each in
-// its own head (spread over the heads), on worker threads; sets v.err_ref, err_ref_max, ref_rows.
-void RingRun::reference_rows(const std::vector<float>& h_ring, Validation& v) {
-  const int P = s_.P, H = s_.H, D = s_.D, nc = s_.nc;
-  const std::int64_t N = s_.N, c = s_.c;
-  struct Row {
-    int h;
-    std::int64_t row;
-  };
-  std::vector<Row> rows;
+// The rows the float64 references check: the first and last row of every chunk and two rows
+// inside it, each in its own head (spread over the heads).
+std::vector<RingRun::RefRow> RingRun::reference_picks() const {
+  const int P = s_.P, H = s_.H, nc = s_.nc;
+  const std::int64_t c = s_.c;
+  std::vector<RefRow> rows;
   for (int p = 0; p < P; ++p)
     for (int i = 0; i < nc; ++i) {
       const std::int64_t s0 = s_.segs[p][i].start;
       const std::int64_t pick[4] = {s0, s0 + c / 3, s0 + (2 * c) / 3, s0 + c - 1};
       for (int k = 0; k < 4; ++k) rows.push_back({(p * nc * 4 + i * 4 + k) % H, pick[k]});
     }
+  return rows;
+}
+
+// float64 reference rows (reference_picks) on worker threads; sets v.err_ref, err_ref_max, ref_rows.
+void RingRun::reference_rows(const std::vector<float>& h_ring, Validation& v) {
+  const int D = s_.D;
+  const std::int64_t N = s_.N;
+  const std::vector<RefRow> rows = reference_picks();
   std::map<int, std::vector<float>> hk, hv, hq;
   for (const auto& r : rows)
     if (!hk.count(r.h)) {

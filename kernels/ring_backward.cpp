@@ -341,19 +341,9 @@ Validation RingRun::validate_backward() {
 // rows; sets v.err_ref (the worst of the three tensors), err_ref_max, ref_rows.
 void RingRun::reference_grad_rows(const std::vector<float>& dq, const std::vector<float>& dk,
                                   const std::vector<float>& dv, Validation& v) {
-  const int P = s_.P, H = s_.H, D = s_.D, nc = s_.nc;
-  const std::int64_t N = s_.N, c = s_.c;
-  struct Row {
-    int h;
-    std::int64_t row;
-  };
-  std::vector<Row> rows;
-  for (int p = 0; p < P; ++p)
-    for (int i = 0; i < nc; ++i) {
-      const std::int64_t s0 = s_.segs[p][i].start;
-      const std::int64_t pick[4] = {s0, s0 + c / 3, s0 + (2 * c) / 3, s0 + c - 1};
-      for (int k = 0; k < 4; ++k) rows.push_back({(p * nc * 4 + i * 4 + k) % H, pick[k]});
-    }
+  const int D = s_.D;
+  const std::int64_t N = s_.N;
+  const std::vector<RefRow> rows = reference_picks();
   struct Head {
     std::vector<float> q, k, v, dout;
     std::vector<double> dsum;  // D_i = dO_i . O_i

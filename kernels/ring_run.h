@@ -152,6 +152,11 @@ class RingRun {
   double step_exchange_ms(const Gpu& x, int s) const;
   void one_gpu();
   double timed_one(int iters);
+  struct RefRow {
+    int h;
+    std::int64_t row;
+  };
+  std::vector<RefRow> reference_picks() const;
   void reference_rows(const std::vector<float>& h_ring, Validation& v);
   Validation validate_forward();
 
