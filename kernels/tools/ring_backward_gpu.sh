@@ -16,9 +16,14 @@ START=$(date +%s)
 BUDGET=${RING_BUDGET_S:-540}
 HEADS=${HEADS:-8}
 TRANSPORT=${TRANSPORT:-nccl}
-BIN=${1:?bin dir}
-OUT=${2:?out dir}
+usage="usage: ring_backward_gpu.sh BIN_DIR OUT_DIR SET... (sets: smoke quick p4 p2 streams allgather bound)"
+BIN=${1:?$usage}
+OUT=${2:?$usage}
+[ $# -ge 3 ] || { echo "$usage" >&2; exit 2; }
 shift 2
+for set in "$@"; do
+  case $set in smoke|quick|p4|p2|streams|allgather|bound) ;; *) echo "ring_backward_gpu.sh: unknown set '$set'; $usage" >&2; exit 2 ;; esac
+done
 mkdir -p "$OUT/logs"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 for d in /usr/local/cuda/lib64 \
