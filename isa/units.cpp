@@ -21,20 +21,25 @@ constexpr std::array<GpuPreset, 2> kPresets{{
      {{{kL2BytesPerClk, 500},
        {per_sm_clk(798e12), 128},
        {16, 20},
-       {128, 4}}}},
+       {128, 4}}},
+     per_sm_clk(1978.9e12 * 798 / 989.4)},
     {"h200", "NVIDIA H200 SXM 141GB (132 SMs, 60 MB L2, HBM3e)", 132, kClockGhz, 60ull << 20, 4.3e12, 228u << 10,
      {{{kL2BytesPerClk, 500},
        {per_sm_clk(788e12), 128},
        {16, 20},
-       {128, 4}}}},
+       {128, 4}}},
+     per_sm_clk(1978.9e12 * 788 / 989.4)},
 }};
 
-constexpr std::array<PresetSource, 11> kSources{{
+constexpr std::array<PresetSource, 12> kSources{{
     {"SMs", "132", "132", "NVIDIA H100 Tensor Core GPU Architecture whitepaper (SXM5); H200 datasheet: the same GH100 configuration"},
     {"clock", "1.83 GHz", "1.83 GHz", "the clock at which the datasheet's 989.4 dense bf16 TFLOP/s is 4096 FLOP/clk on each of 132 SMs"},
     {"tensor (bf16/fp16 dense)", "3304 FLOP/clk/SM", "3262 FLOP/clk/SM",
      "measured ceiling: an 8192^3 bf16 product through PyTorch, 798 TFLOP/s on an H100 (2026-11-13) and 788 on an H200 "
      "(2026-10-28), this workplace's device notes (KINDS.md); the datasheet's peak is 4096 FLOP/clk/SM"},
+    {"tensor (fp8 e4m3 dense, the FP8 forward)", "6607 FLOP/clk/SM", "6525 FLOP/clk/SM",
+     "the datasheet's 1978.9 dense FP8 TFLOP/s (H100 SXM; H200 the same) scaled by the bf16 row's measured / datasheet "
+     "ratio (798 / 989.4 and 788 / 989.4): derived, no FP8 product was measured here"},
     {"tensor latency", "128 cycles", "128 cycles", "wgmma round trip, order of magnitude of Luo et al., arXiv 2402.13499 (2024)"},
     {"special function (exp2, log2, rcp)", "16 /clk/SM", "16 /clk/SM",
      "CUDA C++ Programming Guide, arithmetic instruction throughput, compute capability 9.0; x 132 SMs x 1.83 GHz = 3.9 T/s, "

@@ -58,6 +58,7 @@ struct GpuPreset {
   double hbm_bytes_per_s;        // sustained (measured copy), bounds a launch's HBM bytes
   std::uint64_t smem_bytes_per_sm;
   std::array<UnitRate, kUnitCount> units;  // per SM, indexed by Unit
+  double tensor_fp8_rate;        // FLOP/clk/SM of e4m3 products (the FP8 forward), in place of units[Tensor]
 };
 std::span<const GpuPreset> gpu_presets();
 const GpuPreset* find_gpu_preset(std::string_view name);

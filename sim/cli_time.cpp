@@ -93,7 +93,13 @@ void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
 
 int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   const isa::GpuPreset& g = preset(a.gpu);
-  if (a.dtype != "bf16" && a.dtype != "fp16") throw std::invalid_argument("--dtype takes bf16 or fp16, not '" + a.dtype + "'");
+  if (a.dtype != "bf16" && a.dtype != "fp16" && a.dtype != "fp8")
+    throw std::invalid_argument("--dtype takes bf16, fp16 or fp8, not '" + a.dtype + "'");
+  if (a.dtype == "fp8") {
+    if (q.op != sim::TimedOp::AttnFwd) throw std::invalid_argument("--dtype fp8 is for the attention forward only");
+    q.fp8 = true;
+    q.elem_bytes = 1;
+  }
   if (a.hbm_bytes < 0) throw std::invalid_argument("--hbm-bytes must not be negative");
   if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
   q.pingpong = on_off(a.pingpong, "--pingpong");
@@ -133,7 +139,9 @@ void register_time_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 7));
   ta->add_option("--pingpong", att->pingpong, "Forward: ping-pong of the consumer warpgroups on or off (FA3's ablation)");
   ta->add_option("--overlap", att->overlap, "Forward: the intra-warpgroup overlap of S_{j+1} with the softmax of j on or off");
-  ta->add_option("--dtype", att->dtype, "bf16 or fp16 (the same rates)");
+  ta->add_option("--dtype", att->dtype,
+                 "bf16 or fp16 (the same rates), or fp8 (forward only: e4m3 Q, K, V and P at the FP8 tensor rate, "
+                 "O in bf16)");
   common_options(ta, *att);
   ta->callback([att, &exit_code] {
     exit_code = guarded([&] {

@@ -60,12 +60,18 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
   tx.line("# attention forward block: " + p.name + ", d = " + std::to_string(d) + ", " +
           std::to_string(tiles.size()) + " tile(s)");
   tx.line(".units " + std::string(gpu.name));
+  if (q.fp8) {  // e4m3 products at the FP8 rate; the other units as the preset has them
+    std::ostringstream unit;
+    unit.precision(10);
+    unit << ".unit tensor rate=" << gpu.tensor_fp8_rate;
+    tx.line(unit.str());
+  }
   tx.line(".dtype f32");
-  const std::string e = std::to_string(q.elem_bytes);
+  const std::string e = std::to_string(q.elem_bytes), out_e = q.fp8 ? "2" : e;  // FP8: O in bf16
   tx.line(".array Q[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + e);
   tx.line(".array K[" + std::to_string(max_steps * p.bc) + "][" + std::to_string(d) + "] tile[" + std::to_string(p.bc) + "][" + std::to_string(d) + "] elem " + e);
   tx.line(".array V[" + std::to_string(max_steps * p.bc) + "][" + std::to_string(d) + "] tile[" + std::to_string(p.bc) + "][" + std::to_string(d) + "] elem " + e);
-  tx.line(".array O[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + e);
+  tx.line(".array O[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + out_e);
   tx.line(".array L[" + std::to_string(rows) + "] tile[" + std::to_string(brc) + "] elem 4");
   const int kbase = 0, vbase = S;
   auto K = [&](std::int64_t g) { return R(kbase + static_cast<int>(g % S)); };
@@ -347,6 +353,8 @@ void validate_query(const TimeQuery& q) {
     throw std::invalid_argument("softmax needs --rows and --cols >= 1");
   }
   if (q.elem_bytes != 1 && q.elem_bytes != 2 && q.elem_bytes != 4) throw std::invalid_argument("element size must be 1, 2 or 4 bytes");
+  if (q.fp8 && (q.op != TimedOp::AttnFwd || q.elem_bytes != 1))
+    throw std::invalid_argument("FP8 is the attention forward's only, with 1-byte Q, K and V");
 }
 
 }  // namespace
@@ -402,7 +410,7 @@ KernelPlan plan_for(const TimeQuery& q) {
 double compulsory_bytes(const TimeQuery& q) {
   const double e = q.elem_bytes, n = static_cast<double>(q.n), d = static_cast<double>(q.d), h = static_cast<double>(q.heads);
   switch (q.op) {
-    case TimedOp::AttnFwd: return h * (4 * n * d * e + 4 * n);
+    case TimedOp::AttnFwd: return h * ((3 * e + (q.fp8 ? 2 : e)) * n * d + 4 * n);  // FP8: O in bf16
     case TimedOp::AttnBwd: return h * (6 * n * d * e + 8 * n + 4 * n * d);  // + the fp32 dQ accumulator once
     case TimedOp::Matmul: return e * (static_cast<double>(q.m) * q.k + static_cast<double>(q.k) * q.n + static_cast<double>(q.m) * q.n);
     case TimedOp::Softmax: return 3.0 * 4 * static_cast<double>(q.m) * n;  // version 3 reads X twice

@@ -29,6 +29,9 @@ struct TimeQuery {
   std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
   bool causal = false;
   int elem_bytes = 2;
+  // The FP8 forward (attention forward only): Q, K, V and P in e4m3 (elem_bytes 1, the preset's
+  // tensor_fp8_rate), O written in bf16; the softmax is unchanged.
+  bool fp8 = false;
   // 0: what the launcher runs for these sizes; attention forward 5 or 6, backward 5, 6 or 7,
   // FA2 (the tile machine's FA2 order on one warpgroup, no overlap: the baseline of the lessons)
   int version = 0;

@@ -219,3 +219,39 @@ TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7
   CHECK(ms(sim::TimedOp::AttnFwd, 6) < ms(sim::TimedOp::AttnFwd, 5));
   CHECK(ms(sim::TimedOp::AttnBwd, 7) < ms(sim::TimedOp::AttnBwd, 6));
 }
+
+TEST_CASE("the FP8 forward: the products at twice the rate, the same exponentials, half of Q, K, V's bytes",
+          "[timing][fp8]") {
+  const isa::GpuPreset& h100 = *isa::find_gpu_preset("h100");
+  // the preset's FP8 rate: the datasheet's 1978.9 against 989.4 dense bf16 TFLOP/s, the same scaling
+  CHECK(h100.tensor_fp8_rate == Approx(2 * h100.units[static_cast<int>(isa::Unit::Tensor)].rate).epsilon(1e-3));
+  sim::TimeQuery q;
+  q.n = 8192;
+  q.d = 128;
+  q.heads = 4;
+  const auto bf16 = sim::predict_time(q, h100);
+  q.fp8 = true;
+  q.elem_bytes = 1;
+  const auto fp8 = sim::predict_time(q, h100);
+  const auto busy = [](const sim::LaunchPrediction& p, isa::Unit u) { return p.units[static_cast<int>(u)].busy_cycles; };
+  CHECK(busy(fp8, isa::Unit::Tensor) == Approx(busy(bf16, isa::Unit::Tensor) / 2).epsilon(1e-3));
+  CHECK(busy(fp8, isa::Unit::Special) == busy(bf16, isa::Unit::Special));
+  CHECK(busy(fp8, isa::Unit::Memory) < busy(bf16, isa::Unit::Memory));
+  CHECK(fp8.predicted_ms < bf16.predicted_ms);
+  // the exponentials stay: far from twice as fast
+  CHECK(bf16.predicted_ms / fp8.predicted_ms < 1.6);
+  // compulsory bytes: Q, K, V at one byte, O in bf16, lse in fp32
+  const double n = 8192, d = 128, h = 4;
+  CHECK(sim::compulsory_bytes(q) == h * (3 * n * d + 2 * n * d + 4 * n));
+  // FP8 is the forward's only, with 1-byte inputs
+  q.elem_bytes = 2;
+  CHECK_THROWS_AS(sim::predict_time(q, h100), std::invalid_argument);
+  q.elem_bytes = 1;
+  q.op = sim::TimedOp::AttnBwd;
+  CHECK_THROWS_AS(sim::predict_time(q, h100), std::invalid_argument);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --dtype fp8 --backward").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --dtype fp4").status == 2);
+  const auto r = test::run_flashsim("time attention --n 4096 --d 128 --heads 8 --gpu h100 --dtype fp8 --json");
+  CHECK(r.status == 0);
+  CHECK(r.out.find("\"predicted_ms\"") != std::string::npos);
+}
