@@ -29,7 +29,8 @@
 namespace flashsim::gpu::ring_detail {
 
 // Backward buffers: the global dO and the one-GPU gradients on GPU 0, and on every GPU its dO
-// chunks, the fp32 accumulators, one pair's gradients and the backward kernel's workspace.
+// chunks, dQ, the fp32 dK/dV accumulators (the all-gather's for every block) and one backward
+// workspace per query chunk (its fp32 dQ accumulator sums the chunk's pairs).
 void RingRun::setup_backward() {
   const std::size_t e = s_.e, all = s_.all;
   CUDA_CHECK(cudaSetDevice(0));
