@@ -629,10 +629,12 @@ __device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, 
   return {group * heads_per_group + in_group % group_heads, kv0, causal ? kv0 / BR : 0, (n + BR - 1) / BR};
 }
 
-// dK and dV staged in the K and V tiles (row-XOR swizzle) out to rows kv0 + r < n, 16 bytes a thread.
+// Walks dK and dV staged in the K and V tiles (row-XOR swizzle), 16 bytes a thread: for each
+// chunk of a row kv0 + r < n, store(offset of the chunk in [n, D], dK's 8 values, dV's 8 values).
 // tid: the thread's index among the THREADS that share the work.
-template <int D, int BC, int THREADS, class T>
-__device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T* dk, T* dv, int kv0, int n, int tid) {
+template <int D, int BC, int THREADS, class Store>
+__device__ __forceinline__ void for_each_staged_dkdv(std::uint32_t ks, std::uint32_t vs, int kv0, int n, int tid,
+                                                     Store store) {
   constexpr int kChunks = D / 8;
   for (int x = tid; x < BC * kChunks; x += THREADS) {
     const int r = x / kChunks, c = x % kChunks;
@@ -642,10 +644,17 @@ __device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T
                  : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
     asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
                  : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
-    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
+    store(static_cast<std::size_t>(kv0 + r) * D + c * 8, a, b);
+  }
+}
+
+// dK and dV out to T tensors.
+template <int D, int BC, int THREADS, class T>
+__device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T* dk, T* dv, int kv0, int n, int tid) {
+  for_each_staged_dkdv<D, BC, THREADS>(ks, vs, kv0, n, tid, [&](std::size_t off, const uint4& a, const uint4& b) {
     *reinterpret_cast<uint4*>(dk + off) = a;
     *reinterpret_cast<uint4*>(dv + off) = b;
-  }
+  });
 }
 
 // The same rows into fp32 accumulators (the ring backward, kernels/ring_backward.cpp): written, or
@@ -653,19 +662,10 @@ __device__ __forceinline__ void store_dkdv(std::uint32_t ks, std::uint32_t vs, T
 template <int D, int BC, int THREADS, class T>
 __device__ __forceinline__ void store_dkdv_f32(std::uint32_t ks, std::uint32_t vs, float* dk, float* dv, int kv0, int n,
                                                int tid, bool add) {
-  constexpr int kChunks = D / 8;
-  for (int x = tid; x < BC * kChunks; x += THREADS) {
-    const int r = x / kChunks, c = x % kChunks;
-    if (kv0 + r >= n) continue;
-    uint4 a, b;
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(a.x), "=r"(a.y), "=r"(a.z), "=r"(a.w) : "r"(mma::swizzled<D>(ks, r, c)));
-    asm volatile("ld.shared.v4.b32 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(b.x), "=r"(b.y), "=r"(b.z), "=r"(b.w) : "r"(mma::swizzled<D>(vs, r, c)));
+  for_each_staged_dkdv<D, BC, THREADS>(ks, vs, kv0, n, tid, [&](std::size_t off, const uint4& a, const uint4& b) {
     float fk[8], fv[8];
     unpack8(a, fk, T{});
     unpack8(b, fv, T{});
-    const std::size_t off = static_cast<std::size_t>(kv0 + r) * D + c * 8;
     float4* pk = reinterpret_cast<float4*>(dk + off);
     float4* pv = reinterpret_cast<float4*>(dv + off);
 #pragma unroll
@@ -680,7 +680,7 @@ __device__ __forceinline__ void store_dkdv_f32(std::uint32_t ks, std::uint32_t v
       pk[h] = k4;
       pv[h] = v4;
     }
-  }
+  });
 }
 
 // Rows [row0, row0 + ROWS) of a [n, D] matrix into a shared tile through cp.async (rows >= n become

@@ -13,6 +13,7 @@ set(cases
   "--method gather|--method must be ring or allgather"
   "--method allgather --transport copy|takes --transport nccl only"
   "--backward --d 32|--d 32 is not supported"
+  "--streams 3|--streams must be 1 or 2"
   "--heads 0|--heads must be between 1 and 65535"
   "--gpus 63|63 GPUs asked for (--gpus 63), but this machine has"
   "--gpus 63 --n 16385 --split zigzag|63 GPUs asked for (--gpus 63), but this machine has"

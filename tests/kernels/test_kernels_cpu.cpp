@@ -909,6 +909,11 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   o.method = "gather";
   CHECK(ring_options_error(o, 1) == "--method must be ring or allgather");
   o.method = "ring";
+  o.streams = 3;
+  CHECK(ring_options_error(o, 1) == "--streams must be 1 or 2");
+  o.streams = 1;
+  CHECK(ring_options_error(o, 2).empty());
+  o.streams = 2;
   o.d = 96;
   CHECK(ring_options_error(o, 2) == "--d 96 is not supported: the fast kernel takes d = 64 or 128");
   o.d = 64;
