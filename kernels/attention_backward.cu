@@ -110,9 +110,9 @@ ms, cuDNN 7 % faster per cycle with 9 % more instructions. Tried and dropped the
 kernels/RESULTS.md): the next tile's S^T queued before this tile's dQ is staged (-9 to -16 %), and dQ
 deferred a tile with the two consumers decoupled and staggered (-18 to -25 %).
 version 7 (the launcher's since 2026-11-25; FLASHSIM_BWD_VERSION=6 or 5 selects the older ones) is
-version 6 with the consumers taking turns at dQ (d = 128; at d = 64 it runs version 6's kernel):
-in tile t consumer t % 2 computes the whole 64 x 128 dQ block over all 128 keys (8 m64n128k16 from
-dS^T and K in shared memory) while the other only signals that its half of dS^T is written and goes
+version 6 with the consumers taking turns at dQ: in tile t consumer t % 2 computes the whole dQ
+block over all 128 keys (d = 128: 64 x 128, 8 m64n128k16 from dS^T and K in shared memory; d = 64
+since 2026-11-26: 128 x 64, two m64n64 blocks, one staging buffer the consumers take turns at) while the other only signals that its half of dS^T is written and goes
 on to tile t + 1. Version 6's per-tile meeting of both consumers is gone, so they run one dQ product
 apart: one's exponentials and dS^T fall under the other's products, a ping-pong like FlashAttention-3's
 forward. Same products, bytes and accumulator layout (registers 32.. of the m64n128 block are
@@ -121,6 +121,10 @@ writer warp adds it with one 32 KB bulk reduction (226 of 227 KB of shared memor
 launch, 0 spills). H100, same binary (2026-11-25, `--ab-table 8`, bf16 and fp16 at N >= 8192):
 +4 to +10 % on all 8 rows against version 6 (bf16 N = 16384 full 571 against 550 TFLOP/s); sustained
 ABBA (`--ab 128 16384 0 4 8`): bf16 564 / 563 against 527 / 526, fp16 546 / 548 against 511 / 511.
+At d = 64 (2026-11-26, H100, `--ab-table 8`): +6 to +16 % on all 8 rows (bf16 N = 16384 full 586
+against 522 TFLOP/s). Every consumer thread arrives on the stage's empty barrier (its own reads of
+the statistics) and the epilogue meets on an mbarrier: with lane 0 arriving for its warp and a named
+barrier there, compute-sanitizer's racecheck reported hazards once the Q / dO ring was reused.
 Validated and timed by kernels/tools/bench_attention_backward_fast.cu (standalone nvcc build with
 -DFLASHSIM_ATTN_BWD_FAST_ONLY, which leaves out versions 1-2 and their workload and adds version 3
 and the all-mma.sync kernel for comparison).
@@ -1277,7 +1281,7 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 //   wait full[s]; S^T, dP^T (wgmma ss); P^T, dS^T in registers; dS^T (its 64 key rows) to the
 //   double-buffered dS^T tile; dV += P^T dO, dK += dS^T Q (wgmma rs, one group);
 //   named barrier kBarDs (256 consumers: both halves of dS^T written);
-//   dQ block = dS K (wgmma ss, its own group); wait for dV / dK -> lane 0 of each warp arrives on
+//   dQ block = dS K (wgmma ss, its own group); wait for dV / dK -> every consumer thread arrives on
 //   empty[s] (the stage's Q, dO and statistics are no longer read); wait for dQ;
 //   [named barrier kBarDqEmpty + c, after the first tile] its 64 x 64 fp32 dQ block to shared memory
 //   (8 float4 a thread, conflict-free), fence.proxy.async, bar.arrive kBarDqFull + c.
@@ -1294,9 +1298,11 @@ __global__ void __launch_bounds__(256) bwd_fast_dq_kernel(const float* __restric
 template <int D, int BR, int BC, int STAGES, bool ALT_DQ = false>
 struct WsBwdConfig {
   static constexpr int kKVBytes = BC * D * 2, kQBytes = BR * D * 2, kDSBytes = BC * BR * 2, kStatBytes = 2 * BR * 4;
-  // two 64 x 64 fp32 blocks, one per consumer; with ALT_DQ one whole BR x D block per consumer
-  static constexpr int kDQBytes = (ALT_DQ ? 2 : 1) * BR * D * 4;
-  static constexpr int kBars = 1 + 2 * STAGES;  // kv_full, full[STAGES], empty[STAGES]
+  // two 64 x 64 fp32 blocks, one per consumer; with ALT_DQ whole BR x D blocks: one per consumer at
+  // d = 128, one the consumers take turns at at d = 64 (two would not fit)
+  static constexpr int kDQBuffers = ALT_DQ && D == 128 ? 2 : 1;
+  static constexpr int kDQBytes = kDQBuffers * BR * D * 4;
+  static constexpr int kBars = 2 + 2 * STAGES;  // kv_full, full[STAGES], empty[STAGES], epilogue
   // K | V | Q ring | dO ring | dS^T x 2 | dQ staging | statistics ring | mbarriers, + 1024 of slack
   // for the 1024-byte alignment of the swizzled tiles
   static constexpr int kOffV = kKVBytes, kOffQ = 2 * kKVBytes, kOffDO = kOffQ + STAGES * kQBytes;
@@ -1306,14 +1312,12 @@ struct WsBwdConfig {
   static constexpr int kDQQueryBlocks = BR / 64;
   static_assert(BC == 128, "two consumer warpgroups of 64 keys");
   static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per consumer");
-  static_assert(!ALT_DQ || (BR == 64 && D == 128), "alternating dQ: one m64n128 product a tile");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 // named barriers of version 6 (0 is __syncthreads)
 constexpr int kBarDs = 1;       // 256 consumer threads: dS^T complete
 constexpr int kBarDqFull = 2;   // + c: consumer c (128) arrives, the writer warp (32) syncs
 constexpr int kBarDqEmpty = 4;  // + c: the writer warp arrives, consumer c syncs
-constexpr int kBarEpi = 6;      // 256 consumer threads: K, V no longer read; dK, dV staged
 constexpr int kBarDsTo = 7;     // + c (ALT_DQ): the other consumer (128) arrives, consumer c (128) syncs
 constexpr int kDqBarCount = 128 + 32;
 
@@ -1327,8 +1331,9 @@ constexpr int kDqBarCount = 128 + 32;
 // dS^T stored by 16 st.shared.b32 with their swizzle arithmetic. The default since 2026-11-24 runs
 // the compare and select only in tiles that need a mask (a warp-uniform branch) and stores dS^T
 // with 4 stmatrix.x4 (one XOR per address): fewer instructions, same products and results.
-// ALT_DQ (launch_bwd PRODUCTS = 8, d = 128, for A/B): the consumers take turns, tile by tile, at the
-// whole dQ block (64 queries x 128 columns over all 128 keys). The one whose turn it is waits for the
+// ALT_DQ (launch_bwd PRODUCTS = 8, version 7): the consumers take turns, tile by tile, at the whole
+// dQ block (all 128 keys: 64 queries x 128 columns at d = 128, 128 x 64 at d = 64, where the two
+// share one staging buffer, as two buffers do not fit). The one whose turn it is waits for the
 // other's half of dS^T; the other only signals it and goes on to the next tile, so the two drift
 // apart by one dQ product and one's exponentials run under the other's products (ping-pong), in
 // place of version 6's meeting of both consumers at every tile.
@@ -1349,6 +1354,7 @@ __global__ void __launch_bounds__(384, 1)
   auto kv_full = [](std::uint32_t b) { return b + C::kOffBars; };
   auto full = [](std::uint32_t b, int s) { return b + C::kOffBars + 8 * (1 + s); };
   auto empty = [](std::uint32_t b, int s) { return b + C::kOffBars + 8 * (1 + STAGES + s); };
+  const std::uint32_t epilogue_bar = base + C::kOffBars + 8 * (1 + 2 * STAGES);
 
   const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
   const int head = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
@@ -1360,8 +1366,11 @@ __global__ void __launch_bounds__(384, 1)
     tma::mbar_init(kv_full(base), 1);
     for (int s = 0; s < STAGES; ++s) {
       tma::mbar_init(full(base, s), 1);
-      tma::mbar_init(empty(base, s), 8);  // lane 0 of each consumer warp
+      // every consumer thread arrives once it has read the stage (its statistics through ld.shared):
+      // a release that covers each thread's own reads, which one lane per warp would not
+      tma::mbar_init(empty(base, s), 256);
     }
+    tma::mbar_init(epilogue_bar, 256);
     tma::mbar_init_fence();
   }
   __syncthreads();
@@ -1395,13 +1404,16 @@ __global__ void __launch_bounds__(384, 1)
         const int c = it & 1;
         tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
         if (lane == 0) {
-          tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D, base + C::kOffDQ + c * BR * D * 4,
-                              BR * D * 4);
+          tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D,
+                              base + C::kOffDQ + (C::kDQBuffers == 2 ? c : 0) * BR * D * 4, BR * D * 4);
           tma::bulk_commit();
           tma::bulk_wait_read<0>();
         }
         __syncwarp();
-        if (i + 2 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+        // the buffer is free for its next writer: the same consumer two tiles on (a buffer each), or
+        // the other one at the next tile (one buffer)
+        if (C::kDQBuffers == 2 && i + 2 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+        if (C::kDQBuffers == 1 && i + 1 < i_end) tma::named_bar_arrive(kBarDqEmpty + (c ^ 1), kDqBarCount);
       }
       if (lane == 0) tma::bulk_wait<0>();
     } else if (warp == 1) {  // dQ writer
@@ -1554,7 +1566,7 @@ __global__ void __launch_bounds__(384, 1)
         pin(acc_dk);
         pin_frag(pa);
         pin_frag(da);
-        if (lane == 0) tma::mbar_arrive(empty(b, s_));
+        tma::mbar_arrive(empty(b, s_));
         continue;
       }
       tma::named_bar_sync(kBarDsTo + c, 256);  // the other half of dS^T is written
@@ -1563,19 +1575,36 @@ __global__ void __launch_bounds__(384, 1)
       pin(acc_dk);
       pin_frag(pa);
       pin_frag(da);
-      if (lane == 0) tma::mbar_arrive(empty(b, s_));
+      tma::mbar_arrive(empty(b, s_));
+      // the same layout as version 6's two 64 x 64 blocks: registers 32.. are columns 64.. of the
+      // m64n128 block (d = 128), or the second m64n64 block, query rows 64.. (d = 64)
       float dq[64];
       wgmma::fence();
+      if constexpr (D == 128) {
 #pragma unroll
-      for (int kk = 0; kk < BC / 16; ++kk)
-        wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<128>{}, T{}, dq, wgmma::desc128(dss + kk * 16 * 128, BC * 128, 1024),
-                              wgmma::desc128(ks + kk * 16 * 128, BC * 128, 1024), kk > 0);
+        for (int kk = 0; kk < BC / 16; ++kk)
+          wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<128>{}, T{}, dq, wgmma::desc128(dss + kk * 16 * 128, BC * 128, 1024),
+                                wgmma::desc128(ks + kk * 16 * 128, BC * 128, 1024), kk > 0);
+      } else {
+        auto& rows0 = *reinterpret_cast<float(*)[32]>(dq);
+        auto& rows64 = *reinterpret_cast<float(*)[32]>(dq + 32);
+#pragma unroll
+        for (int kk = 0; kk < BC / 16; ++kk) {
+          wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<64>{}, T{}, rows0, wgmma::desc128(dss + kk * 16 * 128, BC * 128, 1024),
+                                wgmma::desc128(ks + kk * 16 * 128, BC * 128, 1024), kk > 0);
+          wgmma::wgmma_ss<1, 1>(wgmma::WgmmaN<64>{}, T{}, rows64,
+                                wgmma::desc128(dss + BC * 128 + kk * 16 * 128, BC * 128, 1024),
+                                wgmma::desc128(ks + kk * 16 * 128, BC * 128, 1024), kk > 0);
+        }
+      }
       wgmma::commit();
       wgmma::wait<0>();
       pin(dq);
-      if (it >= 2) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);  // the writer has read this buffer
-      // the same layout as version 6's two 64 x 64 blocks: registers 32.. are columns 64..
-      const std::uint32_t stage = b + C::kOffDQ + c * (BR * D * 4) + (threadIdx.x % 128) * 16;
+      // the writer has read the buffer: this consumer's block of two tiles back (a buffer each), or the
+      // other consumer's of the tile before (one buffer)
+      if (it >= (C::kDQBuffers == 2 ? 2 : 1)) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);
+      const std::uint32_t stage =
+          b + C::kOffDQ + (C::kDQBuffers == 2 ? c : 0) * (BR * D * 4) + (threadIdx.x % 128) * 16;
 #pragma unroll
       for (int k4 = 0; k4 < 16; ++k4)
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(stage + (k4 / 8) * (64 * 64 * 4) + (k4 % 8) * 2048),
@@ -1600,7 +1629,7 @@ __global__ void __launch_bounds__(384, 1)
     pin(acc_dk);
     pin_frag(pa);
     pin_frag(da);
-    if (lane == 0) tma::mbar_arrive(empty(b, s_));
+    tma::mbar_arrive(empty(b, s_));
     wgmma::wait<0>();
     pin(dq);
 
@@ -1614,7 +1643,10 @@ __global__ void __launch_bounds__(384, 1)
     tma::named_bar_arrive(kBarDqFull + c, kDqBarCount);
   }
 
-  tma::named_bar_sync(kBarEpi, 256);  // both consumers are done with K (dQ reads all 128 keys) and V
+  // The consumers meet twice on an mbarrier (phases 0 and 1), not a named barrier: compute-sanitizer's
+  // racecheck loses the order of a named barrier here after the turn-taking at dQ (version 7).
+  tma::mbar_arrive(epilogue_bar);  // both consumers are done with K (dQ reads all 128 keys) and V
+  tma::mbar_wait(epilogue_bar, 0);
   const std::uint32_t ks = base, vs = base + C::kOffV;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -1626,7 +1658,8 @@ __global__ void __launch_bounds__(384, 1)
       st_shared_b32(mma::swizzled<D>(vs, r, j) + 4 * t, mma::pack2<T>(acc_dv[4 * j + 2 * h], acc_dv[4 * j + 2 * h + 1]));
     }
   }
-  tma::named_bar_sync(kBarEpi, 256);
+  tma::mbar_arrive(epilogue_bar);  // dK, dV staged
+  tma::mbar_wait(epilogue_bar, 1);
   if (acc_mode == 0) {
     advance(static_cast<std::size_t>(head) * n * D, dk, dv);
     store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x - 128);
@@ -1684,7 +1717,7 @@ constexpr int ws_stages() {
 // 3-stage Q / dO ring (d = 128 only; an experiment for the bench driver's --variants), 6 = version 6
 // with P^T and dS^T cut to bf16's mantissa width (fp16 only; a diagnostic for the driver's --power),
 // 7 = version 6 as first written (attn_bwd_ws_kernel PRE_LEAN: more instructions around dS^T; for A/B),
-// 8 = version 6 with the consumers taking turns at the whole dQ block (ALT_DQ; d = 128; for A/B).
+// 8 = version 6 with the consumers taking turns at the whole dQ block (ALT_DQ; version 7).
 // Workspace: the fp32 dQ accumulator (bh * n_pad * D floats: [bh][n][D] for PRODUCTS <= 3, one chunk
 // per query tile for 4 and 5), then lse2 and D ([bh][n_pad] each).
 template <class T, int D, int BR, int BC, int NW, int DQ_MT, int PRODUCTS>
@@ -1770,7 +1803,7 @@ __attribute__((noinline)) void launch_bwd(const T* q, const T* k, const T* v, co
 }
 
 // The version attention_backward_fast runs: 7, or 6 / 5 when FLASHSIM_BWD_VERSION says so (read
-// once; for A/B runs of the same binary). Version 7 differs from 6 at d = 128 only.
+// once; for A/B runs of the same binary).
 int selected_version() {
   static const int version = [] {
     const char* env = std::getenv("FLASHSIM_BWD_VERSION");
@@ -1801,11 +1834,11 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
   if (d != 64 && d != 128) throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
   // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step; chosen by measurement
-  // on an H100 (kernels/RESULTS.md). Version 7 (at d = 64 the same kernel as 6) unless
-  // FLASHSIM_BWD_VERSION selects 6 or 5.
+  // on an H100 (kernels/RESULTS.md). Version 7 unless FLASHSIM_BWD_VERSION selects 6 or 5.
   const int version = bwd_fast::selected_version();
   if (d == 64) {
-    if (version >= 6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    if (version == 7) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 8>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
+    else if (version == 6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
     else bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
   } else {
     if (version == 7) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
@@ -1839,7 +1872,9 @@ void attention_backward_fast_accumulate(const T* q, const T* k, const T* v, cons
     throw std::invalid_argument("attention_backward_fast_accumulate: needs version 6 or 7 (FLASHSIM_BWD_VERSION=5 is set)");
   const bwd_fast::BwdAccumulate acc{dk_acc, dv_acc, assign_dkv ? 1 : 2, first_dq, false};
   T* none = nullptr;
-  if (d == 64)
+  if (d == 64 && bwd_fast::selected_version() == 7)
+    bwd_fast::launch_bwd_with<T, 64, 128, 128, 8, 2, 8>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
+  else if (d == 64)
     bwd_fast::launch_bwd_with<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
   else if (bwd_fast::selected_version() == 7)
     bwd_fast::launch_bwd_with<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
@@ -1882,7 +1917,9 @@ namespace flashsim::gpu::bwd_fast {
 #define FLASHSIM_BWD_VARIANT(T, D, BR, BC, NW, DQ_MT, PRODUCTS)                                                  \
   template void launch_bwd<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(const T*, const T*, const T*, const T*, const T*, const float*, \
                                                         T*, T*, T*, void*, int, int, bool, cudaStream_t);
-FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6 (also the launcher's 7 at d = 64)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 8)  // version 7
+FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 8)
+FLASHSIM_BWD_VARIANT(__nv_bfloat16, 64, 128, 128, 8, 2, 4)  // version 6
 FLASHSIM_BWD_VARIANT(__half, 64, 128, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__nv_bfloat16, 128, 64, 128, 8, 2, 4)
 FLASHSIM_BWD_VARIANT(__half, 128, 64, 128, 8, 2, 4)

@@ -388,9 +388,8 @@ KernelPlan plan_for(const TimeQuery& q) {
       break;
     }
     case TimedOp::AttnBwd: {
-      int v = q.version ? q.version : (q.d == 128 ? 7 : 6);
+      const int v = q.version ? q.version : 7;
       if (v < 5 || v > 7) throw std::invalid_argument("attention backward versions are 5, 6 and 7");
-      if (q.d == 64 && v == 7) v = 6;  // the launcher runs version 6's kernel at d = 64
       p = KernelPlan{"backward version " + std::to_string(v) + ": producer + 2 consumers, 128 keys a block, " +
                          std::to_string(q.d == 128 ? 64 : 128) + " queries a step",
                      q.d == 128 ? 64 : 128, 128, 2, 2, true, false, v == 7, false, false, 1, v};

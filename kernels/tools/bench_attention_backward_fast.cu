@@ -11,6 +11,8 @@
 //   bench_attention_backward_fast --variants the launcher (version 7, 6 or 5) against the version before
 //                                            it, the other variants, versions 4, 3 and the all-mma.sync kernel: full
 //                                            checks of each at small sizes, then each timed (bf16)
+//   bench_attention_backward_fast --check D N CAUSAL [bf16|fp16]   one head of N rows checked in full
+//                                            (the launcher; for a sanitizer on one shape)
 //   bench_attention_backward_fast --one D N CAUSAL [bf16|fp16]   one problem run twice (for ncu; bf16
 //                                            unless fp16 is named)
 //   bench_attention_backward_fast --d128     the launcher at d = 128, N = 8192 and 16384, full and causal,
@@ -23,14 +25,15 @@
 //                                            `nvidia-smi -lms` log or an NVML energy-counter log)
 //                                            and its mean time and TFLOP/s
 //   bench_attention_backward_fast --ab D N CAUSAL SECONDS [7|8]   --power's phases for launch_bwd
-//                                            PRODUCTS 7 (version 6 pre-LEAN; 8: version 6 with dQ
-//                                            alternating between the consumers, d = 128) and 4 (version
-//                                            6), bf16 and fp16, in ABBA order
+//                                            PRODUCTS 7 (version 6 pre-LEAN; 8: version 7, dQ
+//                                            alternating between the consumers) and 4 (version 6),
+//                                            bf16 and fp16, in ABBA order
 //   bench_attention_backward_fast --ab-table [7|8]   the timed shapes at N >= 8192, PRODUCTS 7 (8)
-//                                            and 4 side by side (8: d = 128 only), after full checks of
-//                                            the variant at n = 1, 77, 333
-//   bench_attention_backward_fast --sanitize bh = 2, n = 100 only (d 64/128, causal or not, both
-//                                            dtypes), for compute-sanitizer memcheck / racecheck
+//                                            and 4 side by side, after full checks of the variant at
+//                                            n = 1, 77, 333
+//   bench_attention_backward_fast --sanitize bh = 2, n = 100 and bh = 1, n = 333 only (d 64/128,
+//                                            causal or not, both dtypes; 333 rows reuse the Q / dO
+//                                            ring's stages), for compute-sanitizer memcheck / racecheck
 // O and lse for the backward come from a plain mma.sync forward in this file (test-only; it is
 // checked against the float64 CPU forward at the small sizes). The gradients are checked against
 // kernels/reference.cpp in double: attention_backward (all heads, all rows) at small sizes,
@@ -405,9 +408,9 @@ bool small_checks(std::uint64_t seed, bool tiny) {
   for (int d : {64, 128})
     for (bool causal : {false, true}) {
       ok &= check_full<T>(2, 100, d, causal, seed += 10);
+      ok &= check_full<T>(tiny ? 1 : 3, 333, d, causal, seed += 10);
       if (tiny) continue;
       ok &= check_full<T>(1, 1, d, causal, seed += 10);
-      ok &= check_full<T>(3, 333, d, causal, seed += 10);
       ok &= check_full<T>(1, 256, d, causal, seed += 10);
     }
   return ok;
@@ -462,8 +465,7 @@ static int run_main(int argc, char** argv) {
     namespace bf = fg::bwd_fast;
     struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
     const int version = bf::selected_version();
-    // the launcher, then the version before it (so the two are timed side by side); at d = 64
-    // versions 7 and 6 are the same kernel, so 5 is the one next to it
+    // the launcher, then the version before it (so the two are timed side by side)
     const V v5_64{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
                   bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>};
     const V v6_64{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
@@ -472,9 +474,9 @@ static int run_main(int argc, char** argv) {
                    bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>};
     const V v6_128{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
                    bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
-    const V other64 = version >= 6 ? v5_64 : v6_64;
+    const V other64 = version == 6 ? v5_64 : v6_64;
     const V other128 = version == 6 ? v5_128 : v6_128;
-    const char* launcher = version == 7   ? "  [launcher: v7, v6 with alternating dQ at d = 128]"
+    const char* launcher = version == 7   ? "  [launcher: v7, v6 with alternating dQ]"
                            : version == 6 ? "  [launcher: v6 (FLASHSIM_BWD_VERSION=6)]"
                                           : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
     const V vs[] = {
@@ -494,8 +496,6 @@ static int run_main(int argc, char** argv) {
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
         {128, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
          bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>},
-        {128, "  [v6 alternating dQ: one consumer a tile does all of dQ, the other goes on]",
-         bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>},
         {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
         {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
@@ -516,6 +516,17 @@ static int run_main(int argc, char** argv) {
           for (const V& v : vs)
             if (v.d == d) ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, v.b, v.name);
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  if (argc > 4 && std::strcmp(argv[1], "--check") == 0) {  // one small problem checked in full (for a sanitizer)
+    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+    const bool causal = std::atoi(argv[4]) != 0, fp16 = argc > 5 && std::strcmp(argv[5], "fp16") == 0;
+    if ((d != 64 && d != 128) || n < 1) {
+      std::fprintf(stderr, "bench_attention_backward_fast --check: need D = 64 or 128 and N >= 1\n");
+      return 2;
+    }
+    const std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+    const bool ok = fp16 ? check_full<__half>(1, n, d, causal, seed) : check_full<__nv_bfloat16>(1, n, d, causal, seed);
     return ok ? 0 : 1;
   }
   if (argc > 4 && std::strcmp(argv[1], "--one") == 0) {  // one problem, two runs (for a profiler)
@@ -546,7 +557,7 @@ static int run_main(int argc, char** argv) {
     return ok ? 0 : 1;
   }
   // --ab / --ab-table: version 6 (launch_bwd PRODUCTS 4) against one of its variants, PRODUCTS 7
-  // (pre-LEAN, the default) or 8 (dQ alternating between the consumers, d = 128), named by an
+  // (pre-LEAN, the default) or 8 (dQ alternating between the consumers, version 7), named by an
   // optional last argument
   namespace bf = fg::bwd_fast;
   struct AbPair { const char* name; Problem<__nv_bfloat16>::Launcher b4, bx; Problem<__half>::Launcher h4, hx; };
@@ -558,12 +569,8 @@ static int run_main(int argc, char** argv) {
              d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>,
              nullptr};
     if (other == 8) {
-      if (d64) {
-        std::fprintf(stderr, "bench_attention_backward_fast: variant 8 (alternating dQ) is d = 128 only\n");
-        std::exit(2);
-      }
-      p.bx = bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>;
-      p.hx = bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>;
+      p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>;
+      p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>;
     } else {
       p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
       p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
@@ -599,7 +606,7 @@ static int run_main(int argc, char** argv) {
     const int other = ab_other(2);
     bool ok = true;
     std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
-    const std::vector<int> dims = other == 8 ? std::vector<int>{128} : std::vector<int>{128, 64};
+    const std::vector<int> dims{128, 64};
     for (int d : dims)  // the variant in full at odd sizes first
       for (bool causal : {false, true})
         for (int n : {1, 77, 333}) {

@@ -38,7 +38,13 @@ def attention(n, d, heads, *extra):
     return ["attention", "--n", str(n), "--d", str(d), "--heads", str(heads), *extra]
 
 
-def bench_rows(name):
+# The binaries of the sets below ran backward version 6 at d = 64 (version 7 there is the launcher's
+# since the last set): their rows are predicted with the version they ran.
+def bwd_version(op_is_bwd, d, d64_version):
+    return ["--version", str(d64_version)] if op_is_bwd and d == 64 and d64_version else []
+
+
+def bench_rows(name, bwd_d64_version=6):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         op, shape, mask = r["op"], r["shape"], r["mask"]
@@ -47,7 +53,8 @@ def bench_rows(name):
             if n < 4096:
                 continue
             a = attention(n, d, h, *(["--causal"] if mask == "causal" else []),
-                          *(["--backward"] if op == "attn-bwd" else []))
+                          *(["--backward"] if op == "attn-bwd" else []),
+                          *bwd_version(op == "attn-bwd", d, bwd_d64_version))
         elif op == "matmul":
             m, n, k = map(int, shape.split("x"))
             if m < 4096 or n < 4096:
@@ -63,8 +70,9 @@ def compare_rows(name):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         h, n, d = map(int, r["size"].split()[0].split("x"))
-        a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []),
-                      *(["--backward"] if r["schedule"].startswith("bwd") else []))
+        bwd = r["schedule"].startswith("bwd")
+        a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []), *(["--backward"] if bwd else []),
+                      *bwd_version(bwd, d, 6))
         a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
         rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
     return rows
@@ -73,6 +81,8 @@ def compare_rows(name):
 SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call1.csv")),
         ("H100 bench_kernels call 2", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call2.csv")),
         ("H200 bench_kernels", "h200", bench_rows("2026-11-26-h200-time-bench_kernels.csv")),
+        ("H100 bench_kernels, backward v7 at d = 64 (not tuned on)", "h100",
+         bench_rows("2026-11-26-h100-bwd-v7-d64-bench_kernels-call3.csv", bwd_d64_version=None)),
         ("H100 compare, other sizes", "h100", compare_rows("2026-11-26-h100-time-compare-other-sizes.csv")),
         ("H200 compare, other sizes", "h200", compare_rows("2026-11-26-h200-time-compare-other-sizes.csv"))]
 
@@ -90,6 +100,8 @@ PAIRS = [
      attention(1024, 64, 512, "--causal", "--version", "6"), 264 / 317, "2026-11-25 variants, call 2"),
     ("backward d=128 N=16384: version 7 over 6", attention(16384, 128, 16, "--backward", "--version", "6"),
      attention(16384, 128, 16, "--backward", "--version", "7"), 1.07, "2026-11-25 (+4 to +10 %)"),
+    ("backward d=64 N=16384: version 7 over 6", attention(16384, 64, 16, "--backward", "--version", "6"),
+     attention(16384, 64, 16, "--backward", "--version", "7"), 586.2 / 522.2, "2026-11-26 --ab-table 8, call 1"),
     ("forward d=128 N=16384: ping-pong on over off", attention(16384, 128, 16, "--pingpong", "off"),
      attention(16384, 128, 16, "--pingpong", "on"), 680 / 693, "2026-11-26 variants (persistent)"),
     ("forward d=128 N=4096: ping-pong on over off", attention(4096, 128, 64, "--pingpong", "off"),

@@ -220,6 +220,20 @@ TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7
   CHECK(ms(sim::TimedOp::AttnBwd, 7) < ms(sim::TimedOp::AttnBwd, 6));
 }
 
+TEST_CASE("the backward's default is version 7 at d = 64 and 128, as the launcher's", "[timing]") {
+  for (int d : {64, 128}) {
+    sim::TimeQuery q;
+    q.op = sim::TimedOp::AttnBwd;
+    q.n = 4096;
+    q.d = d;
+    q.heads = 4;
+    const auto launcher = sim::predict_time(q, *isa::find_gpu_preset("h100"));
+    CHECK(launcher.plan.version == 7);
+    q.version = 6;
+    CHECK(launcher.predicted_ms < sim::predict_time(q, *isa::find_gpu_preset("h100")).predicted_ms);
+  }
+}
+
 TEST_CASE("the FP8 forward: the products at twice the rate, the same exponentials, half of Q, K, V's bytes",
           "[timing][fp8]") {
   const isa::GpuPreset& h100 = *isa::find_gpu_preset("h100");
