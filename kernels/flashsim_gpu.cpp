@@ -543,18 +543,27 @@ static int compare_main(CompareArgs a) {
   return ok ? 0 : 1;
 }
 
-static int run_main(int argc, char** argv) {
-  CLI::App app{"flashsim-gpu: run the flashsim schedules on a CUDA GPU and compare measured HBM traffic with "
-               "the tile machine's count"};
-  app.require_subcommand(1);
+namespace {
 
-  auto* list = app.add_subcommand("list", "list the schedules and the size presets");
-  auto* traffic = app.add_subcommand("traffic", "print per-array bytes: our kernels' model vs the tile machine (no GPU)");
-  std::string t_sched = "all", t_sizes = "tiny";
-  traffic->add_option("--schedules,-s", t_sched, "schedules or groups")->capture_default_str();
-  traffic->add_option("--sizes", t_sizes, "sizes, as for compare")->capture_default_str();
+// The options of `flashsim-gpu predict` and `l2probe --from` (the L2 model's settings; Hopper's by default).
+struct PredictArgs {
+  std::string from, l2, dirty_start, preset;
+  int sms = 132, partitions = 2;
+  std::uint32_t ways = kHopperL2Ways, dirty = kHopperL2DirtyWays, group = kHopperL2DirtyGroup;
+  std::uint32_t page = 0, rank = 0;  // the onset probes' choice, 16384 / 21, is not the default (RESULTS.md)
+};
+
+struct ProbeArgs {
+  std::string patterns = "reread,rmw", fractions = "0.25,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.1,1.25,1.5,2.0", csv;
+  int passes = 5;
+  std::string from, dirty_start = "0";  // --from: no GPU, the CSV predicted again
+  int sms = 132, blocks_per_sm = 8, partitions = 2;
+  std::uint32_t ways = kHopperL2Ways, dirty = kHopperL2DirtyWays, group = kHopperL2DirtyGroup;
+  std::uint32_t page = 0, rank = 0;
+};
+
+CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   auto* cmp = app.add_subcommand("compare", "run schedules at sizes; print counted vs measured bytes");
-  CompareArgs ca;
   cmp->add_option("--schedules,-s", ca.schedules,
                   "comma list of schedules or groups (matmul, softmax, attn-fwd, attn-bwd, attention, all)")
       ->capture_default_str();
@@ -587,76 +596,72 @@ static int run_main(int argc, char** argv) {
   cmp->add_option("--json", ca.json, "also write JSON to FILE ('-' for stdout)");
   cmp->add_option("--gpu-preset", ca.gpu_preset,
                   "the time model's GPU preset for the pred ms column (h100, h200; default: from the device name)");
+  return cmp;
+}
 
+CLI::App* add_predict_command(CLI::App& app, PredictArgs& a) {
   auto* pred = app.add_subcommand(
       "predict", "re-predict the HBM bytes of a compare CSV's rows with the L2 model on the CPU (no GPU), against their measurement");
-  std::string pred_from, pred_l2;
-  int pred_sms = 132, pred_partitions = 2;
-  pred->add_option("--from", pred_from, "a flashsim-gpu compare CSV")->required();
-  pred->add_option("--l2", pred_l2, "the GPU's L2 size (e.g. 50MiB; H100 50 MiB, H200 60 MiB)")->required();
-  pred->add_option("--sms", pred_sms, "the GPU's SMs")->check(CLI::Range(1, 100000))->capture_default_str();
-  pred->add_option("--l2-partitions", pred_partitions, "L2 slices of the model (Hopper: 2)")
+  pred->add_option("--from", a.from, "a flashsim-gpu compare CSV")->required();
+  pred->add_option("--l2", a.l2, "the GPU's L2 size (e.g. 50MiB; H100 50 MiB, H200 60 MiB)")->required();
+  pred->add_option("--sms", a.sms, "the GPU's SMs")->check(CLI::Range(1, 100000))->capture_default_str();
+  pred->add_option("--l2-partitions", a.partitions, "L2 slices of the model (Hopper: 2)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  std::uint32_t pred_ways = kHopperL2Ways, pred_dirty = kHopperL2DirtyWays, pred_group = kHopperL2DirtyGroup;
-  std::string pred_dirty_start;
-  pred->add_option("--dirty-at-start", pred_dirty_start,
+  pred->add_option("--dirty-at-start", a.dirty_start,
                    "dirty bytes in the L2 at each range's start (default: the CSV's dirty_at_start column, else 0), "
                    "e.g. 3MiB: the write-back baseline a compare run printed");
-  pred->add_option("--l2-ways", pred_ways, "lines per set (0: fully associative; Hopper: 32)")->capture_default_str();
-  pred->add_option("--l2-dirty-ways", pred_dirty,
+  pred->add_option("--l2-ways", a.ways, "lines per set (0: fully associative; Hopper: 32)")->capture_default_str();
+  pred->add_option("--l2-dirty-ways", a.dirty,
                    "dirty lines a set keeps before writing its oldest back (0: no limit; Hopper: 16)")
       ->capture_default_str();
-  pred->add_option("--l2-dirty-group", pred_group,
+  pred->add_option("--l2-dirty-group", a.group,
                    "sets that share one dirty-line limit of this many times --l2-dirty-ways (Hopper: 4)")
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
-  std::uint32_t pred_page = 0, pred_rank = 0;  // the onset probes' choice, 16384 / 21, is not the default (RESULTS.md)
-  pred->add_option("--l2-page-lines", pred_page, "lines of a page spread evenly over the sets (0: every line at random)")
+  pred->add_option("--l2-page-lines", a.page, "lines of a page spread evenly over the sets (0: every line at random)")
       ->capture_default_str();
-  std::string pred_preset;
-  pred->add_option("--gpu-preset", pred_preset,
+  pred->add_option("--gpu-preset", a.preset,
                    "the time model's preset for the pred ms column (h100, h200; default: h200 when --l2 is 60 MiB or more, else h100)");
-  pred->add_option("--l2-copy-rank", pred_rank,
+  pred->add_option("--l2-copy-rank", a.rank,
                    "a far partition's copy enters its set this many lines above the LRU one (0: most recent)")
       ->capture_default_str();
+  return pred;
+}
 
+CLI::App* add_probe_command(CLI::App& app, ProbeArgs& a) {
   auto* probe = app.add_subcommand(
       "l2probe", "sweep two access patterns (reread, read-modify-write) over buffer sizes around the L2: measured HBM bytes against the L2 model's");
-  std::string probe_patterns = "reread,rmw", probe_fractions = "0.25,0.4,0.5,0.6,0.7,0.8,0.9,1.0,1.1,1.25,1.5,2.0", probe_csv;
-  int probe_passes = 5;
-  probe->add_option("--patterns", probe_patterns, "comma list of reread, rmw, copy")->capture_default_str();
-  probe->add_option("--fractions", probe_fractions, "buffer sizes as fractions of the L2")->capture_default_str();
-  probe->add_option("--passes", probe_passes, "launches over the buffer in the measured range")
+  probe->add_option("--patterns", a.patterns, "comma list of reread, rmw, copy")->capture_default_str();
+  probe->add_option("--fractions", a.fractions, "buffer sizes as fractions of the L2")->capture_default_str();
+  probe->add_option("--passes", a.passes, "launches over the buffer in the measured range")
       ->check(CLI::Range(2, 100))
       ->capture_default_str();
-  probe->add_option("--csv", probe_csv, "also write CSV to FILE ('-' for stdout)");
-  std::string probe_from, probe_dirty_start = "0";
-  int probe_sms = 132, probe_bps = 8, probe_partitions = 2;
-  std::uint32_t probe_ways = kHopperL2Ways, probe_dirty = kHopperL2DirtyWays, probe_group = kHopperL2DirtyGroup;
-  probe->add_option("--from", probe_from, "no GPU: predict a probe CSV again with the settings below, and sum the error");
-  probe->add_option("--sms", probe_sms, "with --from: SMs")->check(CLI::Range(1, 100000))->capture_default_str();
-  probe->add_option("--blocks-per-sm", probe_bps, "with --from: the probe kernels' occupancy")
+  probe->add_option("--csv", a.csv, "also write CSV to FILE ('-' for stdout)");
+  probe->add_option("--from", a.from, "no GPU: predict a probe CSV again with the settings below, and sum the error");
+  probe->add_option("--sms", a.sms, "with --from: SMs")->check(CLI::Range(1, 100000))->capture_default_str();
+  probe->add_option("--blocks-per-sm", a.blocks_per_sm, "with --from: the probe kernels' occupancy")
       ->check(CLI::Range(1, 1024))
       ->capture_default_str();
-  probe->add_option("--l2-partitions", probe_partitions, "with --from: L2 slices")->check(CLI::Range(1, 64))->capture_default_str();
-  probe->add_option("--l2-ways", probe_ways, "with --from: lines per set (0: fully associative)")->capture_default_str();
-  probe->add_option("--l2-dirty-ways", probe_dirty, "with --from: dirty lines a set keeps (0: no limit)")->capture_default_str();
-  probe->add_option("--l2-dirty-group", probe_group, "with --from: sets sharing one dirty-line limit")
+  probe->add_option("--l2-partitions", a.partitions, "with --from: L2 slices")->check(CLI::Range(1, 64))->capture_default_str();
+  probe->add_option("--l2-ways", a.ways, "with --from: lines per set (0: fully associative)")->capture_default_str();
+  probe->add_option("--l2-dirty-ways", a.dirty, "with --from: dirty lines a set keeps (0: no limit)")->capture_default_str();
+  probe->add_option("--l2-dirty-group", a.group, "with --from: sets sharing one dirty-line limit")
       ->check(CLI::Range(1u, 1u << 20))
       ->capture_default_str();
-  probe->add_option("--dirty-at-start", probe_dirty_start, "with --from: dirty bytes in the L2 when each range starts")
+  probe->add_option("--dirty-at-start", a.dirty_start, "with --from: dirty bytes in the L2 when each range starts")
       ->capture_default_str();
-  std::uint32_t probe_page = 0, probe_rank = 0;
-  probe->add_option("--l2-page-lines", probe_page, "with --from: lines of a page spread evenly over the sets (0: at random)")
+  probe->add_option("--l2-page-lines", a.page, "with --from: lines of a page spread evenly over the sets (0: at random)")
       ->capture_default_str();
-  probe->add_option("--l2-copy-rank", probe_rank, "with --from: far copies' entry rank above the LRU end (0: most recent)")
+  probe->add_option("--l2-copy-rank", a.rank, "with --from: far copies' entry rank above the LRU end (0: most recent)")
       ->capture_default_str();
+  return probe;
+}
 
+CLI::App* add_ring_command(CLI::App& app, RingOptions& ring_opt) {
   auto* ring = app.add_subcommand(
       "ring", "ring attention (forward, or --backward) over --gpus P GPUs (NCCL) on the fast Hopper kernels, or the "
               "all-gather alternative: validate, counted vs posted vs NVLink bytes, overlap, scaling");
-  RingOptions ring_opt;
   // d, dtype, split and transport are checked by ring_main (a clear message and exit 2), not by CLI11
   ring->add_option("--gpus", ring_opt.gpus, "GPUs in the ring")->capture_default_str();
   ring->add_option("--n", ring_opt.n, "total sequence length (a multiple of --gpus, of 2 x --gpus with --split zigzag)")
@@ -685,6 +690,62 @@ static int run_main(int argc, char** argv) {
       ->capture_default_str();
   ring->add_option("--repeats", ring_opt.repeats, "timed batches (median)")->check(CLI::Range(1, 1000))->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
+  return ring;
+}
+
+int run_ring(const RingOptions& opt) {
+#ifdef FLASHSIM_HAVE_NCCL
+  return ring_main(opt);
+#else
+  (void)opt;
+  std::fprintf(stderr, "flashsim-gpu ring: built without NCCL (libnccl not found in the CUDA toolkit)\n");
+  return 2;
+#endif
+}
+
+int run_probe(const ProbeArgs& a) {
+  if (a.from.empty()) return probe_main(a.patterns, a.fractions, a.passes, a.csv);
+  return probe_replay_main(a.from, a.sms, a.blocks_per_sm, a.partitions, a.ways, a.dirty,
+                           flashsim::sim::parse_size(a.dirty_start), a.page, a.rank, a.group);
+}
+
+int run_predict(const PredictArgs& a) {
+  const std::uint64_t l2 = flashsim::sim::parse_size(a.l2);
+  const std::string preset = a.preset.empty() ? (l2 >= (60ull << 20) ? "h200" : "h100")
+                                              : gpu_preset_for("", a.preset).name;  // throws on an unknown one
+  return predict_main(a.from, l2, a.sms, a.partitions, a.ways, a.dirty,
+                      a.dirty_start.empty() ? std::nullopt
+                                            : std::optional<std::uint64_t>(flashsim::sim::parse_size(a.dirty_start)),
+                      a.page, a.rank, a.group, preset);
+}
+
+int run_list() {
+  for (const auto& s : all_schedules()) std::printf("%-15s %-22s v%d  %s\n", s.id, s.file, s.version, s.summary);
+  std::printf("\nsize presets: tiny (sanitizer), small (inside L2), large (far beyond L2); or op:dims\n");
+  std::printf("counted bytes: %s\n", have_counted() ? "tile machine linked (sim/traffic.h)" : "flashsim_sim not built");
+  return 0;
+}
+
+}  // namespace
+
+static int run_main(int argc, char** argv) {
+  CLI::App app{"flashsim-gpu: run the flashsim schedules on a CUDA GPU and compare measured HBM traffic with "
+               "the tile machine's count"};
+  app.require_subcommand(1);
+
+  auto* list = app.add_subcommand("list", "list the schedules and the size presets");
+  auto* traffic = app.add_subcommand("traffic", "print per-array bytes: our kernels' model vs the tile machine (no GPU)");
+  std::string t_sched = "all", t_sizes = "tiny";
+  traffic->add_option("--schedules,-s", t_sched, "schedules or groups")->capture_default_str();
+  traffic->add_option("--sizes", t_sizes, "sizes, as for compare")->capture_default_str();
+  CompareArgs compare_args;
+  add_compare_command(app, compare_args);
+  PredictArgs predict_args;
+  auto* pred = add_predict_command(app, predict_args);
+  ProbeArgs probe_args;
+  auto* probe = add_probe_command(app, probe_args);
+  RingOptions ring_opt;
+  auto* ring = add_ring_command(app, ring_opt);
 
   flashsim::cli::refuse_blank_values(app);  // after every option is registered
   try {
@@ -693,40 +754,12 @@ static int run_main(int argc, char** argv) {
     const int rc = app.exit(e);  // prints the message, or the help
     return rc == 0 ? 0 : flashsim::cli::kExitBadInput;
   }
-
-  if (ring->parsed()) {
-#ifdef FLASHSIM_HAVE_NCCL
-    return ring_main(ring_opt);
-#else
-    std::fprintf(stderr, "flashsim-gpu ring: built without NCCL (libnccl not found in the CUDA toolkit)\n");
-    return 2;
-#endif
-  }
-
-  if (probe->parsed() && !probe_from.empty())
-    return probe_replay_main(probe_from, probe_sms, probe_bps, probe_partitions, probe_ways, probe_dirty,
-                             flashsim::sim::parse_size(probe_dirty_start), probe_page, probe_rank, probe_group);
-  if (probe->parsed()) return probe_main(probe_patterns, probe_fractions, probe_passes, probe_csv);
-  if (pred->parsed()) {
-    const std::uint64_t l2 = flashsim::sim::parse_size(pred_l2);
-    const std::string preset = pred_preset.empty() ? (l2 >= (60ull << 20) ? "h200" : "h100")
-                                                   : gpu_preset_for("", pred_preset).name;  // throws on an unknown one
-    return predict_main(pred_from, l2, pred_sms, pred_partitions, pred_ways, pred_dirty,
-                        pred_dirty_start.empty() ? std::nullopt
-                                                 : std::optional<std::uint64_t>(flashsim::sim::parse_size(pred_dirty_start)),
-                        pred_page, pred_rank, pred_group, preset);
-  }
-
-  if (list->parsed()) {
-    for (const auto& s : all_schedules())
-      std::printf("%-15s %-22s v%d  %s\n", s.id, s.file, s.version, s.summary);
-    std::printf("\nsize presets: tiny (sanitizer), small (inside L2), large (far beyond L2); or op:dims\n");
-    std::printf("counted bytes: %s\n", have_counted() ? "tile machine linked (sim/traffic.h)" : "flashsim_sim not built");
-    return 0;
-  }
-
+  if (ring->parsed()) return run_ring(ring_opt);
+  if (probe->parsed()) return run_probe(probe_args);
+  if (pred->parsed()) return run_predict(predict_args);
+  if (list->parsed()) return run_list();
   if (traffic->parsed()) return traffic_main(t_sched, t_sizes);
-  return compare_main(ca);
+  return compare_main(compare_args);
 }
 
 int main(int argc, char** argv) { return flashsim::guard_main("flashsim-gpu", [&] { return run_main(argc, argv); }); }

@@ -460,188 +460,209 @@ void power_phase(const char* label, int d, int n, bool causal, double seconds, b
 
 }  // namespace
 
-static int run_main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--variants") == 0) {  // the launcher (version 7, 6 or 5) vs other kernels
-    namespace bf = fg::bwd_fast;
-    struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
-    const int version = bf::selected_version();
-    // the launcher, then the version before it (so the two are timed side by side)
-    const V v5_64{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
-                  bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>};
-    const V v6_64{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
-                  bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4>};
-    const V v5_128{128, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 3>,
-                   bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>};
-    const V v6_128{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
-                   bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
-    const V other64 = version == 6 ? v5_64 : v6_64;
-    const V other128 = version == 6 ? v5_128 : v6_128;
-    const char* launcher = version == 7   ? "  [launcher: v7, v6 with alternating dQ]"
-                           : version == 6 ? "  [launcher: v6 (FLASHSIM_BWD_VERSION=6)]"
-                                          : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
-    const V vs[] = {
-        {64, launcher, nullptr, nullptr},
-        other64,
-        {64, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
-         bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7>, bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7>},
-        {64, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 2>,
-         bf::launch_bwd<__half, 64, 128, 128, 8, 2, 2>},
-        {64, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 1>,
-         bf::launch_bwd<__half, 64, 128, 128, 8, 2, 1>},
-        {64, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 0>,
-         bf::launch_bwd<__half, 64, 128, 128, 8, 2, 0>},
-        {128, launcher, nullptr, nullptr},
-        other128,
-        {128, "  [v6, 3-stage Q/dO ring]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 5>,
-         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
-        {128, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
-         bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>},
-        {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
-         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
-        {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
-         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 1>},
-        {128, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 0>,
-         bf::launch_bwd<__half, 128, 64, 128, 8, 2, 0>}};
-    bool ok = true;
-    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
-    for (const V& v : vs)
-      for (bool causal : {false, true})
-        for (int n : {1, 100, 256, 333}) {
-          ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.b, v.name);
-          ok &= check_full<__half>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.h, v.name);
-        }
-    for (int d : {64, 128})
-      for (bool causal : {false, true})
-        for (int n : {1024, 4096, 8192, 16384})
-          for (const V& v : vs)
-            if (v.d == d) ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, v.b, v.name);
-    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
-    return ok ? 0 : 1;
-  }
-  if (argc > 4 && std::strcmp(argv[1], "--check") == 0) {  // one small problem checked in full (for a sanitizer)
-    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const bool causal = std::atoi(argv[4]) != 0, fp16 = argc > 5 && std::strcmp(argv[5], "fp16") == 0;
-    if ((d != 64 && d != 128) || n < 1) {
-      std::fprintf(stderr, "bench_attention_backward_fast --check: need D = 64 or 128 and N >= 1\n");
-      return 2;
-    }
-    const std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
-    const bool ok = fp16 ? check_full<__half>(1, n, d, causal, seed) : check_full<__nv_bfloat16>(1, n, d, causal, seed);
-    return ok ? 0 : 1;
-  }
-  if (argc > 4 && std::strcmp(argv[1], "--one") == 0) {  // one problem, two runs (for a profiler)
-    const int n = std::atoi(argv[3]), d = std::atoi(argv[2]);
-    const bool causal = std::atoi(argv[4]) != 0;
-    if (argc > 5 && std::strcmp(argv[5], "fp16") == 0) {
-      Problem<__half> p(16 * 16384 / n, n, d, causal, 7);
-      p.backward();
-      p.backward();
-    } else {
-      Problem<__nv_bfloat16> p(16 * 16384 / n, n, d, causal, 7);
-      p.backward();
-      p.backward();
-    }
-    CUDA_CHECK(cudaDeviceSynchronize());
-    return 0;
-  }
-  if (argc > 1 && std::strcmp(argv[1], "--d128") == 0) {  // the launcher's d = 128 N >= 8192 rows, twice
-    bool ok = true;
-    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
-    for (int round = 0; round < 2; ++round)
-      for (bool causal : {false, true})
-        for (int n : {8192, 16384}) {
-          ok &= bench_shape<__nv_bfloat16>(128, n, causal, s += 10);
-          ok &= bench_shape<__half>(128, n, causal, s += 10);
-        }
-    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
-    return ok ? 0 : 1;
-  }
-  // --ab / --ab-table: version 6 (launch_bwd PRODUCTS 4) against one of its variants, PRODUCTS 7
-  // (pre-LEAN, the default) or 8 (dQ alternating between the consumers, version 7), named by an
-  // optional last argument
+// --variants: the launcher (version 7, 6 or 5) against every other kernel, checked then timed
+static int run_variants() {
   namespace bf = fg::bwd_fast;
-  struct AbPair { const char* name; Problem<__nv_bfloat16>::Launcher b4, bx; Problem<__half>::Launcher h4, hx; };
-  auto ab_pair = [](int d, int other) -> AbPair {
-    const bool d64 = d == 64;
-    AbPair p{other == 8 ? "v6 alternating dQ" : "v6 pre-LEAN",
-             d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
-             nullptr,
-             d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>,
-             nullptr};
-    if (other == 8) {
-      p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>;
-      p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>;
-    } else {
-      p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
-      p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
-    }
-    return p;
-  };
-  auto ab_other = [&](int at) {
-    if (argc <= at) return 7;
-    const int v = std::atoi(argv[at]);
-    if (v < 7 || v > 8) {
-      std::fprintf(stderr, "bench_attention_backward_fast: the variant to compare must be 7 or 8, not '%s'\n", argv[at]);
-      std::exit(2);
-    }
-    return v;
-  };
-  if (argc > 5 && std::strcmp(argv[1], "--ab") == 0) {
-    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const bool causal = std::atoi(argv[4]) != 0;
-    const double seconds = std::atof(argv[5]);
-    const AbPair p = ab_pair(d, ab_other(6));
-    const std::string x = p.name;
-    power_phase<__nv_bfloat16>(("bf16 " + x).c_str(), d, n, causal, seconds, false, p.bx);
-    power_phase<__nv_bfloat16>("bf16 v6", d, n, causal, seconds, false, p.b4);
-    power_phase<__half>(("fp16 " + x).c_str(), d, n, causal, seconds, false, p.hx);
-    power_phase<__half>("fp16 v6", d, n, causal, seconds, false, p.h4);
-    power_phase<__half>("fp16 v6 (again)", d, n, causal, seconds, false, p.h4);
-    power_phase<__half>(("fp16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.hx);
-    power_phase<__nv_bfloat16>("bf16 v6 (again)", d, n, causal, seconds, false, p.b4);
-    power_phase<__nv_bfloat16>(("bf16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.bx);
-    return 0;
+  struct V { int d; const char* name; Problem<__nv_bfloat16>::Launcher b; Problem<__half>::Launcher h; };
+  const int version = bf::selected_version();
+  // the launcher, then the version before it (so the two are timed side by side)
+  const V v5_64{64, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 3>,
+                bf::launch_bwd<__half, 64, 128, 128, 8, 2, 3>};
+  const V v6_64{64, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4>,
+                bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4>};
+  const V v5_128{128, "  [v5: TMA loads, float2 dQ atomics]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 3>,
+                 bf::launch_bwd<__half, 128, 64, 128, 8, 2, 3>};
+  const V v6_128{128, "  [v6: warp-specialized, bulk dQ]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
+                 bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>};
+  const V other64 = version == 6 ? v5_64 : v6_64;
+  const V other128 = version == 6 ? v5_128 : v6_128;
+  const char* launcher = version == 7   ? "  [launcher: v7, v6 with alternating dQ]"
+                         : version == 6 ? "  [launcher: v6 (FLASHSIM_BWD_VERSION=6)]"
+                                        : "  [launcher: v5 (FLASHSIM_BWD_VERSION=5)]";
+  const V vs[] = {
+      {64, launcher, nullptr, nullptr},
+      other64,
+      {64, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
+       bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7>, bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7>},
+      {64, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 2>,
+       bf::launch_bwd<__half, 64, 128, 128, 8, 2, 2>},
+      {64, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 1>,
+       bf::launch_bwd<__half, 64, 128, 128, 8, 2, 1>},
+      {64, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 0>,
+       bf::launch_bwd<__half, 64, 128, 128, 8, 2, 0>},
+      {128, launcher, nullptr, nullptr},
+      other128,
+      {128, "  [v6, 3-stage Q/dO ring]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 5>,
+       bf::launch_bwd<__half, 128, 64, 128, 8, 2, 5>},
+      {128, "  [v6 pre-LEAN: mask select in every tile, dS^T by st.shared.b32]",
+       bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>, bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>},
+      {128, "  [v4: cp.async loads]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 2>,
+       bf::launch_bwd<__half, 128, 64, 128, 8, 2, 2>},
+      {128, "  [v3: dK/dV on wgmma]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 1>,
+       bf::launch_bwd<__half, 128, 64, 128, 8, 2, 1>},
+      {128, "  [all mma.sync (2026-11-22)]", bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 0>,
+       bf::launch_bwd<__half, 128, 64, 128, 8, 2, 0>}};
+  bool ok = true;
+  std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+  for (const V& v : vs)
+    for (bool causal : {false, true})
+      for (int n : {1, 100, 256, 333}) {
+        ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.b, v.name);
+        ok &= check_full<__half>(n == 1 ? 1 : 2, n, v.d, causal, s += 10, v.h, v.name);
+      }
+  for (int d : {64, 128})
+    for (bool causal : {false, true})
+      for (int n : {1024, 4096, 8192, 16384})
+        for (const V& v : vs)
+          if (v.d == d) ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, v.b, v.name);
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
+
+// --check D N CAUSAL [fp16]: one small problem checked in full (for a sanitizer)
+static int run_check(int argc, char** argv) {
+  const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+  const bool causal = std::atoi(argv[4]) != 0, fp16 = argc > 5 && std::strcmp(argv[5], "fp16") == 0;
+  if ((d != 64 && d != 128) || n < 1) {
+    std::fprintf(stderr, "bench_attention_backward_fast --check: need D = 64 or 128 and N >= 1\n");
+    return 2;
   }
-  if (argc > 1 && std::strcmp(argv[1], "--ab-table") == 0) {
-    const int other = ab_other(2);
-    bool ok = true;
-    std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
-    const std::vector<int> dims{128, 64};
-    for (int d : dims)  // the variant in full at odd sizes first
-      for (bool causal : {false, true})
-        for (int n : {1, 77, 333}) {
-          const AbPair p = ab_pair(d, other);
-          ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.bx, p.name);
-          ok &= check_full<__half>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.hx, p.name);
-        }
-    for (int d : dims)
-      for (bool causal : {false, true})
-        for (int n : {8192, 16384}) {
-          const AbPair p = ab_pair(d, other);
-          const std::string x = std::string("  [") + p.name + "]";
-          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.bx, x.c_str());
-          ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.b4, "  [v6]");
-          ok &= bench_shape<__half>(d, n, causal, s += 10, p.hx, x.c_str());
-          ok &= bench_shape<__half>(d, n, causal, s += 10, p.h4, "  [v6]");
-        }
-    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
-    return ok ? 0 : 1;
+  const std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+  const bool ok = fp16 ? check_full<__half>(1, n, d, causal, seed) : check_full<__nv_bfloat16>(1, n, d, causal, seed);
+  return ok ? 0 : 1;
+}
+
+// --one D N CAUSAL [fp16]: one problem, two runs (for a profiler)
+static int run_one(int argc, char** argv) {
+  const int n = std::atoi(argv[3]), d = std::atoi(argv[2]);
+  const bool causal = std::atoi(argv[4]) != 0;
+  if (argc > 5 && std::strcmp(argv[5], "fp16") == 0) {
+    Problem<__half> p(16 * 16384 / n, n, d, causal, 7);
+    p.backward();
+    p.backward();
+  } else {
+    Problem<__nv_bfloat16> p(16 * 16384 / n, n, d, causal, 7);
+    p.backward();
+    p.backward();
   }
-  if (argc > 5 && std::strcmp(argv[1], "--power") == 0) {
-    const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
-    const bool causal = std::atoi(argv[4]) != 0;
-    const double seconds = std::atof(argv[5]);
-    namespace bf = fg::bwd_fast;
-    power_phase<__nv_bfloat16>("bf16", d, n, causal, seconds, false, nullptr);
-    power_phase<__half>("fp16", d, n, causal, seconds, false, nullptr);
-    power_phase<__half>("fp16, bf16-representable inputs", d, n, causal, seconds, true, nullptr);
-    if (d == 128)
-      power_phase<__half>("fp16, bf16-representable inputs, P/dS cut to 7 mantissa bits", d, n, causal, seconds, true,
-                          bf::launch_bwd<__half, 128, 64, 128, 8, 2, 6>);
-    power_phase<__nv_bfloat16>("bf16 (again)", d, n, causal, seconds, false, nullptr);
-    power_phase<__half>("fp16 (again)", d, n, causal, seconds, false, nullptr);
-    return 0;
+  CUDA_CHECK(cudaDeviceSynchronize());
+  return 0;
+}
+
+// --d128: the launcher's d = 128 N >= 8192 rows, twice
+static int run_d128() {
+  bool ok = true;
+  std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+  for (int round = 0; round < 2; ++round)
+    for (bool causal : {false, true})
+      for (int n : {8192, 16384}) {
+        ok &= bench_shape<__nv_bfloat16>(128, n, causal, s += 10);
+        ok &= bench_shape<__half>(128, n, causal, s += 10);
+      }
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
+
+// --ab / --ab-table: version 6 (launch_bwd PRODUCTS 4) against one of its variants, PRODUCTS 7
+// (pre-LEAN, the default) or 8 (dQ alternating between the consumers, version 7), named by an
+// optional last argument
+namespace {
+struct AbPair { const char* name; Problem<__nv_bfloat16>::Launcher b4, bx; Problem<__half>::Launcher h4, hx; };
+
+AbPair ab_pair(int d, int other) {
+  namespace bf = fg::bwd_fast;
+  const bool d64 = d == 64;
+  AbPair p{other == 8 ? "v6 alternating dQ" : "v6 pre-LEAN",
+           d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 4>,
+           nullptr,
+           d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 4> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 4>,
+           nullptr};
+  if (other == 8) {
+    p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 8>;
+    p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 8> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 8>;
+  } else {
+    p.bx = d64 ? bf::launch_bwd<__nv_bfloat16, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__nv_bfloat16, 128, 64, 128, 8, 2, 7>;
+    p.hx = d64 ? bf::launch_bwd<__half, 64, 128, 128, 8, 2, 7> : bf::launch_bwd<__half, 128, 64, 128, 8, 2, 7>;
   }
+  return p;
+}
+
+// The variant named by argv[at], 7 when there is none; anything else is refused (exit 2).
+int ab_other(int argc, char** argv, int at) {
+  if (argc <= at) return 7;
+  const int v = std::atoi(argv[at]);
+  if (v < 7 || v > 8) {
+    std::fprintf(stderr, "bench_attention_backward_fast: the variant to compare must be 7 or 8, not '%s'\n", argv[at]);
+    std::exit(2);
+  }
+  return v;
+}
+}  // namespace
+
+// --ab D N CAUSAL SECONDS [7|8]: the pair's power phases in ABBA order
+static int run_ab(int argc, char** argv) {
+  const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+  const bool causal = std::atoi(argv[4]) != 0;
+  const double seconds = std::atof(argv[5]);
+  const AbPair p = ab_pair(d, ab_other(argc, argv, 6));
+  const std::string x = p.name;
+  power_phase<__nv_bfloat16>(("bf16 " + x).c_str(), d, n, causal, seconds, false, p.bx);
+  power_phase<__nv_bfloat16>("bf16 v6", d, n, causal, seconds, false, p.b4);
+  power_phase<__half>(("fp16 " + x).c_str(), d, n, causal, seconds, false, p.hx);
+  power_phase<__half>("fp16 v6", d, n, causal, seconds, false, p.h4);
+  power_phase<__half>("fp16 v6 (again)", d, n, causal, seconds, false, p.h4);
+  power_phase<__half>(("fp16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.hx);
+  power_phase<__nv_bfloat16>("bf16 v6 (again)", d, n, causal, seconds, false, p.b4);
+  power_phase<__nv_bfloat16>(("bf16 " + x + " (again)").c_str(), d, n, causal, seconds, false, p.bx);
+  return 0;
+}
+
+// --ab-table [7|8]: the variant checked in full, then beside version 6 at N >= 8192
+static int run_ab_table(int argc, char** argv) {
+  const int other = ab_other(argc, argv, 2);
+  bool ok = true;
+  std::uint64_t s = static_cast<std::uint64_t>(std::time(nullptr));
+  const std::vector<int> dims{128, 64};
+  for (int d : dims)  // the variant in full at odd sizes first
+    for (bool causal : {false, true})
+      for (int n : {1, 77, 333}) {
+        const AbPair p = ab_pair(d, other);
+        ok &= check_full<__nv_bfloat16>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.bx, p.name);
+        ok &= check_full<__half>(n == 1 ? 1 : 3, n, d, causal, s += 10, p.hx, p.name);
+      }
+  for (int d : dims)
+    for (bool causal : {false, true})
+      for (int n : {8192, 16384}) {
+        const AbPair p = ab_pair(d, other);
+        const std::string x = std::string("  [") + p.name + "]";
+        ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.bx, x.c_str());
+        ok &= bench_shape<__nv_bfloat16>(d, n, causal, s += 10, p.b4, "  [v6]");
+        ok &= bench_shape<__half>(d, n, causal, s += 10, p.hx, x.c_str());
+        ok &= bench_shape<__half>(d, n, causal, s += 10, p.h4, "  [v6]");
+      }
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
+
+// --power D N CAUSAL SECONDS: the launcher's phases, bf16 and fp16
+static int run_power(char** argv) {
+  const int d = std::atoi(argv[2]), n = std::atoi(argv[3]);
+  const bool causal = std::atoi(argv[4]) != 0;
+  const double seconds = std::atof(argv[5]);
+  namespace bf = fg::bwd_fast;
+  power_phase<__nv_bfloat16>("bf16", d, n, causal, seconds, false, nullptr);
+  power_phase<__half>("fp16", d, n, causal, seconds, false, nullptr);
+  power_phase<__half>("fp16, bf16-representable inputs", d, n, causal, seconds, true, nullptr);
+  if (d == 128)
+    power_phase<__half>("fp16, bf16-representable inputs, P/dS cut to 7 mantissa bits", d, n, causal, seconds, true,
+                        bf::launch_bwd<__half, 128, 64, 128, 8, 2, 6>);
+  power_phase<__nv_bfloat16>("bf16 (again)", d, n, causal, seconds, false, nullptr);
+  power_phase<__half>("fp16 (again)", d, n, causal, seconds, false, nullptr);
+  return 0;
+}
+
+// No option, --small or --sanitize: the full checks at small sizes, then (no option) every timed shape
+static int run_checks_and_shapes(int argc, char** argv) {
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
   const bool small_only = sanitize || (argc > 1 && std::strcmp(argv[1], "--small") == 0);
   cudaDeviceProp prop{};
@@ -671,6 +692,19 @@ static int run_main(int argc, char** argv) {
   }
   std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
   return ok ? 0 : 1;
+}
+
+static int run_main(int argc, char** argv) {
+  const char* mode = argc > 1 ? argv[1] : "";
+  auto is = [&](const char* m, int min_argc) { return argc >= min_argc && std::strcmp(mode, m) == 0; };
+  if (is("--variants", 2)) return run_variants();
+  if (is("--check", 5)) return run_check(argc, argv);
+  if (is("--one", 5)) return run_one(argc, argv);
+  if (is("--d128", 2)) return run_d128();
+  if (is("--ab", 6)) return run_ab(argc, argv);
+  if (is("--ab-table", 2)) return run_ab_table(argc, argv);
+  if (is("--power", 6)) return run_power(argv);
+  return run_checks_and_shapes(argc, argv);
 }
 
 int main(int argc, char** argv) { return flashsim::guard_main("bench_attention_backward_fast", [&] { return run_main(argc, argv); }); }
