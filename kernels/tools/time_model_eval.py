@@ -10,6 +10,10 @@ and prints how many rows are within 15 % (|meas/pred - 1| <= 0.15), then the mea
 kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio.
 
   kernels/tools/time_model_eval.py [FLASHSIM] [-v]
+  kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
+      one stored bench_kernels CSV row by row (bf16; attention from N = 1024, matmul, softmax): the
+      measured ms, the prediction and meas/pred; V: the backward version its binary ran at d = 64
+      (6 before 2026-11-26's version 7 there; default: the model's, 7)
 """
 import csv
 import json
@@ -19,6 +23,20 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ARGS = [a for a in sys.argv[1:] if a != "-v"]
+REPLAY = None
+BWD_D64 = None
+if "--bwd-d64-version" in ARGS:
+    i = ARGS.index("--bwd-d64-version")
+    BWD_D64 = int(ARGS[i + 1])
+    del ARGS[i:i + 2]
+if ARGS and ARGS[0] == "--replay":
+    if len(ARGS) < 3 or ARGS[2] not in ("h100", "h200") or not os.path.isfile(ARGS[1]):
+        print("usage: time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]"
+              + (f" (no such file: {ARGS[1]})" if len(ARGS) > 1 and not os.path.isfile(ARGS[1]) else ""),
+              file=sys.stderr)
+        sys.exit(2)
+    REPLAY = (ARGS[1], ARGS[2])
+    ARGS = ARGS[3:]
 FLASHSIM = ARGS[0] if ARGS else "build/default/bin/flashsim"
 VERBOSE = "-v" in sys.argv
 RES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "results")
@@ -109,7 +127,39 @@ PAIRS = [
 ]
 
 
+def replay(path, gpu):
+    """Every bf16 row of one bench_kernels CSV beside the model's prediction."""
+    rows = []
+    for r in csv.DictReader(open(path)):
+        op, shape, mask = r["op"], r["shape"], r["mask"]
+        if r["dtype"] == "fp16":
+            continue
+        if op in ("attn-fwd", "attn-bwd"):
+            h, n, d = map(int, shape.split("x"))
+            if n < 1024:
+                continue
+            a = attention(n, d, h, *(["--causal"] if mask == "causal" else []),
+                          *(["--backward"] if op == "attn-bwd" else []),
+                          *bwd_version(op == "attn-bwd", d, BWD_D64))
+        elif op == "matmul":
+            m, n, k = map(int, shape.split("x"))
+            a = ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)]
+        elif op == "softmax":
+            m, n = map(int, shape.split("x"))
+            a = ["softmax", "--rows", str(m), "--cols", str(n)]
+        else:
+            continue
+        rows.append((op, shape, mask, a, float(r["ms"])))
+    with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
+        preds = list(ex.map(lambda row: predict(row[3], gpu)["predicted_ms"], rows))
+    for (op, shape, mask, _, ms), p in zip(rows, preds):
+        print(f"{op:9s} {shape:16s} {mask:6s} meas {ms:8.3f} pred {p:8.3f} meas/pred {ms / p:5.2f}")
+
+
 def main():
+    if REPLAY:
+        replay(*REPLAY)
+        return
     jobs = [(a, g) for _, g, rows in SETS for _, a, _ in rows] + [(a, "h100") for p in PAIRS for a in p[1:3]]
     jobs += [(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100") for pp in ("on", "off")
              for ov in ("on", "off")]
