@@ -112,8 +112,8 @@ deferred a tile with the two consumers decoupled and staggered (-18 to -25 %).
 version 7 (the launcher's since 2026-11-25; FLASHSIM_BWD_VERSION=6 or 5 selects the older ones) is
 version 6 with the consumers taking turns at dQ: in tile t consumer t % 2 computes the whole dQ
 block over all 128 keys (d = 128: 64 x 128, 8 m64n128k16 from dS^T and K in shared memory; d = 64
-since 2026-11-26: 128 x 64, two m64n64 blocks, one staging buffer the consumers take turns at) while the other only signals that its half of dS^T is written and goes
-on to tile t + 1. Version 6's per-tile meeting of both consumers is gone, so they run one dQ product
+since 2026-11-26: 128 x 64, two m64n64 blocks, one staging buffer the consumers take turns at)
+while the other only signals that its half of dS^T is written and goes on to tile t + 1. Version 6's per-tile meeting of both consumers is gone, so they run one dQ product
 apart: one's exponentials and dS^T fall under the other's products, a ping-pong like FlashAttention-3's
 forward. Same products, bytes and accumulator layout (registers 32.. of the m64n128 block are
 version 6's second 64 x 64 block); each consumer stages its block in its own 32 KB buffer and the
@@ -1310,6 +1310,8 @@ struct WsBwdConfig {
   static constexpr int kOffStat = kOffDQ + kDQBytes, kOffBars = kOffStat + STAGES * kStatBytes;
   static constexpr int kSmem = kOffBars + 8 * kBars + 1024;
   static constexpr int kDQQueryBlocks = BR / 64;
+  // ALT_DQ: the staging buffer of consumer c's whole dQ block (shared by both at d = 64)
+  __device__ static constexpr int alt_dq_buffer(int c) { return kOffDQ + (kDQBuffers == 2 ? c : 0) * BR * D * 4; }
   static_assert(BC == 128, "two consumer warpgroups of 64 keys");
   static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per consumer");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
@@ -1405,7 +1407,7 @@ __global__ void __launch_bounds__(384, 1)
         tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
         if (lane == 0) {
           tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D,
-                              base + C::kOffDQ + (C::kDQBuffers == 2 ? c : 0) * BR * D * 4, BR * D * 4);
+                              base + C::alt_dq_buffer(c), BR * D * 4);
           tma::bulk_commit();
           tma::bulk_wait_read<0>();
         }
@@ -1603,8 +1605,7 @@ __global__ void __launch_bounds__(384, 1)
       // the writer has read the buffer: this consumer's block of two tiles back (a buffer each), or the
       // other consumer's of the tile before (one buffer)
       if (it >= (C::kDQBuffers == 2 ? 2 : 1)) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);
-      const std::uint32_t stage =
-          b + C::kOffDQ + (C::kDQBuffers == 2 ? c : 0) * (BR * D * 4) + (threadIdx.x % 128) * 16;
+      const std::uint32_t stage = b + C::alt_dq_buffer(c) + (threadIdx.x % 128) * 16;
 #pragma unroll
       for (int k4 = 0; k4 < 16; ++k4)
         asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(stage + (k4 / 8) * (64 * 64 * 4) + (k4 % 8) * 2048),
@@ -1802,6 +1803,26 @@ __attribute__((noinline)) void launch_bwd(const T* q, const T* k, const T* v, co
                                                      BwdAccumulate{});
 }
 
+// The launchers' kernel for head dimension d and a version: launch(Tiles<D, BR, PRODUCTS>{}), with
+// 128 keys per block and 128 (d = 64) or 64 (d = 128) queries per step, chosen by measurement on an
+// H100 (kernels/RESULTS.md); version 7 is PRODUCTS 8, 6 is 4, 5 is 3.
+template <int D_, int BR_, int PRODUCTS_>
+struct Tiles {
+  static constexpr int D = D_, BR = BR_, PRODUCTS = PRODUCTS_;
+};
+template <class Launch>
+void for_version(int d, int version, Launch launch) {
+  if (d == 64) {
+    if (version == 7) launch(Tiles<64, 128, 8>{});
+    else if (version == 6) launch(Tiles<64, 128, 4>{});
+    else launch(Tiles<64, 128, 3>{});
+  } else {
+    if (version == 7) launch(Tiles<128, 64, 8>{});
+    else if (version == 6) launch(Tiles<128, 64, 4>{});
+    else launch(Tiles<128, 64, 3>{});
+  }
+}
+
 // The version attention_backward_fast runs: 7, or 6 / 5 when FLASHSIM_BWD_VERSION says so (read
 // once; for A/B runs of the same binary).
 int selected_version() {
@@ -1833,18 +1854,12 @@ void attention_backward_fast(const T* q, const T* k, const T* v, const T* o, con
       throw std::invalid_argument("attention_backward_fast: tensors and workspace must be non-null and 16-byte aligned");
   if (lse == nullptr) throw std::invalid_argument("attention_backward_fast: lse is null");
   if (d != 64 && d != 128) throw std::invalid_argument("attention_backward_fast: head dimension must be 64 or 128");
-  // tiles: 128 keys per block, 128 (d = 64) or 64 (d = 128) queries per step; chosen by measurement
-  // on an H100 (kernels/RESULTS.md). Version 7 unless FLASHSIM_BWD_VERSION selects 6 or 5.
-  const int version = bwd_fast::selected_version();
-  if (d == 64) {
-    if (version == 7) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 8>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-    else if (version == 6) bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-    else bwd_fast::launch_bwd<T, 64, 128, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-  } else {
-    if (version == 7) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-    else if (version == 6) bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-    else bwd_fast::launch_bwd<T, 128, 64, 128, 8, 2, 3>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream);
-  }
+  // version 7 unless FLASHSIM_BWD_VERSION selects 6 or 5
+  bwd_fast::for_version(d, bwd_fast::selected_version(), [&](auto t) {
+    using K = decltype(t);
+    bwd_fast::launch_bwd<T, K::D, K::BR, 128, 8, 2, K::PRODUCTS>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n,
+                                                                  causal, stream);
+  });
 }
 
 template void attention_backward_fast<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
@@ -1872,14 +1887,11 @@ void attention_backward_fast_accumulate(const T* q, const T* k, const T* v, cons
     throw std::invalid_argument("attention_backward_fast_accumulate: needs version 6 or 7 (FLASHSIM_BWD_VERSION=5 is set)");
   const bwd_fast::BwdAccumulate acc{dk_acc, dv_acc, assign_dkv ? 1 : 2, first_dq, false};
   T* none = nullptr;
-  if (d == 64 && bwd_fast::selected_version() == 7)
-    bwd_fast::launch_bwd_with<T, 64, 128, 128, 8, 2, 8>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
-  else if (d == 64)
-    bwd_fast::launch_bwd_with<T, 64, 128, 128, 8, 2, 4>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
-  else if (bwd_fast::selected_version() == 7)
-    bwd_fast::launch_bwd_with<T, 128, 64, 128, 8, 2, 8>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
-  else
-    bwd_fast::launch_bwd_with<T, 128, 64, 128, 8, 2, 4>(q, k, v, o, dout, lse, none, none, none, workspace, bh, n, causal, stream, acc);
+  bwd_fast::for_version(d, bwd_fast::selected_version(), [&](auto t) {
+    using K = decltype(t);
+    bwd_fast::launch_bwd_with<T, K::D, K::BR, 128, 8, 2, K::PRODUCTS>(q, k, v, o, dout, lse, none, none, none, workspace,
+                                                                       bh, n, causal, stream, acc);
+  });
 }
 
 template <class T>

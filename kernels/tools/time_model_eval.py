@@ -62,25 +62,32 @@ def bwd_version(op_is_bwd, d, d64_version):
     return ["--version", str(d64_version)] if op_is_bwd and d == 64 and d64_version else []
 
 
+def bench_row_args(r, min_n, min_mn, d64_version, softmax):
+    """`flashsim time` arguments for one bench_kernels CSV row, or None for a row left out:
+    attention below N = min_n, matmul below m, n = min_mn, softmax unless asked for."""
+    op, shape, mask = r["op"], r["shape"], r["mask"]
+    if op in ("attn-fwd", "attn-bwd"):
+        h, n, d = map(int, shape.split("x"))
+        if n < min_n:
+            return None
+        return attention(n, d, h, *(["--causal"] if mask == "causal" else []),
+                         *(["--backward"] if op == "attn-bwd" else []),
+                         *bwd_version(op == "attn-bwd", d, d64_version))
+    if op == "matmul":
+        m, n, k = map(int, shape.split("x"))
+        return ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)] if m >= min_mn and n >= min_mn else None
+    if op == "softmax" and softmax:
+        m, n = map(int, shape.split("x"))
+        return ["softmax", "--rows", str(m), "--cols", str(n)]
+    return None
+
+
 def bench_rows(name, bwd_d64_version=6):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
-        op, shape, mask = r["op"], r["shape"], r["mask"]
-        if op in ("attn-fwd", "attn-bwd"):
-            h, n, d = map(int, shape.split("x"))
-            if n < 4096:
-                continue
-            a = attention(n, d, h, *(["--causal"] if mask == "causal" else []),
-                          *(["--backward"] if op == "attn-bwd" else []),
-                          *bwd_version(op == "attn-bwd", d, bwd_d64_version))
-        elif op == "matmul":
-            m, n, k = map(int, shape.split("x"))
-            if m < 4096 or n < 4096:
-                continue
-            a = ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)]
-        else:
-            continue
-        rows.append((f"{op} {shape} {mask} {r['dtype']}", a, float(r["ms"])))
+        a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False)
+        if a is not None:
+            rows.append((f"{r['op']} {r['shape']} {r['mask']} {r['dtype']}", a, float(r["ms"])))
     return rows
 
 
@@ -131,25 +138,9 @@ def replay(path, gpu):
     """Every bf16 row of one bench_kernels CSV beside the model's prediction."""
     rows = []
     for r in csv.DictReader(open(path)):
-        op, shape, mask = r["op"], r["shape"], r["mask"]
-        if r["dtype"] == "fp16":
-            continue
-        if op in ("attn-fwd", "attn-bwd"):
-            h, n, d = map(int, shape.split("x"))
-            if n < 1024:
-                continue
-            a = attention(n, d, h, *(["--causal"] if mask == "causal" else []),
-                          *(["--backward"] if op == "attn-bwd" else []),
-                          *bwd_version(op == "attn-bwd", d, BWD_D64))
-        elif op == "matmul":
-            m, n, k = map(int, shape.split("x"))
-            a = ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)]
-        elif op == "softmax":
-            m, n = map(int, shape.split("x"))
-            a = ["softmax", "--rows", str(m), "--cols", str(n)]
-        else:
-            continue
-        rows.append((op, shape, mask, a, float(r["ms"])))
+        a = None if r["dtype"] == "fp16" else bench_row_args(r, 1024, 0, BWD_D64, softmax=True)
+        if a is not None:
+            rows.append((r["op"], r["shape"], r["mask"], a, float(r["ms"])))
     with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
         preds = list(ex.map(lambda row: predict(row[3], gpu)["predicted_ms"], rows))
     for (op, shape, mask, _, ms), p in zip(rows, preds):
