@@ -19,10 +19,10 @@ export PATH="$tmp/bin:$PATH"
 FAIL_ONE=1 bash "$script" /nonexistent-bin "$tmp/out1" --parallel > "$tmp/log1" 2>&1
 rc=$?
 [ $rc -eq 1 ] || { echo "one failing run: exit $rc, expected 1"; cat "$tmp/log1"; exit 1; }
-[ "$(grep -c ' rc=' "$tmp/log1")" -eq 14 ] || { echo "expected 14 run lines"; cat "$tmp/log1"; exit 1; }
+[ "$(grep -c ' rc=' "$tmp/log1")" -eq 16 ] || { echo "expected 16 run lines"; cat "$tmp/log1"; exit 1; }
 grep -q '^matmul-1000x777x300 racecheck rc=9: ' "$tmp/log1" || { echo "the failing run is not reported"; cat "$tmp/log1"; exit 1; }
 bash "$script" /nonexistent-bin "$tmp/out2" --parallel > "$tmp/log2" 2>&1
 rc=$?
 [ $rc -eq 0 ] || { echo "all passing: exit $rc, expected 0"; cat "$tmp/log2"; exit 1; }
-[ "$(grep -c ' rc=0: ' "$tmp/log2")" -eq 14 ] || { echo "expected 14 passing lines"; cat "$tmp/log2"; exit 1; }
+[ "$(grep -c ' rc=0: ' "$tmp/log2")" -eq 16 ] || { echo "expected 16 passing lines"; cat "$tmp/log2"; exit 1; }
 echo "sanitize_fast.sh --parallel: statuses and exit codes as expected"

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/fp8_ref.h"
 #include "kernels/l2_probe.h"
 #include "kernels/launch_order.h"
 #include "kernels/reference.h"
@@ -1169,4 +1170,119 @@ TEST_CASE("the time line counts rows within 15 % and names the bounded ones outs
   CHECK(time_bound_row(s2));
   s2.n = 1000;
   CHECK_FALSE(time_bound_row(s2));
+}
+
+// ---- FP8 (e4m3) forward: the host side (kernels/fp8_ref.h) ------------------------------------
+
+TEST_CASE("e4m3: rounding to nearest even, saturation, subnormals, NaN", "[kernels][fp8]") {
+  using fp8::float_to_e4m3;
+  CHECK(float_to_e4m3(0.f) == 0x00);
+  CHECK(float_to_e4m3(-0.f) == 0x80);
+  CHECK(float_to_e4m3(1.f) == 0x38);  // exponent 7 (bias 7), mantissa 0
+  CHECK(float_to_e4m3(-1.f) == 0xB8);
+  CHECK(float_to_e4m3(448.f) == 0x7E);
+  CHECK(float_to_e4m3(500.f) == 0x7E);  // saturates instead of reaching NaN (0x7F)
+  CHECK(float_to_e4m3(-1e9f) == 0xFE);
+  CHECK(float_to_e4m3(std::ldexp(1.f, -6)) == 0x08);  // smallest normal
+  CHECK(float_to_e4m3(std::ldexp(1.f, -9)) == 0x01);  // smallest subnormal
+  CHECK(float_to_e4m3(std::ldexp(1.f, -10)) == 0x00);  // half a step: ties to the even 0
+  CHECK(float_to_e4m3(3 * std::ldexp(1.f, -10)) == 0x02);  // 1.5 steps: ties to the even 2
+  CHECK(float_to_e4m3(1.0625f) == 0x38);  // halfway 1 | 1.125: to the even mantissa 0
+  CHECK(float_to_e4m3(1.1875f) == 0x3A);  // halfway 1.125 | 1.25: to the even mantissa 2
+  CHECK(float_to_e4m3(std::nanf("")) == 0x7F);
+  CHECK(std::isnan(fp8::e4m3_to_float(0x7F)));
+  CHECK(std::isnan(fp8::e4m3_to_float(0xFF)));
+  CHECK(fp8::e4m3_to_float(0x7E) == 448.f);
+  CHECK(fp8::e4m3_to_float(0x01) == std::ldexp(1.f, -9));
+  // every finite code survives a round trip, and the codes 0..0x7E increase
+  for (int c = 0; c < 256; ++c) {
+    if ((c & 0x7F) == 0x7F) continue;
+    CHECK(float_to_e4m3(fp8::e4m3_to_float(static_cast<std::uint8_t>(c))) == c);
+    if (c > 0 && c <= 0x7E) CHECK(fp8::e4m3_to_float(static_cast<std::uint8_t>(c)) > fp8::e4m3_to_float(static_cast<std::uint8_t>(c - 1)));
+  }
+}
+
+TEST_CASE("V^T's key order is the order of a thread's S accumulators in the A fragment of P V", "[kernels][fp8]") {
+  // Thread t holds columns 2t, 2t+1 of each n8 tile of S; the kernel packs, per 16 keys, the tile
+  // 0 pair then the tile 1 pair into the 4 bytes the A layout gives column 4t .. 4t+3.
+  std::vector<int> seen(32, 0);
+  for (int half = 0; half < 2; ++half)
+    for (int t = 0; t < 4; ++t) {
+      const int cols[4] = {2 * t, 2 * t + 1, 8 + 2 * t, 9 + 2 * t};
+      for (int byte = 0; byte < 4; ++byte) {
+        const int position = 16 * half + 4 * t + byte;
+        CHECK(fp8::vt_key_of_position(position) == 16 * half + cols[byte]);
+        ++seen[fp8::vt_key_of_position(position)];
+      }
+    }
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int s) { return s == 1; }));  // a permutation
+  CHECK_THROWS_AS(fp8::vt_key_of_position(32), std::out_of_range);
+  CHECK(fp8::padded_keys(1) == 32);
+  CHECK(fp8::padded_keys(64) == 64);
+  CHECK(fp8::padded_keys(77) == 96);
+}
+
+TEST_CASE("the random Hadamard transform keeps dot products and spreads an outlier over all of d", "[kernels][fp8]") {
+  std::mt19937 rng(7);
+  const int d = 128;
+  auto x = random_vec(d, rng), y = random_vec(d, rng);
+  std::vector<double> xd(x.begin(), x.end()), yd(y.begin(), y.end());
+  double dot = 0;
+  for (int i = 0; i < d; ++i) dot += xd[i] * yd[i];
+  fp8::hadamard_row(xd, 42);
+  fp8::hadamard_row(yd, 42);
+  double dot_t = 0;
+  for (int i = 0; i < d; ++i) dot_t += xd[i] * yd[i];
+  CHECK(dot_t == Approx(dot).margin(1e-12));
+  // one large entry (an outlier feature) becomes d entries of magnitude 1/sqrt(d) of it
+  std::vector<double> spike(d, 0.0);
+  spike[37] = 100.0;
+  fp8::hadamard_row(spike, 42);
+  for (double e : spike) CHECK(std::fabs(e) == Approx(100.0 / std::sqrt(128.0)));
+  // the signs are a fixed function of the seed and differ between seeds
+  int differ = 0;
+  for (int i = 0; i < d; ++i) differ += fp8::hadamard_sign(1, i) != fp8::hadamard_sign(2, i);
+  CHECK(differ > 32);
+  std::vector<double> bad(96, 1.0);
+  CHECK_THROWS_AS(fp8::hadamard_row(bad, 1), std::invalid_argument);
+}
+
+TEST_CASE("the FP8 kernel's arithmetic in double stays within e4m3's step of exact attention", "[kernels][fp8]") {
+  // operands that are e4m3 values already (scales 1): the only rounding left is P's
+  std::mt19937 rng(11);
+  const int n = 300, d = 128;
+  fp8::Dequantized x;
+  x.bh = 1;
+  x.n = n;
+  x.d = d;
+  auto e4m3_vec = [&](float lo, float hi) {
+    auto v = random_vec(static_cast<std::size_t>(n) * d, rng, lo, hi);
+    for (auto& e : v) e = fp8::e4m3_to_float(fp8::float_to_e4m3(e));
+    return v;
+  };
+  x.q8 = e4m3_vec(-2, 2);
+  x.k8 = e4m3_vec(-2, 2);
+  x.v8 = e4m3_vec(-1, 1);
+  x.q_scale.assign((n + 63) / 64, 1.f);
+  x.k_scale.assign((n + 127) / 128, 1.f);
+  x.v_scale.assign(1, 1.f);
+  for (bool causal : {false, true}) {
+    std::vector<std::int64_t> rows;
+    for (int i = 0; i < n; ++i) rows.push_back(i);
+    std::vector<float> eo(static_cast<std::size_t>(n) * d), el(n), ro(eo.size()), rl(n);
+    fp8::attention_fp8_emulated_rows(x, 0, causal, 128, rows, eo.data(), el.data());
+    ref::attention_forward(x.q8.data(), x.k8.data(), x.v8.data(), n, d, causal, ro.data(), rl.data());
+    double worst = 0, worst_lse = 0;
+    for (std::size_t i = 0; i < eo.size(); ++i) worst = std::max(worst, std::fabs(static_cast<double>(eo[i]) - ro[i]));
+    for (int i = 0; i < n; ++i) worst_lse = std::max(worst_lse, std::fabs(static_cast<double>(el[i]) - rl[i]));
+    CHECK(worst <= 1.0 / 16);  // |V| <= 1 and each weight off by at most half a step, 2^-4 of itself
+    CHECK(worst > 0);          // P really was rounded
+    CHECK(worst_lse < 1e-5);   // the sums are exact
+  }
+  // one key: P = 1 is exact (2^8 in e4m3), O is V's row
+  x.n = 1;
+  std::vector<float> o1(d), l1(1);
+  fp8::attention_fp8_emulated_rows(x, 0, false, 128, {0}, o1.data(), l1.data());
+  for (int c = 0; c < d; ++c) CHECK(o1[c] == x.v8[c]);
+  CHECK_THROWS_AS(fp8::attention_fp8_emulated_rows(x, 0, false, 96, {0}, o1.data(), l1.data()), std::invalid_argument);
 }

@@ -1,0 +1,60 @@
+// The FP8 (e4m3) attention forward on Hopper (kernels/attention_fp8.cu): FlashAttention-3's recipe
+// for 8-bit inputs. A quantize pass turns bf16 / fp16 Q, K, V into e4m3 with fp32 scales, and the
+// warp-specialized forward multiplies them on the FP8 tensor cores (m64nNk32), with P quantized to
+// e4m3 on its way from the softmax into P V. O stays bf16, lse fp32 (natural log).
+//
+// Quantization (fp8::QuantOptions): per block (one scale per 64 rows of Q, per 128 rows of K, per
+// head of V; FA3's block quantization) or per tensor (one scale each, the baseline), optionally
+// after a random Hadamard transform of Q and K along d (Q D H and K D H with H the normalized
+// Walsh-Hadamard matrix and D random signs: (Q D H)(K D H)^T = Q K^T, while a few large entries
+// spread over all d columns and no longer set the scale alone). d = 128; any n >= 1.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace flashsim::gpu::fp8 {
+
+enum class Scaling { PerBlock, PerTensor };
+struct QuantOptions {
+  Scaling scaling = Scaling::PerBlock;
+  bool hadamard = true;
+  std::uint64_t seed = 0x5eed;  // of the transform's signs (fp8_ref.h hadamard_sign)
+};
+
+// The quantized operands, laid out in one workspace (fp8_workspace_bytes): q, k [bh][n][d] e4m3;
+// vt [bh][d][padded_keys(n)] e4m3, keys permuted within groups of 32 (fp8_ref.h); the scales that
+// undo the quantization (x = e4m3 value * scale) per block of Q and K rows and per head of V.
+struct Operands {
+  int bh = 0, n = 0, d = 0, n_keys = 0;
+  std::uint8_t *q = nullptr, *k = nullptr, *vt = nullptr;
+  float *q_scale = nullptr, *k_scale = nullptr, *v_scale = nullptr;
+  unsigned* amax = nullptr;  // the quantize pass's scratch (per-tensor and per-head maxima)
+};
+std::size_t workspace_bytes(int bh, int n, int d);
+Operands operands_in(void* workspace, int bh, int n, int d);
+
+// Fills `ops` from q, k, v ([bh][n][d], T = __nv_bfloat16 or __half); stream-ordered.
+template <class T>
+void quantize(const T* q, const T* k, const T* v, const Operands& ops, const QuantOptions& opt, cudaStream_t stream);
+
+// O = softmax(Q K^T / sqrt(d) [causal]) V from the quantized operands, o bf16 [bh][n][d].
+void attention_forward(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream);
+
+// The forward's variants for the bench driver (kernels/tools/bench_attention_forward_fp8.cu):
+// pingpong = the two consumers take turns issuing their products; qsmem = S reads Q from shared
+// memory instead of registers; fma_exp_eighths = part of the exponentials on the FMA pipe
+// (FlashAttention-4's offload of the special-function unit).
+struct Variant {
+  bool pingpong = false;
+  bool qsmem = false;
+  int fma_exp_eighths = 0;  // 0, 2 or 4 of every 8 column tiles of S exponentiated on the FMA pipe
+};
+void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,
+                               cudaStream_t stream);
+
+}  // namespace flashsim::gpu::fp8

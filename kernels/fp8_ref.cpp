@@ -1,0 +1,131 @@
+#include "kernels/fp8_ref.h"
+
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+
+namespace flashsim::gpu::fp8 {
+
+std::uint8_t float_to_e4m3(float x) {
+  if (std::isnan(x)) return 0x7F;
+  const std::uint8_t sign = std::signbit(x) ? 0x80 : 0x00;
+  double a = std::fabs(static_cast<double>(x));
+  if (a >= kE4m3Max) return sign | 0x7E;  // satfinite
+  if (a < std::ldexp(1.0, -6)) {         // subnormal: steps of 2^-9 (8 rounds up into the first normal)
+    const double q = std::nearbyint(a * 512.0);
+    return sign | static_cast<std::uint8_t>(q);
+  }
+  int e = 0;
+  const double m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+  int exp = e - 1;                     // a = (2m) 2^exp, 2m in [1, 2)
+  double q = std::nearbyint((2.0 * m - 1.0) * 8.0);
+  if (q == 8.0) {
+    q = 0.0;
+    ++exp;
+  }
+  if (exp > 8 || (exp == 8 && q > 6.0)) return sign | 0x7E;
+  return sign | static_cast<std::uint8_t>(((exp + 7) << 3) | static_cast<int>(q));
+}
+
+float e4m3_to_float(std::uint8_t code) {
+  const int exp = (code >> 3) & 15, man = code & 7;
+  if (exp == 15 && man == 7) return std::numeric_limits<float>::quiet_NaN();
+  const double mag = exp == 0 ? std::ldexp(man, -9) : std::ldexp(8 + man, exp - 10);
+  return static_cast<float>(code & 0x80 ? -mag : mag);
+}
+
+int vt_key_of_position(int p) {
+  if (p < 0 || p >= kKeyGroup) throw std::out_of_range("vt_key_of_position: p outside 0..31");
+  // position 16h + 4t + i is thread t's byte i of the k-half h: its accumulator columns 2t, 2t + 1,
+  // 2t + 8, 2t + 9 of that 16-key half
+  return (p & 16) + 2 * ((p & 15) >> 2) + (p & 1) + 8 * ((p >> 1) & 1);
+}
+
+namespace {
+std::uint64_t splitmix(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+float hadamard_sign(std::uint64_t seed, int i) {
+  return (splitmix(seed * 0x100000001b3ULL + static_cast<std::uint64_t>(i)) >> 63) ? -1.f : 1.f;
+}
+
+void hadamard_row(std::vector<double>& x, std::uint64_t seed) {
+  const std::size_t d = x.size();
+  if (d == 0 || (d & (d - 1)) != 0) throw std::invalid_argument("hadamard_row: d must be a power of two");
+  for (std::size_t i = 0; i < d; ++i) x[i] *= hadamard_sign(seed, static_cast<int>(i));
+  for (std::size_t h = 1; h < d; h <<= 1)
+    for (std::size_t i = 0; i < d; ++i)
+      if (!(i & h)) {
+        const double a = x[i], b = x[i | h];
+        x[i] = a + b;
+        x[i | h] = a - b;
+      }
+  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
+  for (auto& e : x) e *= norm;
+}
+
+namespace {
+std::size_t at(const Dequantized& x, int h, int i, int c) {
+  return (static_cast<std::size_t>(h) * x.n + i) * x.d + c;
+}
+int q_blocks(int n) { return (n + kQBlockRows - 1) / kQBlockRows; }
+int k_blocks(int n) { return (n + kKBlockRows - 1) / kKBlockRows; }
+}  // namespace
+
+float Dequantized::q(int h, int i, int c) const { return q8[at(*this, h, i, c)] * q_scale[h * q_blocks(n) + i / kQBlockRows]; }
+float Dequantized::k(int h, int i, int c) const { return k8[at(*this, h, i, c)] * k_scale[h * k_blocks(n) + i / kKBlockRows]; }
+float Dequantized::v(int h, int i, int c) const { return v8[at(*this, h, i, c)] * v_scale[h]; }
+
+void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
+                                 const std::vector<std::int64_t>& rows, float* o, float* lse) {
+  if (bc % kKBlockRows != 0) throw std::invalid_argument("attention_fp8_emulated_rows: bc must be a multiple of 128");
+  const int n = x.n, d = x.d;
+  const double scale_log2 = 1.4426950408889634 / std::sqrt(static_cast<double>(d));
+  constexpr double kShift = 8.0;  // P enters P V as 2^8 P
+  std::vector<double> acc(d), s(bc);
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    const int i = static_cast<int>(rows[r]);
+    const double sq = x.q_scale[head * q_blocks(n) + i / kQBlockRows];
+    double m = -INFINITY, l = 0.0;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    // the kernel's tiles: a 128-row Q tile (two 64-row halves) sees keys < min(n, its end) when causal
+    const int q_tile_end = (i / 128 + 1) * 128;
+    const int visible = causal ? std::min(n, q_tile_end) : n;
+    for (int j0 = 0; j0 < visible; j0 += bc) {
+      double mx = -INFINITY;
+      for (int kk = 0; kk < bc; ++kk) {
+        const int key = j0 + kk;
+        if (key >= n || (causal && key > i)) {
+          s[kk] = -INFINITY;
+          continue;
+        }
+        double dot = 0.0;
+        for (int c = 0; c < d; ++c) dot += static_cast<double>(x.q8[at(x, head, i, c)]) * x.k8[at(x, head, key, c)];
+        s[kk] = dot * sq * x.k_scale[head * k_blocks(n) + key / kKBlockRows] * scale_log2;
+        mx = std::max(mx, s[kk]);
+      }
+      const double m_new = std::max(m, mx);
+      const double base = m_new == -INFINITY ? 0.0 : m_new;
+      const double alpha = std::exp2(m - base);
+      l *= alpha;
+      for (auto& a : acc) a *= alpha;
+      for (int kk = 0; kk < bc; ++kk) {
+        if (s[kk] == -INFINITY) continue;
+        const double p = std::exp2(s[kk] - base + kShift);
+        l += p;
+        const double pq = e4m3_to_float(float_to_e4m3(static_cast<float>(p)));
+        for (int c = 0; c < d; ++c) acc[c] += pq * x.v8[at(x, head, j0 + kk, c)];
+      }
+      m = m_new;
+    }
+    for (int c = 0; c < d; ++c) o[r * d + c] = l > 0.0 ? static_cast<float>(acc[c] * x.v_scale[head] / l) : 0.f;
+    lse[r] = l > 0.0 ? static_cast<float>((m + std::log2(l) - kShift) * 0.6931471805599453) : -INFINITY;
+  }
+}
+
+}  // namespace flashsim::gpu::fp8

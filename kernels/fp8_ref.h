@@ -1,0 +1,54 @@
+// Host side of the FP8 (e4m3) attention forward (kernels/attention_fp8.cu): the e4m3 format, the
+// key order of the transposed V operand, the random Hadamard transform ("incoherent processing",
+// FlashAttention-3), and float64 references. C++ only, so the CPU tests use it without a GPU.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace flashsim::gpu::fp8 {
+
+// e4m3 ("fn": no infinities, 0x7F / 0xFF are NaN): 1 sign, 4 exponent (bias 7), 3 mantissa bits;
+// largest 448, smallest normal 2^-6, smallest subnormal 2^-9.
+constexpr float kE4m3Max = 448.f;
+// Rounds to nearest (ties to even) and saturates at +-448, as cvt.rn.satfinite.e4m3x2.f32; NaN -> 0x7F.
+std::uint8_t float_to_e4m3(float x);
+float e4m3_to_float(std::uint8_t code);
+
+// Quantization blocks: one scale per 64 rows of Q (a consumer warpgroup's rows), per 128 rows of K
+// (a key tile), per head of V.
+constexpr int kQBlockRows = 64;
+constexpr int kKBlockRows = 128;
+// P V reads V^T ([d][keys], keys contiguous: 8-bit wgmma operands must be K-major). Within each
+// group of 32 keys, position p holds key vt_key_of_position(p), the order in which a thread's
+// S accumulators become the A fragment of P V without shuffles (see attention_fp8.cu).
+constexpr int kKeyGroup = 32;
+int vt_key_of_position(int p);
+// Keys of V^T per row: n rounded up to a whole group (a multiple of 16 bytes, as TMA wants).
+inline int padded_keys(int n) { return (n + kKeyGroup - 1) / kKeyGroup * kKeyGroup; }
+
+// The sign of column i of the random diagonal D in Q D H, K D H (H the d x d Walsh-Hadamard
+// matrix / sqrt(d)): the same hash as the device's, so the host can undo or repeat the transform.
+float hadamard_sign(std::uint64_t seed, int i);
+// x (one row of d = power of two entries) <- x D H, in place, in double.
+void hadamard_row(std::vector<double>& x, std::uint64_t seed);
+
+// What the FP8 forward reads, on the host: dequantized values (e4m3 value x its block's scale) in
+// the order of the inputs (V un-permuted), Q and K in the transformed basis when the transform is
+// on. q, k, v: bh x n x d row-major.
+struct Dequantized {
+  int bh = 0, n = 0, d = 0;
+  std::vector<float> q8, k8, v8;            // e4m3 values, unscaled
+  std::vector<float> q_scale, k_scale, v_scale;  // per block of kQBlockRows / kKBlockRows / per head
+  float q(int h, int i, int c) const;         // scaled
+  float k(int h, int i, int c) const;
+  float v(int h, int i, int c) const;
+};
+
+// The FP8 kernel's arithmetic in double, for the rows listed, one head: per key tile of bc keys in
+// order, the online softmax in log2 units with P quantized to e4m3 as 256 P (the kernel's shift),
+// O accumulated from the quantized P and unscaled V, scaled at the end. o: rows x d, lse: rows.
+void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
+                                 const std::vector<std::int64_t>& rows, float* o, float* lse);
+
+}  // namespace flashsim::gpu::fp8

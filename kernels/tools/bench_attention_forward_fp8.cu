@@ -1,0 +1,374 @@
+// Validation, accuracy and timing of the FP8 attention forward (kernels/attention_fp8.cu,
+// kernels/fp8.h), standalone. CMake builds it as bench_attention_forward_fp8; by hand, from the
+// repository root:
+//   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_FWD_FAST_ONLY -o bench_attention_forward_fp8 kernels/tools/bench_attention_forward_fp8.cu kernels/attention_fp8.cu kernels/attention_forward.cu kernels/fp8_ref.cpp kernels/reference.cpp
+// Versions (fp8::Variant): default = no ping-pong, Q in registers; pingpong; qsmem; pingpong+qsmem;
+// fma-exp-2/8 and -4/8 = a quarter or half of the exponentials on the FMA pipe.
+// Run:
+//   bench_attention_forward_fp8              checks at small sizes, the accuracy study, then timing
+//   bench_attention_forward_fp8 --variants   every variant on every timed shape
+//   bench_attention_forward_fp8 --accuracy   the accuracy study only
+//   bench_attention_forward_fp8 --sanitize   small shapes only (for compute-sanitizer)
+//   bench_attention_forward_fp8 --one N CAUSAL [VARIANT]   one timed shape (for ncu); VARIANT 0..5
+//                                            in the order default, pingpong, qsmem, pingpong+qsmem,
+//                                            fma-exp-2/8, fma-exp-4/8
+// Checks: O and lse against the kernel's own arithmetic in double (fp8_ref.h
+// attention_fp8_emulated_rows, on the quantized operands read back), tolerances from e4m3's step
+// (a probability rounds by at most 2^-4 of itself; a rounding flip against the double reference
+// moves one key's weight by one step, 2^-3): max |dO| <= 2^-3 max|V|, rms |dO| <= 2^-8 max|V|,
+// |dlse| <= 2e-3. The quantize pass is checked against the host's transform: every entry within
+// half an e4m3 step (2^-4 relative, or 2^-10 of the scale below the normals) plus 1e-5 of its row's
+// largest entry (fp32 against double in the butterflies).
+// Accuracy: inputs N(0,1) + N(0,10^2) Bernoulli(0.001) (outliers, as FlashAttention-3's study),
+// RMS error of O against float64 attention on the bf16 inputs, per scaling and transform, beside
+// the bf16 forward.
+// Timing: d = 128, N 1024..16384, bh = 16 x 16384/N, full and causal; median of 20 after 3 warm-ups;
+// FLOPs 4 N^2 d per head (half causal); the bf16 forward (attention_forward_fast) on the same
+// shape, and the quantize pass on its own.
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda_util.cuh"
+#include "kernels/fast.h"
+#include "kernels/fp8.h"
+#include "kernels/fp8_ref.h"
+#include "kernels/reference.h"
+#include "kernels/tools/standalone.cuh"
+#include "sim/main_guard.h"
+
+namespace fg = flashsim::gpu;
+namespace f8 = flashsim::gpu::fp8;
+using fg::standalone::Buf;
+using fg::standalone::fetch;
+using fg::standalone::fill_kernel;
+
+namespace {
+
+constexpr int kD = 128;
+
+struct Problem {
+  int bh, n;
+  bool causal;
+  std::size_t elems;
+  Buf q, k, v, o, lse, ws;
+  f8::Operands ops;
+  Problem(int bh_, int n_, bool causal_)
+      : bh(bh_), n(n_), causal(causal_), elems(static_cast<std::size_t>(bh_) * n_ * kD), q(elems * 2), k(elems * 2),
+        v(elems * 2), o(elems * 2), lse(static_cast<std::size_t>(bh_) * n_ * 4), ws(f8::workspace_bytes(bh_, n_, kD)) {
+    ops = f8::operands_in(ws.p, bh, n, kD);
+  }
+  void fill_uniform(std::uint64_t seed) {
+    fill_kernel<__nv_bfloat16><<<1024, 256>>>(q.as<__nv_bfloat16>(), elems, seed, -2.f, 2.f);
+    fill_kernel<__nv_bfloat16><<<1024, 256>>>(k.as<__nv_bfloat16>(), elems, seed + 1, -2.f, 2.f);
+    fill_kernel<__nv_bfloat16><<<1024, 256>>>(v.as<__nv_bfloat16>(), elems, seed + 2, -1.f, 1.f);
+    CUDA_CHECK_LAUNCH();
+  }
+  void quantize(const f8::QuantOptions& opt) {
+    f8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops, opt, nullptr);
+  }
+  void forward(f8::Variant var) { f8::attention_forward_variant(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, var, nullptr); }
+  void forward_bf16() {
+    fg::attention_forward_fast<__nv_bfloat16>(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(),
+                                              o.as<__nv_bfloat16>(), lse.as<float>(), bh, n, kD, causal, nullptr);
+  }
+  void poison() {
+    CUDA_CHECK(cudaMemset(o.p, 0xff, elems * 2));
+    CUDA_CHECK(cudaMemset(lse.p, 0xff, static_cast<std::size_t>(bh) * n * 4));
+  }
+};
+
+std::vector<std::uint8_t> fetch_bytes(const std::uint8_t* p, std::size_t count) {
+  std::vector<std::uint8_t> out(count);
+  CUDA_CHECK(cudaMemcpy(out.data(), p, count, cudaMemcpyDeviceToHost));
+  return out;
+}
+std::vector<float> fetch_floats(const float* p, std::size_t count) { return fetch(p, 0, count); }
+
+// The operands as the kernel reads them, dequantized on the host (V^T back to [keys][d]).
+f8::Dequantized read_back(const Problem& p) {
+  f8::Dequantized x;
+  x.bh = p.bh;
+  x.n = p.n;
+  x.d = kD;
+  auto decode = [](const std::vector<std::uint8_t>& b) {
+    std::vector<float> out(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i) out[i] = f8::e4m3_to_float(b[i]);
+    return out;
+  };
+  x.q8 = decode(fetch_bytes(p.ops.q, p.elems));
+  x.k8 = decode(fetch_bytes(p.ops.k, p.elems));
+  const auto vt = fetch_bytes(p.ops.vt, static_cast<std::size_t>(p.bh) * kD * p.ops.n_keys);
+  x.v8.assign(p.elems, 0.f);
+  for (int h = 0; h < p.bh; ++h)
+    for (int c = 0; c < kD; ++c)
+      for (int pos = 0; pos < p.ops.n_keys; ++pos) {
+        const int key = pos - pos % f8::kKeyGroup + f8::vt_key_of_position(pos % f8::kKeyGroup);
+        const float val = f8::e4m3_to_float(vt[(static_cast<std::size_t>(h) * kD + c) * p.ops.n_keys + pos]);
+        if (key < p.n) x.v8[(static_cast<std::size_t>(h) * p.n + key) * kD + c] = val;
+        else if (val != 0.f) x.v8.assign(p.elems, NAN);  // padding keys must be zero: poison the check
+      }
+  const int qb = (p.n + f8::kQBlockRows - 1) / f8::kQBlockRows, kb = (p.n + f8::kKBlockRows - 1) / f8::kKBlockRows;
+  x.q_scale = fetch_floats(p.ops.q_scale, static_cast<std::size_t>(p.bh) * qb);
+  x.k_scale = fetch_floats(p.ops.k_scale, static_cast<std::size_t>(p.bh) * kb);
+  x.v_scale = fetch_floats(p.ops.v_scale, p.bh);
+  return x;
+}
+
+// Largest miss of a dequantized entry against the host's own transform, in units of its
+// allowance (half an e4m3 step: 2^-4 of the value, or 2^-10 of the scale below the normals).
+double quantize_miss(const Problem& p, const f8::Dequantized& x, const f8::QuantOptions& opt, int head) {
+  const std::size_t per = static_cast<std::size_t>(p.n) * kD;
+  double worst = 0;
+  for (int which = 0; which < 3; ++which) {
+    const auto orig = fetch((which == 0 ? p.q : which == 1 ? p.k : p.v).as<__nv_bfloat16>(), head * per, per);
+    for (auto r : fg::ref::pick_indices(p.n, 64)) {
+      std::vector<double> row(orig.begin() + r * kD, orig.begin() + (r + 1) * kD);
+      if (which < 2 && opt.hadamard) f8::hadamard_row(row, opt.seed);
+      double row_max = 0;
+      for (double e : row) row_max = std::max(row_max, std::fabs(e));
+      for (int c = 0; c < kD; ++c) {
+        const int i = static_cast<int>(r);
+        const double got = which == 0 ? x.q(head, i, c) : which == 1 ? x.k(head, i, c) : x.v(head, i, c);
+        const int qb = (p.n + 63) / 64, kb = (p.n + 127) / 128;
+        const double scale = which == 0 ? x.q_scale[head * qb + i / 64] : which == 1 ? x.k_scale[head * kb + i / 128]
+                                                                                     : x.v_scale[head];
+        // + the device's fp32 transform against the host's double one (7 butterfly stages)
+        const double allow = std::max(std::fabs(row[c]) / 16.0, scale / 1024.0) + 1e-5 * row_max;
+        worst = std::max(worst, std::fabs(got - row[c]) / allow);
+      }
+    }
+  }
+  return worst;
+}
+
+struct CheckResult {
+  double max_o = 0, rms_o = 0, lse = 0, vmax = 0, quant = 0;
+  bool ok() const { return max_o <= vmax / 8 && rms_o <= vmax / 256 && lse <= 2e-3 && quant <= 1.0; }
+};
+
+CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int max_rows) {
+  const f8::Dequantized x = read_back(p);
+  CheckResult res;
+  double sq = 0;
+  std::size_t count = 0;
+  const std::size_t per = static_cast<std::size_t>(p.n) * kD;
+  for (auto h : fg::ref::pick_indices(p.bh, max_heads)) {
+    const int head = static_cast<int>(h);
+    const auto go = fetch(p.o.as<__nv_bfloat16>(), head * per, per);
+    const auto gl = fetch(p.lse.as<float>(), static_cast<std::size_t>(head) * p.n, p.n);
+    const auto rows = fg::ref::pick_indices(p.n, max_rows);
+    std::vector<float> eo(rows.size() * kD), el(rows.size());
+    f8::attention_fp8_emulated_rows(x, head, p.causal, 128, rows, eo.data(), el.data());
+    for (int i = 0; i < p.n; ++i)
+      for (int c = 0; c < kD; ++c) res.vmax = std::max(res.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      for (int c = 0; c < kD; ++c) {
+        const double e = std::fabs(static_cast<double>(go[rows[r] * kD + c]) - eo[r * kD + c]);
+        res.max_o = std::max(res.max_o, std::isnan(e) ? INFINITY : e);
+        sq += e * e;
+        ++count;
+      }
+      const double le = std::fabs(static_cast<double>(gl[rows[r]]) - el[r]);
+      res.lse = std::max(res.lse, std::isnan(le) ? INFINITY : le);
+    }
+    res.quant = std::max(res.quant, quantize_miss(p, x, opt, head));
+  }
+  res.rms_o = std::sqrt(sq / std::max<std::size_t>(count, 1));
+  if (std::isnan(res.rms_o)) res.rms_o = INFINITY;
+  return res;
+}
+
+const char* scaling_name(const f8::QuantOptions& o) {
+  if (o.scaling == f8::Scaling::PerBlock) return o.hadamard ? "block+hadamard" : "block";
+  return o.hadamard ? "tensor+hadamard" : "tensor";
+}
+std::string variant_name(f8::Variant v) {
+  if (v.fma_exp_eighths) return "fma-exp-" + std::to_string(v.fma_exp_eighths) + "/8";
+  return v.pingpong ? (v.qsmem ? "pingpong+qsmem" : "pingpong") : (v.qsmem ? "qsmem" : "default");
+}
+const f8::Variant kVariants[] = {{false, false, 0}, {true, false, 0}, {false, true, 0}, {true, true, 0},
+                                 {false, false, 2}, {false, false, 4}};
+
+bool check_small(int bh, int n, bool causal, f8::QuantOptions opt, f8::Variant var, std::uint64_t seed) {
+  Problem p(bh, n, causal);
+  p.fill_uniform(seed);
+  p.poison();
+  p.quantize(opt);
+  p.forward(var);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const CheckResult r = check(p, opt, 4, 1000);
+  std::printf("check fp8 d=128 n=%-5d bh=%-3d %-6s %-15s %-14s O max %.2e rms %.2e (max|V| %.2f) lse %.2e quant %.2f  %s\n",
+              n, bh, causal ? "causal" : "full", scaling_name(opt), variant_name(var).c_str(), r.max_o, r.rms_o, r.vmax, r.lse,
+              r.quant, r.ok() ? "ok" : "FAIL");
+  return r.ok();
+}
+
+// FlashAttention-3's outlier inputs: N(0,1) + N(0,10^2) Bernoulli(0.001), rounded to bf16.
+std::vector<__nv_bfloat16> outlier_inputs(std::size_t count, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::normal_distribution<float> normal(0.f, 1.f), big(0.f, 10.f);
+  std::bernoulli_distribution rare(0.001);
+  std::vector<__nv_bfloat16> out(count);
+  for (auto& e : out) e = __float2bfloat16(normal(gen) + (rare(gen) ? big(gen) : 0.f));
+  return out;
+}
+
+bool accuracy_study(std::uint64_t seed) {
+  const int bh = 4, n = 2048;
+  std::printf("accuracy: bh=%d n=%d d=128 full, inputs N(0,1) + N(0,100) Bernoulli(0.001), RMS error of O vs float64\n", bh, n);
+  Problem p(bh, n, false);
+  const std::size_t per = static_cast<std::size_t>(n) * kD;
+  for (int which = 0; which < 3; ++which) {
+    const auto host = outlier_inputs(p.elems, seed + which);
+    CUDA_CHECK(cudaMemcpy((which == 0 ? p.q : which == 1 ? p.k : p.v).p, host.data(), p.elems * 2, cudaMemcpyHostToDevice));
+  }
+  // float64 reference on 256 rows of every head
+  const auto rows = fg::ref::pick_indices(n, 256);
+  std::vector<std::vector<float>> ref(bh);
+  for (int h = 0; h < bh; ++h) {
+    const auto hq = fetch(p.q.as<__nv_bfloat16>(), h * per, per), hk = fetch(p.k.as<__nv_bfloat16>(), h * per, per),
+               hv = fetch(p.v.as<__nv_bfloat16>(), h * per, per);
+    ref[h].resize(rows.size() * kD);
+    std::vector<float> lse(rows.size());
+    fg::ref::attention_forward_rows(hq.data(), hk.data(), hv.data(), n, kD, false, rows, ref[h].data(), lse.data());
+  }
+  auto rmse = [&] {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    double sq = 0;
+    std::size_t count = 0;
+    for (int h = 0; h < bh; ++h) {
+      const auto go = fetch(p.o.as<__nv_bfloat16>(), h * per, per);
+      for (std::size_t r = 0; r < rows.size(); ++r)
+        for (int c = 0; c < kD; ++c) {
+          const double e = static_cast<double>(go[rows[r] * kD + c]) - ref[h][r * kD + c];
+          sq += e * e;
+          ++count;
+        }
+    }
+    return std::sqrt(sq / count);
+  };
+  p.forward_bf16();
+  const double bf16 = rmse();
+  std::printf("accuracy bf16 forward (attention_forward_fast)      RMSE %.3e\n", bf16);
+  double baseline = 0, ours = 0;
+  for (auto scaling : {f8::Scaling::PerTensor, f8::Scaling::PerBlock})
+    for (bool hadamard : {false, true}) {
+      f8::QuantOptions opt;
+      opt.scaling = scaling;
+      opt.hadamard = hadamard;
+      p.quantize(opt);
+      p.forward(f8::Variant{});
+      const double e = rmse();
+      std::printf("accuracy fp8 %-16s                      RMSE %.3e\n", scaling_name(opt), e);
+      if (scaling == f8::Scaling::PerTensor && !hadamard) baseline = e;
+      if (scaling == f8::Scaling::PerBlock && hadamard) ours = e;
+    }
+  std::printf("accuracy per-tensor / (per-block + Hadamard): %.2fx lower error (target >= 2x)\n", baseline / ours);
+  return std::isfinite(ours) && std::isfinite(baseline);
+}
+
+bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t seed) {
+  const int bh = (16384 / n) * 16;
+  Problem p(bh, n, causal);
+  p.fill_uniform(seed);
+  const f8::QuantOptions opt;
+  p.quantize(opt);
+  p.poison();
+  p.forward(var);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  const CheckResult r = check(p, opt, 2, 16);
+  const double flops = 4.0 * n * static_cast<double>(n) * kD * bh * (causal ? 0.5 : 1.0);
+  const auto ms = fg::sorted_times_ms([&] { p.forward(var); }, 3, 20);
+  const double med = ms[ms.size() / 2];
+  std::printf("fp8  d=128 N=%-5d bh=%-3d %-6s %-15s %8.3f ms %7.1f TFLOP/s", n, bh, causal ? "causal" : "full",
+              variant_name(var).c_str(), med, flops / med * 1e-9);
+  if (with_bf16) {
+    const auto qms = fg::sorted_times_ms([&] { p.quantize(opt); }, 3, 20);
+    const auto bms = fg::sorted_times_ms([&] { p.forward_bf16(); }, 3, 20);
+    const double qmed = qms[qms.size() / 2], bmed = bms[bms.size() / 2];
+    std::printf("  bf16 %7.1f TFLOP/s  fp8/bf16 %.2fx  quantize %.3f ms (with it %.2fx)", flops / bmed * 1e-9,
+                bmed / med, qmed, bmed / (med + qmed));
+  }
+  std::printf("  err O %.1e lse %.1e %s\n", r.max_o, r.lse, r.ok() ? "ok" : "FAIL");
+  std::fflush(stdout);
+  return r.ok();
+}
+
+// --one N CAUSAL [VARIANT]: one timed shape (for ncu), VARIANT an index into kVariants.
+bool parse_one(int argc, char** argv, int& n, bool& causal, int& variant) {
+  if (argc < 4 || argc > 5) return false;
+  char* end = nullptr;
+  const long nn = std::strtol(argv[2], &end, 10);
+  if (*end || nn < 1 || nn > 16384 || 16384 % nn != 0) return false;
+  if (std::strcmp(argv[3], "0") != 0 && std::strcmp(argv[3], "1") != 0) return false;
+  const long v = argc == 5 ? std::strtol(argv[4], &end, 10) : 0;
+  if (argc == 5 && (*end || v < 0 || v >= static_cast<long>(std::size(kVariants)))) return false;
+  n = static_cast<int>(nn);
+  causal = argv[3][0] == '1';
+  variant = static_cast<int>(v);
+  return true;
+}
+
+int run_main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  int one_n = 0, one_variant = 0;
+  bool one_causal = false;
+  const bool one = mode == "--one";
+  if (one ? !parse_one(argc, argv, one_n, one_causal, one_variant)
+          : argc > 2 || !(mode.empty() || mode == "--variants" || mode == "--accuracy" || mode == "--sanitize")) {
+    std::fprintf(stderr,
+                 "usage: bench_attention_forward_fp8 [--variants | --accuracy | --sanitize | --one N CAUSAL [VARIANT]]\n"
+                 "  --one: N a power of two dividing 16384, CAUSAL 0 or 1, VARIANT 0..%zu\n",
+                 std::size(kVariants) - 1);
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
+  std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+  std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
+  bool ok = true;
+  if (one) {
+    ok = bench(one_n, one_causal, kVariants[one_variant], false, seed);
+    std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+    return ok ? 0 : 1;
+  }
+  if (mode != "--accuracy") {
+    // bh = 300: more tiles than SMs, so a persistent block takes several with little work between
+    const std::vector<std::pair<int, int>> shapes =
+        mode == "--sanitize" ? std::vector<std::pair<int, int>>{{77, 2}, {333, 2}, {77, 300}}
+                             : std::vector<std::pair<int, int>>{{1, 1}, {77, 2}, {200, 3}, {333, 2}, {1000, 2}, {77, 300}};
+    for (auto [n, bh] : shapes)
+      for (bool causal : {false, true}) {
+        for (auto var : kVariants) ok &= check_small(bh, n, causal, f8::QuantOptions{}, var, seed += 10);
+        f8::QuantOptions tensor;
+        tensor.scaling = f8::Scaling::PerTensor;
+        tensor.hadamard = false;
+        ok &= check_small(bh, n, causal, tensor, f8::Variant{}, seed += 10);
+      }
+  }
+  if (mode.empty() || mode == "--accuracy") ok &= accuracy_study(seed += 10);
+  if (mode.empty() || mode == "--variants")
+    for (int n : {1024, 2048, 4096, 8192, 16384})
+      for (bool causal : {false, true}) {
+        if (mode == "--variants")
+          for (auto var : kVariants) ok &= bench(n, causal, var, false, seed += 10);
+        else ok &= bench(n, causal, f8::Variant{}, true, seed += 10);
+      }
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return flashsim::guard_main("bench_attention_forward_fp8", [&] { return run_main(argc, argv); }); }
