@@ -180,18 +180,6 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-// 2^x on the FMA pipe instead of the special-function unit (FlashAttention-4's offload): x = j + f
-// with j an integer (rounded by adding 1.5 * 2^23, which leaves j in the low mantissa bits) and
-// |f| <= 1/2; 2^f by its cubic Taylor polynomial (relative error < 7e-4, a hundredth of e4m3's
-// half step); j added to the exponent field. x below -127 (masked keys: -inf) gives ~0.
-__device__ __forceinline__ float fma_exp2(float x) {
-  x = fmaxf(x, -127.f);
-  const float t = x + 12582912.f;
-  const float f = x - (t - 12582912.f);
-  const float p = fmaf(fmaf(fmaf(0.05550411f, f, 0.24022651f), f, 0.69314718f), f, 1.f);
-  return __int_as_float(__float_as_int(p) + (__float_as_int(t) << 23));
-}
-
 enum Sched { kStatic = 1, kPaired = 2 };
 
 template <int BC, int STAGES>
@@ -205,13 +193,17 @@ struct Config {
   static constexpr int kVBytes = kD * BC;        // a V^T tile, [128 rows of d][BC bytes]
   static constexpr int kBars = 2 + 4 * STAGES;
   static constexpr int kSmem = kQBytes + kOBytes + STAGES * (kKBytes + kVBytes) + 8 * kBars + 1024;
-  static_assert(BC == 128, "one 128-byte swizzle row of keys per V^T row, one K scale per tile");
+  // a V^T tile is BC / 128 boxes of d rows x 128 keys; K's scales come per 128 keys (kKBlockRows)
+  static_assert(BC % 128 == 0 && BC % kKBlockRows == 0, "whole 128-key boxes and K scale blocks");
+  static constexpr int kVBoxes = BC / 128;
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
+  // (BC = 256 compiles, but ptxas gives each of the 384 threads at most 168 registers whatever
+  // setmaxnreg does at run time, and S (128), O (64) and P (32) then spill: tried 2026-11-26)
 };
 
-// One consumer warpgroup's work on a KV tile. EMU: of every 8 n8 column tiles of S, how many take
-// their exponentials on the FMA pipe (fma_exp2) instead of the special-function unit.
-template <int BC, int EMU = 0>
+// One consumer warpgroup's work on a KV tile. NO_EXP leaves the exponentials out (a timing
+// diagnostic: how long the loop takes without the special-function unit; wrong output).
+template <int BC, bool NO_EXP = false>
 struct Fp8Tile {
   // s = Q K^T (both K-major: rows of 128 bytes), Q from registers
   __device__ __forceinline__ static void issue_s(float (&s)[BC / 2], const std::uint32_t (&qa)[kD / 32][4],
@@ -227,12 +219,13 @@ struct Fp8Tile {
       wgmma::wgmma_ss_e4m3(wgmma::WgmmaN<BC>{}, s, wgmma::desc128(qsm + kk * 32, 16, 1024),
                            wgmma::desc128(ks + kk * 32, 16, 1024), kk > 0);
   }
-  // o += P V^T-tile (rows of d, keys contiguous: K-major)
+  // o += P V^T-tile (rows of d, keys contiguous: K-major; 128 keys a box, box b at vs + b d 128)
   __device__ __forceinline__ static void issue_pv(float (&o)[kD / 2], const std::uint32_t (&pa)[BC / 32][4],
                                                   std::uint32_t vs) {
 #pragma unroll
     for (int kk = 0; kk < BC / 32; ++kk)
-      wgmma::wgmma_rs_e4m3(wgmma::WgmmaN<kD>{}, o, pa[kk], wgmma::desc128(vs + kk * 32, 16, 1024), 1);
+      wgmma::wgmma_rs_e4m3(wgmma::WgmmaN<kD>{}, o, pa[kk],
+                           wgmma::desc128(vs + (kk / 4) * (kD * 128) + (kk % 4) * 32, 16, 1024), 1);
   }
   template <int N>
   __device__ __forceinline__ static void pin(float (&x)[N]) {
@@ -245,11 +238,13 @@ struct Fp8Tile {
 #pragma unroll
       for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
   }
-  // masks, then the online softmax in log2 units (factor = scale_log2 * q scale * k scale): s
-  // becomes 2^8 P; returns the factors the old O needs
+  // masks, then the online softmax in log2 units (factor[b] = scale_log2 * q scale * the scale of
+  // K's block b of the tile, 128 keys each): s becomes 2^8 P; returns the factors the old O needs
+  static constexpr int kKBlocks = BC / kKBlockRows;
   __device__ __forceinline__ static void softmax(float (&s)[BC / 2], float (&row_max)[2], float (&row_sum)[2],
                                                  float (&alpha)[2], int kv0, int q_row, int n, bool causal,
-                                                 float factor) {
+                                                 const float (&factor)[kKBlocks]) {
+    constexpr int kTilesPerBlock = kKBlockRows / 8;  // n8 column tiles
     const int t = threadIdx.x % 4;
     const int warp_row0 = q_row - (threadIdx.x % 32) / 4;
     if (kv0 + BC > n || (causal && kv0 + BC - 1 > warp_row0)) {
@@ -266,21 +261,29 @@ struct Fp8Tile {
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
 #pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+      for (int b = 0; b < kKBlocks; ++b) {
+        float mb = -INFINITY;
+#pragma unroll
+        for (int nt = b * kTilesPerBlock; nt < (b + 1) * kTilesPerBlock; ++nt)
+          mb = fmaxf(mb, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+        mx = fmaxf(mx, mb * factor[b]);
+      }
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(row_max[h], mx * factor);
-      const float base = m_new == -INFINITY ? 0.f : m_new;
+      const float m_new = fmaxf(row_max[h], mx);
+      const float base = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
       alpha[h] = fast_exp2(row_max[h] - base);
       row_max[h] = m_new;
       const float shift = kPShift - base;
+      // (one chain of dependent FMNMX / FADD per row: four independent ones measured 1-8 % slower,
+      // here and in the bf16 forward, H100 2026-11-26)
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < BC / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
-          const float x = fmaf(s[4 * nt + 2 * h + e], factor, shift);
-          const float p = nt % 8 < 8 - EMU ? fast_exp2(x) : fma_exp2(x);
+          const float x = fmaf(s[4 * nt + 2 * h + e], factor[nt / kTilesPerBlock], shift);
+          const float p = NO_EXP ? x : fast_exp2(x);
           s[4 * nt + 2 * h + e] = p;
           sum += p;
         }
@@ -322,14 +325,16 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int EMU>
+// PINGPONG: the two consumers issue their products in turns (named barriers 1 and 2), so that one's
+// softmax runs under the other's products.
+template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, bool NO_EXP>
 __global__ void __launch_bounds__(384, 1)
     attn_fwd_fp8_kernel(__nv_bfloat16* __restrict__ o, float* __restrict__ lse, const float* __restrict__ q_scale,
                         const float* __restrict__ k_scale, const float* __restrict__ v_scale, int bh, int n,
                         bool causal, float scale_log2, const __grid_constant__ CUtensorMap map_q,
                         const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt) {
   using C = Config<BC, STAGES>;
-  using W = Fp8Tile<BC, EMU>;
+  using W = Fp8Tile<BC, NO_EXP>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = qs + C::kQBytes;
   const std::uint32_t ks0 = os + C::kOBytes, vs0 = ks0 + STAGES * C::kKBytes;
@@ -406,7 +411,9 @@ __global__ void __launch_bounds__(384, 1)
         tma::load_3d(kbuf(it), &map_k, k_full(s), 0, j * BC, head);
         tma::mbar_wait(v_empty(s), parity);
         tma::mbar_arrive_expect_tx(v_full(s), C::kVBytes);
-        tma::load_3d(vbuf(it), &map_vt, v_full(s), j * BC, 0, head);
+#pragma unroll
+        for (int b = 0; b < C::kVBoxes; ++b)
+          tma::load_3d(vbuf(it) + b * (kD * 128), &map_vt, v_full(s), j * BC + 128 * b, 0, head);
       }
     }
     return;
@@ -467,11 +474,17 @@ __global__ void __launch_bounds__(384, 1)
     W::pin(s);
     release(k_empty(it % STAGES));
     if (!QSMEM || tiles == 1) release(q_empty);
-    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, q_factor * k_scale_h[0]);
+    auto factors = [&](int j, float (&f)[W::kKBlocks]) {  // K's scales of tile j (past n: unused)
+#pragma unroll
+      for (int b = 0; b < W::kKBlocks; ++b) f[b] = q_factor * k_scale_h[min(j * W::kKBlocks + b, k_blocks - 1)];
+    };
+    float f[W::kKBlocks];
+    factors(0, f);
+    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, f);
     W::pack(s, pa);
     for (int j = 1; j < tiles; ++j) {
       const int cur = it + j, prev = cur - 1;
-      const float k_factor = k_scale_h[j];
+      factors(j, f);
       tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
       tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
       W::pin(acc_o);
@@ -487,7 +500,7 @@ __global__ void __launch_bounds__(384, 1)
       W::pin(s);
       release(k_empty(cur % STAGES));
       if constexpr (QSMEM) if (j == tiles - 1) release(q_empty);
-      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, q_factor * k_factor);
+      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, f);
       wgmma::wait<0>();
       W::pin(acc_o);
       W::pin(pa);
@@ -563,10 +576,10 @@ CUtensorMap byte_tensor_map(const std::uint8_t* p, int inner, int mid, int outer
   return map;
 }
 
-template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int EMU = 0>
+template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, bool NO_EXP>
 void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream) {
   using C = Config<BC, STAGES>;
-  auto kernel = attn_fwd_fp8_kernel<BC, STAGES, PINGPONG, SCHED, QSMEM, EMU>;
+  auto kernel = attn_fwd_fp8_kernel<BC, STAGES, PINGPONG, SCHED, QSMEM, NO_EXP>;
   static std::uint64_t smem_set = 0;
   static int sms_of[64] = {};
   int dev = 0;
@@ -576,7 +589,7 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
   }
   const CUtensorMap map_q = byte_tensor_map(ops.q, kD, ops.n, ops.bh, kD, 64);
   const CUtensorMap map_k = byte_tensor_map(ops.k, kD, ops.n, ops.bh, kD, BC);
-  const CUtensorMap map_vt = byte_tensor_map(ops.vt, ops.n_keys, kD, ops.bh, BC, kD);
+  const CUtensorMap map_vt = byte_tensor_map(ops.vt, ops.n_keys, kD, ops.bh, 128, kD);
   const int q_tiles = (ops.n + C::kBR - 1) / C::kBR;
   const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * ops.bh : q_tiles * ops.bh;
   const dim3 grid(std::min(units, sms_of[dev & 63]));
@@ -584,6 +597,13 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
   kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, ops.q_scale, ops.k_scale, ops.v_scale, ops.bh, ops.n, causal,
                                                   scale_log2, map_q, map_k, map_vt);
   CUDA_CHECK_LAUNCH();
+}
+
+// causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
+template <bool PINGPONG, bool QSMEM, bool NO_EXP = false>
+void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream) {
+  if (causal) launch<128, 2, PINGPONG, kPaired, QSMEM, NO_EXP>(ops, o, lse, causal, stream);
+  else launch<128, 2, PINGPONG, kStatic, QSMEM, NO_EXP>(ops, o, lse, causal, stream);
 }
 
 void check_args(const char* who, int bh, int n, int d) {
@@ -668,31 +688,18 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
   check_args("fp8::attention_forward", ops.bh, ops.n, ops.d);
   if (ops.q == nullptr || ops.k == nullptr || ops.vt == nullptr || ops.n_keys != padded_keys(ops.n))
     throw std::invalid_argument("fp8::attention_forward: operands not laid out by fp8::operands_in");
-  // causal tiles in pairs of equal work, as the bf16 forward at d = 128
-  const int pp = variant.pingpong, qs = variant.qsmem;
-  if (variant.fma_exp_eighths != 0) {
-    if (pp || qs) throw std::invalid_argument("fp8::attention_forward: FMA exponentials only in the default variant");
-    if (variant.fma_exp_eighths == 2) {
-      if (causal) launch<128, 2, false, kPaired, false, 2>(ops, o, lse, causal, stream);
-      else launch<128, 2, false, kStatic, false, 2>(ops, o, lse, causal, stream);
-    } else if (variant.fma_exp_eighths == 4) {
-      if (causal) launch<128, 2, false, kPaired, false, 4>(ops, o, lse, causal, stream);
-      else launch<128, 2, false, kStatic, false, 4>(ops, o, lse, causal, stream);
-    } else {
-      throw std::invalid_argument("fp8::attention_forward: fma_exp_eighths must be 0, 2 or 4");
-    }
-    return;
-  }
-  if (causal) {
-    if (pp && qs) launch<128, 2, true, kPaired, true>(ops, o, lse, causal, stream);
-    else if (pp) launch<128, 2, true, kPaired, false>(ops, o, lse, causal, stream);
-    else if (qs) launch<128, 2, false, kPaired, true>(ops, o, lse, causal, stream);
-    else launch<128, 2, false, kPaired, false>(ops, o, lse, causal, stream);
+  const Variant v = variant;
+  if (v.no_exponentials) {
+    if (v.pingpong || v.qsmem) throw std::invalid_argument("fp8::attention_forward: no_exponentials alone only");
+    launch_masked<false, false, true>(ops, o, lse, causal, stream);
+  } else if (v.pingpong && v.qsmem) {
+    launch_masked<true, true>(ops, o, lse, causal, stream);
+  } else if (v.pingpong) {
+    launch_masked<true, false>(ops, o, lse, causal, stream);
+  } else if (v.qsmem) {
+    launch_masked<false, true>(ops, o, lse, causal, stream);
   } else {
-    if (pp && qs) launch<128, 2, true, kStatic, true>(ops, o, lse, causal, stream);
-    else if (pp) launch<128, 2, true, kStatic, false>(ops, o, lse, causal, stream);
-    else if (qs) launch<128, 2, false, kStatic, true>(ops, o, lse, causal, stream);
-    else launch<128, 2, false, kStatic, false>(ops, o, lse, causal, stream);
+    launch_masked<false, false>(ops, o, lse, causal, stream);
   }
 }
 

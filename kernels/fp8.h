@@ -47,12 +47,12 @@ void attention_forward(const Operands& ops, __nv_bfloat16* o, float* lse, bool c
 
 // The forward's variants for the bench driver (kernels/tools/bench_attention_forward_fp8.cu):
 // pingpong = the two consumers take turns issuing their products; qsmem = S reads Q from shared
-// memory instead of registers; fma_exp_eighths = part of the exponentials on the FMA pipe
-// (FlashAttention-4's offload of the special-function unit).
+// memory instead of registers; no_exponentials = P = S without exp2 (a timing diagnostic: how long
+// the loop takes without the special-function unit; the output is wrong).
 struct Variant {
   bool pingpong = false;
   bool qsmem = false;
-  int fma_exp_eighths = 0;  // 0, 2 or 4 of every 8 column tiles of S exponentiated on the FMA pipe
+  bool no_exponentials = false;
 };
 void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,
                                cudaStream_t stream);

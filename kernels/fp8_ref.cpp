@@ -82,7 +82,7 @@ float Dequantized::k(int h, int i, int c) const { return k8[at(*this, h, i, c)] 
 float Dequantized::v(int h, int i, int c) const { return v8[at(*this, h, i, c)] * v_scale[h]; }
 
 void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
-                                 const std::vector<std::int64_t>& rows, float* o, float* lse) {
+                                 const std::vector<std::int64_t>& rows, float* o, float* lse, float* s_abs) {
   if (bc % kKBlockRows != 0) throw std::invalid_argument("attention_fp8_emulated_rows: bc must be a multiple of 128");
   const int n = x.n, d = x.d;
   const double scale_log2 = 1.4426950408889634 / std::sqrt(static_cast<double>(d));
@@ -91,7 +91,7 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
   for (std::size_t r = 0; r < rows.size(); ++r) {
     const int i = static_cast<int>(rows[r]);
     const double sq = x.q_scale[head * q_blocks(n) + i / kQBlockRows];
-    double m = -INFINITY, l = 0.0;
+    double m = -INFINITY, l = 0.0, abs_max = 0.0;
     std::fill(acc.begin(), acc.end(), 0.0);
     // the kernel's tiles: a 128-row Q tile (two 64-row halves) sees keys < min(n, its end) when causal
     const int q_tile_end = (i / 128 + 1) * 128;
@@ -104,9 +104,15 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
           s[kk] = -INFINITY;
           continue;
         }
-        double dot = 0.0;
-        for (int c = 0; c < d; ++c) dot += static_cast<double>(x.q8[at(x, head, i, c)]) * x.k8[at(x, head, key, c)];
-        s[kk] = dot * sq * x.k_scale[head * k_blocks(n) + key / kKBlockRows] * scale_log2;
+        double dot = 0.0, abs_dot = 0.0;
+        for (int c = 0; c < d; ++c) {
+          const double prod = static_cast<double>(x.q8[at(x, head, i, c)]) * x.k8[at(x, head, key, c)];
+          dot += prod;
+          abs_dot += std::fabs(prod);
+        }
+        const double sk = x.k_scale[head * k_blocks(n) + key / kKBlockRows];
+        s[kk] = dot * sq * sk * scale_log2;
+        abs_max = std::max(abs_max, abs_dot * sq * sk / std::sqrt(static_cast<double>(d)));
         mx = std::max(mx, s[kk]);
       }
       const double m_new = std::max(m, mx);
@@ -125,6 +131,7 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
     }
     for (int c = 0; c < d; ++c) o[r * d + c] = l > 0.0 ? static_cast<float>(acc[c] * x.v_scale[head] / l) : 0.f;
     lse[r] = l > 0.0 ? static_cast<float>((m + std::log2(l) - kShift) * 0.6931471805599453) : -INFINITY;
+    if (s_abs) s_abs[r] = static_cast<float>(abs_max);
   }
 }
 

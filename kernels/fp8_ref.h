@@ -48,7 +48,16 @@ struct Dequantized {
 // The FP8 kernel's arithmetic in double, for the rows listed, one head: per key tile of bc keys in
 // order, the online softmax in log2 units with P quantized to e4m3 as 256 P (the kernel's shift),
 // O accumulated from the quantized P and unscaled V, scaled at the end. o: rows x d, lse: rows.
+// s_abs (optional, rows): the row's largest sum of |products| of a score, sum_c |q_c k_c| / sqrt(d)
+// over its visible keys: the scale of the rounding in the tensor cores' FP8 sums (fp8_lse_tolerance).
 void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
-                                 const std::vector<std::int64_t>& rows, float* o, float* lse);
+                                 const std::vector<std::int64_t>& rows, float* o, float* lse,
+                                 float* s_abs = nullptr);
+
+// What a row's logsumexp may differ by between the kernel and the double emulation: the FP8 tensor
+// cores sum products with about 14 significant bits, not fp32's 24 (DeepSeek-V3 technical report,
+// 2024, on H800; ncu cannot show it), so a score is off by up to ~2^-13 of its sum of |products|;
+// 2^-11 of it leaves a factor 4 for the k-steps' four partial sums, + 1e-4 for the fp32 sums.
+inline double fp8_lse_tolerance(double s_abs) { return s_abs / 2048.0 + 1e-4; }
 
 }  // namespace flashsim::gpu::fp8

@@ -2,21 +2,25 @@
 // kernels/fp8.h), standalone. CMake builds it as bench_attention_forward_fp8; by hand, from the
 // repository root:
 //   nvcc -O3 -std=c++20 -gencode=arch=compute_90a,code=sm_90a -I. -DFLASHSIM_ATTN_FWD_FAST_ONLY -o bench_attention_forward_fp8 kernels/tools/bench_attention_forward_fp8.cu kernels/attention_fp8.cu kernels/attention_forward.cu kernels/fp8_ref.cpp kernels/reference.cpp
-// Versions (fp8::Variant): default = no ping-pong, Q in registers; pingpong; qsmem; pingpong+qsmem;
-// fma-exp-2/8 and -4/8 = a quarter or half of the exponentials on the FMA pipe.
+// Versions (fp8::Variant): default = no ping-pong, Q in registers; pingpong; qsmem; pingpong+qsmem.
+// Tried and dropped (H100, 2026-11-26; kernels/results/2026-11-26-h100-fp8-*): a quarter or half
+// of the exponentials on the FMA pipe, 3 or 4 K / V^T tiles in flight, consumer 1 starting half a
+// tile late, four independent max / sum chains in the softmax, 256-key tiles (spill).
 // Run:
 //   bench_attention_forward_fp8              checks at small sizes, the accuracy study, then timing
 //   bench_attention_forward_fp8 --variants   every variant on every timed shape
 //   bench_attention_forward_fp8 --accuracy   the accuracy study only
 //   bench_attention_forward_fp8 --sanitize   small shapes only (for compute-sanitizer)
-//   bench_attention_forward_fp8 --one N CAUSAL [VARIANT]   one timed shape (for ncu); VARIANT 0..5
-//                                            in the order default, pingpong, qsmem, pingpong+qsmem,
-//                                            fma-exp-2/8, fma-exp-4/8
+//   bench_attention_forward_fp8 --one N CAUSAL [VARIANT]   one timed shape (for ncu); VARIANT 0..3
+//                                            in the order default, pingpong, qsmem, pingpong+qsmem;
+//                                            4: no exponentials (a timing diagnostic, output wrong
+//                                            and not checked)
 // Checks: O and lse against the kernel's own arithmetic in double (fp8_ref.h
 // attention_fp8_emulated_rows, on the quantized operands read back), tolerances from e4m3's step
 // (a probability rounds by at most 2^-4 of itself; a rounding flip against the double reference
 // moves one key's weight by one step, 2^-3): max |dO| <= 2^-3 max|V|, rms |dO| <= 2^-8 max|V|,
-// |dlse| <= 2e-3. The quantize pass is checked against the host's transform: every entry within
+// |dlse| within fp8_ref.h's fp8_lse_tolerance (the tensor cores' FP8 sums keep ~14 bits; printed
+// as the worst fraction of it). The quantize pass is checked against the host's transform: every entry within
 // half an e4m3 step (2^-4 relative, or 2^-10 of the scale below the normals) plus 1e-5 of its row's
 // largest entry (fp32 against double in the butterflies).
 // Accuracy: inputs N(0,1) + N(0,10^2) Bernoulli(0.001) (outliers, as FlashAttention-3's study),
@@ -152,8 +156,8 @@ double quantize_miss(const Problem& p, const f8::Dequantized& x, const f8::Quant
 }
 
 struct CheckResult {
-  double max_o = 0, rms_o = 0, lse = 0, vmax = 0, quant = 0;
-  bool ok() const { return max_o <= vmax / 8 && rms_o <= vmax / 256 && lse <= 2e-3 && quant <= 1.0; }
+  double max_o = 0, rms_o = 0, lse = 0, vmax = 0, quant = 0;  // lse: worst |dlse| / its tolerance
+  bool ok() const { return max_o <= vmax / 8 && rms_o <= vmax / 256 && lse <= 1.0 && quant <= 1.0; }
 };
 
 CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int max_rows) {
@@ -167,8 +171,8 @@ CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int ma
     const auto go = fetch(p.o.as<__nv_bfloat16>(), head * per, per);
     const auto gl = fetch(p.lse.as<float>(), static_cast<std::size_t>(head) * p.n, p.n);
     const auto rows = fg::ref::pick_indices(p.n, max_rows);
-    std::vector<float> eo(rows.size() * kD), el(rows.size());
-    f8::attention_fp8_emulated_rows(x, head, p.causal, 128, rows, eo.data(), el.data());
+    std::vector<float> eo(rows.size() * kD), el(rows.size()), sa(rows.size());
+    f8::attention_fp8_emulated_rows(x, head, p.causal, 128, rows, eo.data(), el.data(), sa.data());
     for (int i = 0; i < p.n; ++i)
       for (int c = 0; c < kD; ++c) res.vmax = std::max(res.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
     for (std::size_t r = 0; r < rows.size(); ++r) {
@@ -178,7 +182,7 @@ CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int ma
         sq += e * e;
         ++count;
       }
-      const double le = std::fabs(static_cast<double>(gl[rows[r]]) - el[r]);
+      const double le = std::fabs(static_cast<double>(gl[rows[r]]) - el[r]) / f8::fp8_lse_tolerance(sa[r]);
       res.lse = std::max(res.lse, std::isnan(le) ? INFINITY : le);
     }
     res.quant = std::max(res.quant, quantize_miss(p, x, opt, head));
@@ -193,11 +197,13 @@ const char* scaling_name(const f8::QuantOptions& o) {
   return o.hadamard ? "tensor+hadamard" : "tensor";
 }
 std::string variant_name(f8::Variant v) {
-  if (v.fma_exp_eighths) return "fma-exp-" + std::to_string(v.fma_exp_eighths) + "/8";
+  if (v.no_exponentials) return "no-exp (diagnostic)";
   return v.pingpong ? (v.qsmem ? "pingpong+qsmem" : "pingpong") : (v.qsmem ? "qsmem" : "default");
 }
-const f8::Variant kVariants[] = {{false, false, 0}, {true, false, 0}, {false, true, 0}, {true, true, 0},
-                                 {false, false, 2}, {false, false, 4}};
+const f8::Variant kVariants[] = {{false, false}, {true, false}, {false, true}, {true, true}};
+// --one's VARIANT = kVariantCount: the timing diagnostic without exponentials (fp8.h), unchecked
+constexpr int kVariantCount = static_cast<int>(std::size(kVariants));
+const f8::Variant kNoExp{false, false, true};
 
 bool check_small(int bh, int n, bool causal, f8::QuantOptions opt, f8::Variant var, std::uint64_t seed) {
   Problem p(bh, n, causal);
@@ -207,7 +213,7 @@ bool check_small(int bh, int n, bool causal, f8::QuantOptions opt, f8::Variant v
   p.forward(var);
   CUDA_CHECK(cudaDeviceSynchronize());
   const CheckResult r = check(p, opt, 4, 1000);
-  std::printf("check fp8 d=128 n=%-5d bh=%-3d %-6s %-15s %-14s O max %.2e rms %.2e (max|V| %.2f) lse %.2e quant %.2f  %s\n",
+  std::printf("check fp8 d=128 n=%-5d bh=%-3d %-6s %-15s %-14s O max %.2e rms %.2e (max|V| %.2f) lse/tol %.2f quant %.2f  %s\n",
               n, bh, causal ? "causal" : "full", scaling_name(opt), variant_name(var).c_str(), r.max_o, r.rms_o, r.vmax, r.lse,
               r.quant, r.ok() ? "ok" : "FAIL");
   return r.ok();
@@ -286,7 +292,8 @@ bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t se
   p.poison();
   p.forward(var);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const CheckResult r = check(p, opt, 2, 16);
+  const bool diagnostic = var.no_exponentials;
+  const CheckResult r = diagnostic ? CheckResult{} : check(p, opt, 2, 16);
   const double flops = 4.0 * n * static_cast<double>(n) * kD * bh * (causal ? 0.5 : 1.0);
   const auto ms = fg::sorted_times_ms([&] { p.forward(var); }, 3, 20);
   const double med = ms[ms.size() / 2];
@@ -299,9 +306,10 @@ bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t se
     std::printf("  bf16 %7.1f TFLOP/s  fp8/bf16 %.2fx  quantize %.3f ms (with it %.2fx)", flops / bmed * 1e-9,
                 bmed / med, qmed, bmed / (med + qmed));
   }
-  std::printf("  err O %.1e lse %.1e %s\n", r.max_o, r.lse, r.ok() ? "ok" : "FAIL");
+  if (diagnostic) std::printf("  (output not checked)\n");
+  else std::printf("  err O %.1e lse/tol %.2f %s\n", r.max_o, r.lse, r.ok() ? "ok" : "FAIL");
   std::fflush(stdout);
-  return r.ok();
+  return diagnostic || r.ok();
 }
 
 // --one N CAUSAL [VARIANT]: one timed shape (for ncu), VARIANT an index into kVariants.
@@ -312,7 +320,7 @@ bool parse_one(int argc, char** argv, int& n, bool& causal, int& variant) {
   if (*end || nn < 1 || nn > 16384 || 16384 % nn != 0) return false;
   if (std::strcmp(argv[3], "0") != 0 && std::strcmp(argv[3], "1") != 0) return false;
   const long v = argc == 5 ? std::strtol(argv[4], &end, 10) : 0;
-  if (argc == 5 && (*end || v < 0 || v >= static_cast<long>(std::size(kVariants)))) return false;
+  if (argc == 5 && (*end || v < 0 || v > kVariantCount)) return false;
   n = static_cast<int>(nn);
   causal = argv[3][0] == '1';
   variant = static_cast<int>(v);
@@ -328,8 +336,9 @@ int run_main(int argc, char** argv) {
           : argc > 2 || !(mode.empty() || mode == "--variants" || mode == "--accuracy" || mode == "--sanitize")) {
     std::fprintf(stderr,
                  "usage: bench_attention_forward_fp8 [--variants | --accuracy | --sanitize | --one N CAUSAL [VARIANT]]\n"
-                 "  --one: N a power of two dividing 16384, CAUSAL 0 or 1, VARIANT 0..%zu\n",
-                 std::size(kVariants) - 1);
+                 "  --one: N a power of two dividing 16384, CAUSAL 0 or 1, VARIANT 0..%d (%d: no exponentials, a\n"
+                 "  timing diagnostic whose output is wrong and not checked)\n",
+                 kVariantCount, kVariantCount);
     return 2;
   }
   cudaDeviceProp prop{};
@@ -339,7 +348,7 @@ int run_main(int argc, char** argv) {
   std::printf("seed %llu\n", static_cast<unsigned long long>(seed));
   bool ok = true;
   if (one) {
-    ok = bench(one_n, one_causal, kVariants[one_variant], false, seed);
+    ok = bench(one_n, one_causal, one_variant == kVariantCount ? kNoExp : kVariants[one_variant], false, seed);
     std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
     return ok ? 0 : 1;
   }

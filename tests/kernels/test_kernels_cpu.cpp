@@ -1278,7 +1278,20 @@ TEST_CASE("the FP8 kernel's arithmetic in double stays within e4m3's step of exa
     CHECK(worst <= 1.0 / 16);  // |V| <= 1 and each weight off by at most half a step, 2^-4 of itself
     CHECK(worst > 0);          // P really was rounded
     CHECK(worst_lse < 1e-5);   // the sums are exact
+    // s_abs: the largest sum of |products| of a visible score, / sqrt(d)
+    std::vector<float> sa(n);
+    fp8::attention_fp8_emulated_rows(x, 0, causal, 128, rows, eo.data(), el.data(), sa.data());
+    for (int i : {0, 150, n - 1}) {
+      double want = 0;
+      for (int j = 0; j <= (causal ? i : n - 1); ++j) {
+        double a = 0;
+        for (int c = 0; c < d; ++c) a += std::fabs(static_cast<double>(x.q8[i * d + c]) * x.k8[j * d + c]);
+        want = std::max(want, a / std::sqrt(128.0));
+      }
+      CHECK(sa[i] == Approx(want).epsilon(1e-6));
+    }
   }
+  CHECK(fp8::fp8_lse_tolerance(2048.0) == Approx(1.0001));
   // one key: P = 1 is exact (2^8 in e4m3), O is V's row
   x.n = 1;
   std::vector<float> o1(d), l1(1);

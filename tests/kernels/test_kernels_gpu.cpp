@@ -240,8 +240,8 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
         std::vector<std::int64_t> rows;
         for (int i = 0; i < n; ++i) rows.push_back(i);
         for (int h = 0; h < bh; ++h) {
-          std::vector<float> eo(static_cast<std::size_t>(n) * d), el(n), ro(eo.size()), rl(n);
-          fp8::attention_fp8_emulated_rows(x, h, causal, 128, rows, eo.data(), el.data());
+          std::vector<float> eo(static_cast<std::size_t>(n) * d), el(n), sa(n), ro(eo.size()), rl(n);
+          fp8::attention_fp8_emulated_rows(x, h, causal, 128, rows, eo.data(), el.data(), sa.data());
           const std::size_t off = static_cast<std::size_t>(h) * n * d;
           ref::attention_forward(hq.data() + off, hk.data() + off, hv.data() + off, n, d, causal, ro.data(), rl.data());
           double worst = 0, sq = 0, worst_lse = 0;
@@ -250,11 +250,12 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
             worst = std::max(worst, std::isnan(e) ? INFINITY : e);
             sq += e * e;
           }
-          for (int i = 0; i < n; ++i) worst_lse = std::max(worst_lse, std::fabs(static_cast<double>(gl[h * n + i]) - el[i]));
+          for (int i = 0; i < n; ++i)
+            worst_lse = std::max(worst_lse, std::fabs(static_cast<double>(gl[h * n + i]) - el[i]) / fp8::fp8_lse_tolerance(sa[i]));
           // |V| <= 1: one rounding flip moves a weight by one e4m3 step (2^-3); most entries agree
           CHECK(worst <= 1.0 / 8);
           CHECK(std::sqrt(sq / eo.size()) <= 1.0 / 256);
-          CHECK(worst_lse <= 2e-3);
+          CHECK(worst_lse <= 1.0);  // in units of fp8_lse_tolerance (the tensor cores' FP8 sums)
           // against exact attention on the bf16 inputs: e4m3's 2^-4 relative step, averaged
           std::vector<float> got(go.begin() + off, go.begin() + off + eo.size());
           CHECK(ref::rel_error(got, ro) < 0.1);
