@@ -201,8 +201,13 @@ struct Config {
   // setmaxnreg does at run time, and S (128), O (64) and P (32) then spill: tried 2026-11-26)
 };
 
-// One consumer warpgroup's work on a KV tile. NO_EXP leaves the exponentials out (a timing
-// diagnostic: how long the loop takes without the special-function unit; wrong output).
+// What a launch does besides its work: kPlain; kNoExp leaves the exponentials out (a timing
+// diagnostic: how long the loop takes without the special-function unit; wrong output); kTrace
+// records clock64 at the phases of each KV tile for block 0's first Q tile (kernels/fp8.h).
+enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2 };
+constexpr int kTraceEvents = 6;  // start, products issued, S done, softmax done, P V done, P packed
+
+// One consumer warpgroup's work on a KV tile.
 template <int BC, bool NO_EXP = false>
 struct Fp8Tile {
   // s = Q K^T (both K-major: rows of 128 bytes), Q from registers
@@ -327,14 +332,15 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
 
 // PINGPONG: the two consumers issue their products in turns (named barriers 1 and 2), so that one's
 // softmax runs under the other's products.
-template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, bool NO_EXP>
+template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int MODE>
 __global__ void __launch_bounds__(384, 1)
     attn_fwd_fp8_kernel(__nv_bfloat16* __restrict__ o, float* __restrict__ lse, const float* __restrict__ q_scale,
                         const float* __restrict__ k_scale, const float* __restrict__ v_scale, int bh, int n,
-                        bool causal, float scale_log2, const __grid_constant__ CUtensorMap map_q,
+                        bool causal, float scale_log2, long long* __restrict__ trace, int trace_tiles,
+                        const __grid_constant__ CUtensorMap map_q,
                         const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt) {
   using C = Config<BC, STAGES>;
-  using W = Fp8Tile<BC, NO_EXP>;
+  using W = Fp8Tile<BC, MODE == kNoExp>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = qs + C::kQBytes;
   const std::uint32_t ks0 = os + C::kOBytes, vs0 = ks0 + STAGES * C::kKBytes;
@@ -437,6 +443,18 @@ __global__ void __launch_bounds__(384, 1)
     if (c == 1) named_bar_arrive(1, 256);
   }
 
+  // kTrace: thread 0 of each consumer of block 0 stamps its first Q tile's KV tiles; `after` makes
+  // the stamp wait for a value the phase computed, so the compiler cannot hoist it above the phase
+  const bool tracing = MODE == kTrace && blockIdx.x == 0 && threadIdx.x % 128 == 0;
+  auto stamp = [&](int local, int j, int event, float after) {
+    if constexpr (MODE == kTrace) {
+      if (tracing && local == 0 && j < trace_tiles) {
+        long long t;
+        asm volatile("mov.u64 %0, %%clock64;" : "=l"(t) : "f"(after) : "memory");
+        trace[(static_cast<long long>(c) * trace_tiles + j) * kTraceEvents + event] = t;
+      }
+    }
+  };
   int it = 0, cursor = 0, q0, head;
   for (int local = 0; next_tile(cursor, q0, head); ++local) {
     tma::mbar_wait(q_full, local & 1);
@@ -464,14 +482,17 @@ __global__ void __launch_bounds__(384, 1)
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
     std::uint32_t pa[BC / 32][4];
 
+    stamp(local, 0, 0, 0.f);
     tma::mbar_wait(k_full(it % STAGES), full_parity(it));
     turn_wait();
     wgmma::fence();
     issue_s(kbuf(it));
     wgmma::commit();
     turn_pass();
+    stamp(local, 0, 1, 0.f);
     wgmma::wait<0>();
     W::pin(s);
+    stamp(local, 0, 2, s[0]);
     release(k_empty(it % STAGES));
     if (!QSMEM || tiles == 1) release(q_empty);
     auto factors = [&](int j, float (&f)[W::kKBlocks]) {  // K's scales of tile j (past n: unused)
@@ -481,9 +502,13 @@ __global__ void __launch_bounds__(384, 1)
     float f[W::kKBlocks];
     factors(0, f);
     W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, f);
+    stamp(local, 0, 3, row_sum[0] + row_sum[1]);
+    stamp(local, 0, 4, 0.f);
     W::pack(s, pa);
+    stamp(local, 0, 5, __uint_as_float(pa[BC / 32 - 1][3]));
     for (int j = 1; j < tiles; ++j) {
       const int cur = it + j, prev = cur - 1;
+      stamp(local, j, 0, 0.f);
       factors(j, f);
       tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
       tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
@@ -496,17 +521,22 @@ __global__ void __launch_bounds__(384, 1)
       W::issue_pv(acc_o, pa, vbuf(prev));
       wgmma::commit();
       turn_pass();
+      stamp(local, j, 1, 0.f);
       wgmma::wait<1>();
       W::pin(s);
+      stamp(local, j, 2, s[0]);
       release(k_empty(cur % STAGES));
       if constexpr (QSMEM) if (j == tiles - 1) release(q_empty);
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, f);
+      stamp(local, j, 3, row_sum[0] + row_sum[1]);
       wgmma::wait<0>();
       W::pin(acc_o);
       W::pin(pa);
+      stamp(local, j, 4, acc_o[0]);
       release(v_empty(prev % STAGES));
       W::rescale(acc_o, alpha);
       W::pack(s, pa);
+      stamp(local, j, 5, __uint_as_float(pa[BC / 32 - 1][3]));
     }
     const int lastv = it + tiles - 1;
     tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
@@ -576,10 +606,11 @@ CUtensorMap byte_tensor_map(const std::uint8_t* p, int inner, int mid, int outer
   return map;
 }
 
-template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, bool NO_EXP>
-void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream) {
+template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int MODE>
+void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
+            long long* trace = nullptr, int trace_tiles = 0) {
   using C = Config<BC, STAGES>;
-  auto kernel = attn_fwd_fp8_kernel<BC, STAGES, PINGPONG, SCHED, QSMEM, NO_EXP>;
+  auto kernel = attn_fwd_fp8_kernel<BC, STAGES, PINGPONG, SCHED, QSMEM, MODE>;
   static std::uint64_t smem_set = 0;
   static int sms_of[64] = {};
   int dev = 0;
@@ -595,15 +626,16 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
   const dim3 grid(std::min(units, sms_of[dev & 63]));
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(kD));
   kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, ops.q_scale, ops.k_scale, ops.v_scale, ops.bh, ops.n, causal,
-                                                  scale_log2, map_q, map_k, map_vt);
+                                                  scale_log2, trace, trace_tiles, map_q, map_k, map_vt);
   CUDA_CHECK_LAUNCH();
 }
 
 // causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
-template <bool PINGPONG, bool QSMEM, bool NO_EXP = false>
-void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream) {
-  if (causal) launch<128, 2, PINGPONG, kPaired, QSMEM, NO_EXP>(ops, o, lse, causal, stream);
-  else launch<128, 2, PINGPONG, kStatic, QSMEM, NO_EXP>(ops, o, lse, causal, stream);
+template <bool PINGPONG, bool QSMEM, int MODE = kPlain>
+void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
+                   long long* trace = nullptr, int trace_tiles = 0) {
+  if (causal) launch<128, 2, PINGPONG, kPaired, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
+  else launch<128, 2, PINGPONG, kStatic, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
 }
 
 void check_args(const char* who, int bh, int n, int d) {
@@ -691,7 +723,7 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
   const Variant v = variant;
   if (v.no_exponentials) {
     if (v.pingpong || v.qsmem) throw std::invalid_argument("fp8::attention_forward: no_exponentials alone only");
-    launch_masked<false, false, true>(ops, o, lse, causal, stream);
+    launch_masked<false, false, kNoExp>(ops, o, lse, causal, stream);
   } else if (v.pingpong && v.qsmem) {
     launch_masked<true, true>(ops, o, lse, causal, stream);
   } else if (v.pingpong) {
@@ -701,6 +733,14 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
   } else {
     launch_masked<false, false>(ops, o, lse, causal, stream);
   }
+}
+
+void attention_forward_trace(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, bool pingpong,
+                             long long* trace, int trace_tiles, cudaStream_t stream) {
+  check_args("fp8::attention_forward_trace", ops.bh, ops.n, ops.d);
+  if (trace == nullptr || trace_tiles < 1) throw std::invalid_argument("fp8::attention_forward_trace: no trace buffer");
+  if (pingpong) launch_masked<true, false, kTrace>(ops, o, lse, causal, stream, trace, trace_tiles);
+  else launch_masked<false, false, kTrace>(ops, o, lse, causal, stream, trace, trace_tiles);
 }
 
 void attention_forward(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream) {

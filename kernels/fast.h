@@ -7,6 +7,7 @@
 //                                                        warp-specialized with bulk dQ reductions, v7: the
 //                                                        consumers take turns at dQ (d = 128);
 //                                                        FLASHSIM_BWD_VERSION=6 or 5 selects v6 or v5)
+//   attention_fp8.cu          attention forward in FP8 (e4m3), d = 128: its own header, fp8.h
 // Layouts are row-major. Attention tensors are [bh, n, d] with d = 64 or 128, any n >= 1;
 // softmax scale 1/sqrt(d); lse is the natural-log logsumexp per row, fp32 [bh, n].
 // Every launcher checks its arguments (throws std::invalid_argument) and its launches.

@@ -57,4 +57,12 @@ struct Variant {
 void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,
                                cudaStream_t stream);
 
+// The default (or ping-pong) forward that also writes, for block 0's first Q tile, the SM clock
+// (clock64) of thread 0 of each consumer at six points of each of its first trace_tiles KV tiles:
+// trace[(consumer * trace_tiles + j) * 6 + e], e = start, products issued, S done, softmax done,
+// P V done, P packed (tile 0 has no P V of its own: its events 3 and 4 coincide). A diagnostic:
+// where a consumer's time goes, and whether one's softmax runs under the other's products.
+void attention_forward_trace(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, bool pingpong,
+                             long long* trace, int trace_tiles, cudaStream_t stream);
+
 }  // namespace flashsim::gpu::fp8

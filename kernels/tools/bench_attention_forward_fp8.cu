@@ -11,6 +11,8 @@
 //   bench_attention_forward_fp8 --variants   every variant on every timed shape
 //   bench_attention_forward_fp8 --accuracy   the accuracy study only
 //   bench_attention_forward_fp8 --sanitize   small shapes only (for compute-sanitizer)
+//   bench_attention_forward_fp8 --trace N CAUSAL [pingpong]   the SM clocks of each phase of block 0's
+//                                            first Q tile, per KV tile and consumer (fp8.h)
 //   bench_attention_forward_fp8 --one N CAUSAL [VARIANT]   one timed shape (for ncu); VARIANT 0..3
 //                                            in the order default, pingpong, qsmem, pingpong+qsmem;
 //                                            4: no exponentials (a timing diagnostic, output wrong
@@ -312,6 +314,53 @@ bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t se
   return diagnostic || r.ok();
 }
 
+// --trace N CAUSAL [pingpong]: block 0's first Q tile, phase by phase (fp8.h attention_forward_trace):
+// per KV tile and consumer the SM clocks spent issuing, waiting for S, in the softmax, waiting for
+// P V and packing P, then the averages over the steady tiles.
+int run_trace(int n, bool causal, bool pingpong) {
+  const int bh = (16384 / n) * 16, tiles = std::min(64, n / 128);
+  Problem p(bh, n, causal);
+  p.fill_uniform(1);
+  p.quantize(f8::QuantOptions{});
+  p.forward(f8::Variant{pingpong, false});  // warm
+  Buf trace(static_cast<std::size_t>(2) * tiles * 6 * sizeof(long long));
+  f8::attention_forward_trace(p.ops, p.o.as<__nv_bfloat16>(), p.lse.as<float>(), causal, pingpong,
+                              trace.as<long long>(), tiles, nullptr);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<long long> t(static_cast<std::size_t>(2) * tiles * 6);
+  CUDA_CHECK(cudaMemcpy(t.data(), trace.p, t.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+  auto at = [&](int c, int j, int e) { return t[(static_cast<std::size_t>(c) * tiles + j) * 6 + e]; };
+  const long long t0 = std::min(at(0, 0, 0), at(1, 0, 0));
+  std::printf("trace fp8 d=128 N=%d %s %s, block 0's first Q tile, SM clocks from its start\n", n,
+              causal ? "causal" : "full", pingpong ? "pingpong" : "default");
+  std::printf("tile c  start  issue  wait-S  softmax  wait-PV  pack   (end)\n");
+  const char* names[] = {"issue", "wait-S", "softmax", "wait-PV", "pack"};
+  double sum[2][5] = {}, period[2] = {};
+  int counted = 0;
+  for (int j = 0; j < tiles; ++j)
+    for (int c = 0; c < 2; ++c) {
+      std::printf("%4d %d %7lld", j, c, at(c, j, 0) - t0);
+      for (int e = 1; e < 6; ++e) std::printf(" %7lld", at(c, j, e) - at(c, j, e - 1));
+      std::printf("  %7lld\n", at(c, j, 5) - t0);
+      if (j >= 2 && j + 1 < tiles) {
+        for (int e = 1; e < 6; ++e) sum[c][e - 1] += static_cast<double>(at(c, j, e) - at(c, j, e - 1));
+        period[c] += static_cast<double>(at(c, j + 1, 0) - at(c, j, 0));
+        if (c == 1) ++counted;
+      }
+    }
+  for (int c = 0; c < 2; ++c) {
+    std::printf("mean c%d over tiles 2..%d: tile %.0f clocks =", c, tiles - 2, period[c] / counted);
+    for (int e = 0; e < 5; ++e) std::printf(" %s %.0f", names[e], sum[c][e] / counted);
+    std::printf("\n");
+  }
+  // how far apart the consumers run: c1's softmax start against c0's, in tiles
+  double lag = 0;
+  for (int j = 2; j + 1 < tiles; ++j) lag += static_cast<double>(at(1, j, 2) - at(0, j, 2));
+  std::printf("c1's softmax starts %.0f clocks after c0's (mean), a tile lasting %.0f\n", lag / counted,
+              period[0] / counted);
+  return 0;
+}
+
 // --one N CAUSAL [VARIANT]: one timed shape (for ncu), VARIANT an index into kVariants.
 bool parse_one(int argc, char** argv, int& n, bool& causal, int& variant) {
   if (argc < 4 || argc > 5) return false;
@@ -332,6 +381,16 @@ int run_main(int argc, char** argv) {
   int one_n = 0, one_variant = 0;
   bool one_causal = false;
   const bool one = mode == "--one";
+  if (mode == "--trace") {
+    int n = 0, unused = 0;
+    bool causal = false;
+    const bool pingpong = argc == 5 && std::strcmp(argv[4], "pingpong") == 0;
+    if (!(argc == 4 || pingpong) || !parse_one(4, argv, n, causal, unused) || n < 1024) {
+      std::fprintf(stderr, "usage: bench_attention_forward_fp8 --trace N CAUSAL [pingpong]  (N a power of two, 1024..16384)\n");
+      return 2;
+    }
+    return run_trace(n, causal, pingpong);
+  }
   if (one ? !parse_one(argc, argv, one_n, one_causal, one_variant)
           : argc > 2 || !(mode.empty() || mode == "--variants" || mode == "--accuracy" || mode == "--sanitize")) {
     std::fprintf(stderr,
