@@ -24,13 +24,17 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
+#include <sstream>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/fp8.h"
 #include "kernels/fp8_ref.h"
 #include "kernels/mma.cuh"
+#include "kernels/reference.h"
 #include "kernels/tma.cuh"
 #include "kernels/wgmma_fp8.cuh"
 
@@ -628,6 +632,7 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
   kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, ops.q_scale, ops.k_scale, ops.v_scale, ops.bh, ops.n, causal,
                                                   scale_log2, trace, trace_tiles, map_q, map_k, map_vt);
   CUDA_CHECK_LAUNCH();
+  record_occupancy(reinterpret_cast<const void*>(kernel), C::kThreads, C::kSmem);  // compare's L2 model
 }
 
 // causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
@@ -748,3 +753,91 @@ void attention_forward(const Operands& ops, __nv_bfloat16* o, float* lse, bool c
 }
 
 }  // namespace flashsim::gpu::fp8
+
+#ifndef FLASHSIM_ATTN_FWD_FAST_ONLY
+// ----------------------------------------------------------------------------
+// workload (flashsim-gpu compare, schedule attn-fp8)
+
+namespace flashsim::gpu {
+
+namespace {
+
+// bf16 Q, K, V drawn as AttnFwdWorkload draws them and quantized once in setup (not measured, as
+// a model would keep its FP8 weights); the inputs the runs read, and rotate, are the quantized
+// operands (the workspace); run() is fp8::attention_forward alone.
+class AttnFp8Workload : public Workload {
+ public:
+  using Workload::Workload;
+  void setup(std::uint64_t seed) override {
+    const std::size_t elems = static_cast<std::size_t>(bh()) * n() * d();
+    DevBuf q(elems * 2), k(elems * 2), v(elems * 2);
+    fill_uniform(q.get(), elems, Dtype::BF16, seed, -2.f, 2.f);
+    fill_uniform(k.get(), elems, Dtype::BF16, seed + 1, -2.f, 2.f);
+    fill_uniform(v.get(), elems, Dtype::BF16, seed + 2, -1.f, 1.f);
+    iws_ = add_input(fp8::workspace_bytes(bh(), n(), d()));
+    fp8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops(0), fp8::QuantOptions{},
+                  nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());  // before q, k, v go
+    o_ = DevBuf(elems * 2);
+    lse_ = DevBuf(static_cast<std::size_t>(bh()) * n() * 4);
+  }
+  void poison_outputs() override {
+    poison(o_);
+    poison(lse_);
+  }
+  void run(int set) override { fp8::attention_forward(ops(set), o_.as<__nv_bfloat16>(), lse_.as<float>(), spec_.causal, nullptr); }
+  // The bench driver's check (fp8_ref.h OutputCheck) on the operands read back: the worst fraction
+  // of its allowances, which tolerance() compares with 1.
+  double check(std::string* note) override {
+    CUDA_CHECK(cudaDeviceSynchronize());
+    const std::size_t per = static_cast<std::size_t>(n()) * d(), elems = per * bh();
+    std::uint64_t bad = count_nonfinite(o_.get(), elems, Dtype::BF16) +
+                        count_nonfinite(lse_.get(), static_cast<std::size_t>(bh()) * n(), Dtype::F32);
+    const fp8::Operands x = ops(0);
+    auto bytes = [](const std::uint8_t* p, std::size_t count) {
+      std::vector<std::uint8_t> out(count);
+      CUDA_CHECK(cudaMemcpy(out.data(), p, count, cudaMemcpyDeviceToHost));
+      return out;
+    };
+    auto floats = [](const float* p, std::size_t count) { return to_host(p, 0, count, Dtype::F32); };
+    const fp8::Dequantized dq = fp8::dequantize_operands(
+        bh(), n(), d(), bytes(x.q, elems), bytes(x.k, elems), bytes(x.vt, static_cast<std::size_t>(bh()) * d() * x.n_keys),
+        floats(x.q_scale, static_cast<std::size_t>(bh()) * fp8::q_scale_blocks(n())),
+        floats(x.k_scale, static_cast<std::size_t>(bh()) * fp8::k_scale_blocks(n())), floats(x.v_scale, bh()));
+    const auto heads = ref::pick_indices(bh(), 2);
+    const auto rows = ref::pick_indices(n(), 256);
+    fp8::OutputCheck oc;
+    for (auto h : heads) {
+      const auto go = to_host(o_.get(), h * per, per, Dtype::BF16);
+      const auto gl = to_host(lse_.get(), h * n(), n(), Dtype::F32);
+      oc.add_head(dq, static_cast<int>(h), spec_.causal, rows, go.data(), gl.data());
+    }
+    const fp8::OutputErrors e = oc.result();
+    std::ostringstream o;
+    o.precision(3);
+    o << heads.size() << " of " << bh() << " heads, " << rows.size() << " rows each, against the FP8 emulation: max |dO| "
+      << e.max_o << ", rms " << e.rms_o << " (max|V| " << e.vmax << "), lse/tol " << e.lse
+      << "; rel err = worst fraction of max|V|/8, max|V|/256, the lse tolerance; " << bad << " non-finite outputs";
+    if (note) *note = o.str();
+    return bad ? INFINITY : e.worst_fraction();
+  }
+
+ private:
+  int bh() const { return static_cast<int>(spec_.bh); }
+  int n() const { return static_cast<int>(spec_.seq); }
+  int d() const { return static_cast<int>(spec_.d); }
+  fp8::Operands ops(int set) const { return fp8::operands_in(in(set, iws_), bh(), n(), d()); }
+  int iws_ = 0;
+  DevBuf o_, lse_;
+};
+
+}  // namespace
+
+std::unique_ptr<Workload> make_attention_fp8(const Spec& s) {
+  if (auto why = unsupported(s.schedule, s.dtype, s.d)) throw std::invalid_argument(*why);
+  if (s.schedule != Schedule::AttnFP8) throw std::invalid_argument("make_attention_fp8: not attn-fp8");
+  return std::make_unique<AttnFp8Workload>(s);
+}
+
+}  // namespace flashsim::gpu
+#endif  // FLASHSIM_ATTN_FWD_FAST_ONLY

@@ -374,7 +374,9 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
 static int traffic_main(const std::string& t_sched, const std::string& t_sizes) {
   std::vector<Spec> t_specs;
   try {
-    t_specs = expand(parse_schedules(t_sched), parse_sizes(t_sizes), {}, {false, true});
+    const SizeSet ss = parse_sizes(t_sizes);
+    check_named_schedules(t_sched, ss, {});
+    t_specs = expand(parse_schedules(t_sched), ss, {}, {false, true});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
     return flashsim::cli::kExitBadInput;
@@ -438,7 +440,9 @@ static int compare_main(CompareArgs a) {
     std::vector<bool> cm = causal == "no" ? std::vector<bool>{false}
                            : causal == "yes" ? std::vector<bool>{true}
                                              : std::vector<bool>{false, true};
-    specs = expand(parse_schedules(schedules), parse_sizes(sizes), dts, cm);
+    const SizeSet ss = parse_sizes(sizes);
+    check_named_schedules(schedules, ss, dts);  // attn-fp8 named at d != 128 or without fp8: refused, not dropped
+    specs = expand(parse_schedules(schedules), ss, dts, cm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
     return flashsim::cli::kExitBadInput;
@@ -565,13 +569,15 @@ struct ProbeArgs {
 CLI::App* add_compare_command(CLI::App& app, CompareArgs& ca) {
   auto* cmp = app.add_subcommand("compare", "run schedules at sizes; print counted vs measured bytes");
   cmp->add_option("--schedules,-s", ca.schedules,
-                  "comma list of schedules or groups (matmul, softmax, attn-fwd, attn-bwd, attention, all)")
+                  "comma list of schedules or groups (matmul, softmax, attn-fwd, attn-bwd, attention, all); attn-fp8 (FP8 forward, "
+                  "d 128) is in no group but all: name it")
       ->capture_default_str();
   cmp->add_option("--sizes", ca.sizes,
                   "comma list of presets (tiny, small = inside L2, large = far beyond L2) or op:dims, e.g. "
                   "matmul:4096x4096x512, softmax:256x524288, attn-fwd:8x4096x64, attn-bwd:.., attn:..")
       ->capture_default_str();
-  cmp->add_option("--dtype", ca.dtypes, "comma list of fp32, bf16, fp16 (fp16: attn-fa2-mma only; default: matmul both, softmax fp32, attention bf16)");
+  cmp->add_option("--dtype", ca.dtypes, "comma list of fp32, bf16, fp16, fp8 (fp16: attn-fa2-mma and bwd-mma only; fp8: attn-fp8 only; "
+                  "default: matmul both, softmax fp32, attention bf16, attn-fp8 fp8)");
   cmp->add_option("--causal", ca.causal, "attention masks: no, yes or both")
       ->check(CLI::IsMember({"no", "yes", "both"}))
       ->capture_default_str();

@@ -1,6 +1,8 @@
 #include "kernels/fp8_ref.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <limits>
 #include <stdexcept>
 
@@ -133,6 +135,76 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
     lse[r] = l > 0.0 ? static_cast<float>((m + std::log2(l) - kShift) * 0.6931471805599453) : -INFINITY;
     if (s_abs) s_abs[r] = static_cast<float>(abs_max);
   }
+}
+
+int q_scale_blocks(int n) { return (n + kQBlockRows - 1) / kQBlockRows; }
+int k_scale_blocks(int n) { return (n + kKBlockRows - 1) / kKBlockRows; }
+
+Dequantized dequantize_operands(int bh, int n, int d, const std::vector<std::uint8_t>& q,
+                                const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& vt,
+                                std::vector<float> q_scale, std::vector<float> k_scale, std::vector<float> v_scale) {
+  const std::size_t elems = static_cast<std::size_t>(bh) * n * d;
+  const int n_keys = padded_keys(n);
+  if (q.size() != elems || k.size() != elems || vt.size() != static_cast<std::size_t>(bh) * d * n_keys ||
+      q_scale.size() != static_cast<std::size_t>(bh) * q_scale_blocks(n) ||
+      k_scale.size() != static_cast<std::size_t>(bh) * k_scale_blocks(n) || v_scale.size() != static_cast<std::size_t>(bh))
+    throw std::invalid_argument("dequantize_operands: sizes do not match bh, n, d");
+  Dequantized x;
+  x.bh = bh;
+  x.n = n;
+  x.d = d;
+  auto decode = [](const std::vector<std::uint8_t>& b) {
+    std::vector<float> out(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i) out[i] = e4m3_to_float(b[i]);
+    return out;
+  };
+  x.q8 = decode(q);
+  x.k8 = decode(k);
+  x.v8.assign(elems, 0.f);
+  for (int h = 0; h < bh; ++h)
+    for (int c = 0; c < d; ++c)
+      for (int pos = 0; pos < n_keys; ++pos) {
+        const int key = pos - pos % kKeyGroup + vt_key_of_position(pos % kKeyGroup);
+        const float val = e4m3_to_float(vt[(static_cast<std::size_t>(h) * d + c) * n_keys + pos]);
+        if (key < n) x.v8[(static_cast<std::size_t>(h) * n + key) * d + c] = val;
+        else if (val != 0.f) x.v8.assign(elems, std::numeric_limits<float>::quiet_NaN());  // padding keys must be zero
+      }
+  x.q_scale = std::move(q_scale);
+  x.k_scale = std::move(k_scale);
+  x.v_scale = std::move(v_scale);
+  return x;
+}
+
+double OutputErrors::worst_fraction() const {
+  const double vm = vmax > 0 ? vmax : 1e-300;  // V all zero: O must be exactly zero
+  const double w = std::max({max_o / (vm / 8), rms_o / (vm / 256), lse});
+  return std::isnan(w) ? std::numeric_limits<double>::infinity() : w;
+}
+
+void OutputCheck::add_head(const Dequantized& x, int head, bool causal, const std::vector<std::int64_t>& rows,
+                           const float* o, const float* lse) {
+  const int d = x.d;
+  std::vector<float> eo(rows.size() * d), el(rows.size()), sa(rows.size());
+  attention_fp8_emulated_rows(x, head, causal, 128, rows, eo.data(), el.data(), sa.data());
+  for (int i = 0; i < x.n; ++i)
+    for (int c = 0; c < d; ++c) e_.vmax = std::max(e_.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
+  for (std::size_t r = 0; r < rows.size(); ++r) {
+    for (int c = 0; c < d; ++c) {
+      const double e = std::fabs(static_cast<double>(o[rows[r] * d + c]) - eo[r * d + c]);
+      e_.max_o = std::max(e_.max_o, std::isnan(e) ? INFINITY : e);
+      sq_ += e * e;
+      ++count_;
+    }
+    const double le = std::fabs(static_cast<double>(lse[rows[r]]) - el[r]) / fp8_lse_tolerance(sa[r]);
+    e_.lse = std::max(e_.lse, std::isnan(le) ? INFINITY : le);
+  }
+}
+
+OutputErrors OutputCheck::result() const {
+  OutputErrors r = e_;
+  r.rms_o = std::sqrt(sq_ / std::max<std::size_t>(count_, 1));
+  if (std::isnan(r.rms_o)) r.rms_o = INFINITY;
+  return r;
 }
 
 }  // namespace flashsim::gpu::fp8

@@ -3,6 +3,7 @@
 // FlashAttention-3), and float64 references. C++ only, so the CPU tests use it without a GPU.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -59,5 +60,37 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
 // 2024, on H800; ncu cannot show it), so a score is off by up to ~2^-13 of its sum of |products|;
 // 2^-11 of it leaves a factor 4 for the k-steps' four partial sums, + 1e-4 for the fp32 sums.
 inline double fp8_lse_tolerance(double s_abs) { return s_abs / 2048.0 + 1e-4; }
+
+// The operands from the bytes the quantize pass wrote (fp8.h Operands, copied to the host): q, k
+// bh x n x d, vt bh x d x padded_keys(n) in the permuted key order, the scales as laid out there.
+// V^T goes back to [keys][d]; a padding key that is not zero makes every v8 NaN (fails any check).
+Dequantized dequantize_operands(int bh, int n, int d, const std::vector<std::uint8_t>& q,
+                                const std::vector<std::uint8_t>& k, const std::vector<std::uint8_t>& vt,
+                                std::vector<float> q_scale, std::vector<float> k_scale, std::vector<float> v_scale);
+int q_scale_blocks(int n);  // scales per head of Q (blocks of kQBlockRows)
+int k_scale_blocks(int n);  // of K (kKBlockRows)
+
+// The forward's output checks against attention_fp8_emulated_rows (bc 128) on sampled rows, with
+// allowances from e4m3's step: a probability rounds by at most 2^-4 of itself, a rounding flip
+// against the double reference moves one key's weight by a step, 2^-3: max |dO| <= max|V| / 8,
+// rms |dO| <= max|V| / 256; |dlse| <= fp8_lse_tolerance. Shared by the bench driver and compare.
+struct OutputErrors {
+  double max_o = 0, rms_o = 0, lse = 0, vmax = 0;  // lse: worst |dlse| / its tolerance
+  // the worst of the three as a fraction of its allowance; infinite on NaN
+  double worst_fraction() const;
+  bool ok() const { return worst_fraction() <= 1.0; }
+};
+class OutputCheck {
+ public:
+  // One head: o (n x d) and lse (n) as the kernel wrote them, as floats; rows: those compared.
+  void add_head(const Dequantized& x, int head, bool causal, const std::vector<std::int64_t>& rows, const float* o,
+                const float* lse);
+  OutputErrors result() const;
+
+ private:
+  OutputErrors e_;
+  double sq_ = 0;
+  std::size_t count_ = 0;
+};
 
 }  // namespace flashsim::gpu::fp8

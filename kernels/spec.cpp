@@ -1,5 +1,6 @@
 #include "kernels/spec.h"
 
+#include "kernels/fp8_ref.h"
 #include "kernels/launch_order.h"
 
 #include <algorithm>
@@ -43,6 +44,8 @@ const std::vector<ScheduleInfo> kSchedules = {
      "FlashAttention-2 order on Hopper tensor cores (wgmma, TMA): d 64 v5, 64-row Q tiles; d 128 v6, warp-specialized, 128-row Q tiles"},
     {Schedule::BwdMma, Op::AttnBwd, "bwd-mma", "attention_backward.cu", 7,
      "FlashAttention-2 backward on Hopper tensor cores (wgmma, TMA), warp-specialized: dK/dV per 128-key tile, fp32 dQ added by bulk reductions; d 128 v7, the consumers take turns at dQ"},
+    {Schedule::AttnFP8, Op::AttnFwd, "attn-fp8", "attention_fp8.cu", 1,
+     "FlashAttention-2 order on Hopper FP8 tensor cores: e4m3 Q, K, V^T (quantized in setup, not timed), O bf16; d 128, 128x128 tiles, persistent, causal tiles paired"},
 };
 
 std::string trim(const std::string& s) {
@@ -109,18 +112,27 @@ const char* op_name(Op op) {
   return "?";
 }
 
-const char* dtype_name(Dtype d) { return d == Dtype::F32 ? "fp32" : d == Dtype::BF16 ? "bf16" : "fp16"; }
-int dtype_bytes(Dtype d) { return d == Dtype::F32 ? 4 : 2; }
+const char* dtype_name(Dtype d) {
+  return d == Dtype::F32 ? "fp32" : d == Dtype::BF16 ? "bf16" : d == Dtype::F16 ? "fp16" : "fp8";
+}
+int dtype_bytes(Dtype d) { return d == Dtype::F32 ? 4 : d == Dtype::E4M3 ? 1 : 2; }
 
 std::optional<Dtype> parse_dtype(const std::string& s) {
   if (s == "fp32" || s == "f32" || s == "float") return Dtype::F32;
   if (s == "bf16") return Dtype::BF16;
   if (s == "fp16" || s == "f16" || s == "half") return Dtype::F16;
+  if (s == "fp8" || s == "e4m3") return Dtype::E4M3;
   return std::nullopt;
 }
 
 std::optional<std::string> unsupported(Schedule s, Dtype dt, std::int64_t d) {
   const Op op = info(s).op;
+  if (s == Schedule::AttnFP8) {
+    if (dt != Dtype::E4M3) return std::string("attn-fp8 runs fp8 (e4m3) only");
+    if (d != 128) return std::string("attn-fp8 is built for d = 128 only");
+    return std::nullopt;
+  }
+  if (dt == Dtype::E4M3) return std::string(info(s).id) + " does not run in fp8 (attn-fp8 alone does)";
   if (s == Schedule::AttnFA2Mma || s == Schedule::BwdMma) {
     if (dt == Dtype::F32) return std::string(info(s).id) + " runs bf16 and fp16 only";
     if (d != 64 && d != 128) return std::string(info(s).id) + " is built for d = 64 and 128";
@@ -141,8 +153,10 @@ std::vector<Schedule> parse_schedules(const std::string& list) {
     bool found = false;
     for (std::size_t i = 0; i < kSchedules.size(); ++i) {
       const auto& s = kSchedules[i];
-      bool group = name == "all" || name == op_name(s.op) ||
-                   (name == "attention" && (s.op == Op::AttnFwd || s.op == Op::AttnBwd));
+      // attn-fp8 only by name or `all`: attn-fwd / attention keep their bf16 / fp16 / fp32 members
+      const bool by_op = s.schedule != Schedule::AttnFP8 &&
+                         (name == op_name(s.op) || (name == "attention" && (s.op == Op::AttnFwd || s.op == Op::AttnBwd)));
+      bool group = name == "all" || by_op;
       if (group || name == s.id) {
         want[i] = true;
         found = true;
@@ -182,6 +196,7 @@ void apply_kernel_tiles(Spec& s) {
       break;
     }
     case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
+    case Schedule::AttnFP8: s.br = 128; s.bc = 128; s.paired_tiles = s.causal; break;  // fp8::attention_forward's launch
     default: s.br = 64; s.bc = 64; break;
   }
 }
@@ -258,7 +273,7 @@ SizeSet parse_sizes(const std::string& list) {
     }
   }
   for (const auto& v : out.attn_fwd)
-    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: attn-fa2-mma, bwd-mma)");
+    if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: attn-fa2-mma, attn-fp8, bwd-mma)");
   for (const auto& v : out.attn_bwd)
     if (v[2] != 64 && v[2] != 128) throw std::invalid_argument("attention kernels are built for d = 64 (and 128: bwd-mma)");
   return out;
@@ -270,8 +285,12 @@ std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& 
   for (Schedule sch : schedules) {
     Op op = info(sch).op;
     std::vector<Dtype> dts = dtypes;
+    if (sch != Schedule::AttnFP8 && std::find(dts.begin(), dts.end(), Dtype::E4M3) != dts.end())
+      throw std::invalid_argument(std::string("dtype fp8 is attn-fp8's alone; ") + info(sch).id +
+                                  " does not run in fp8 (name --schedules attn-fp8 for it)");
     if (dts.empty()) {
-      if (op == Op::Matmul) dts = {Dtype::F32, Dtype::BF16};
+      if (sch == Schedule::AttnFP8) dts = {Dtype::E4M3};
+      else if (op == Op::Matmul) dts = {Dtype::F32, Dtype::BF16};
       else if (op == Op::Softmax) dts = {Dtype::F32};
       else dts = {Dtype::BF16};
     }
@@ -296,6 +315,18 @@ std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& 
       }
   }
   return out;
+}
+
+void check_named_schedules(const std::string& list, const SizeSet& sizes, const std::vector<Dtype>& dtypes) {
+  for (const auto& name : split(list, ',')) {
+    if (name != info(Schedule::AttnFP8).id) continue;
+    if (!dtypes.empty() && std::find(dtypes.begin(), dtypes.end(), Dtype::E4M3) == dtypes.end())
+      throw std::invalid_argument("attn-fp8 runs fp8 (e4m3) only: add fp8 to --dtype or leave --dtype out");
+    for (const auto& v : sizes.attn_fwd)
+      if (v[2] != 128)
+        throw std::invalid_argument("attn-fp8 is built for d = 128 only, not d = " + std::to_string(v[2]) + " (size attn-fwd:" +
+                                    std::to_string(v[0]) + "x" + std::to_string(v[1]) + "x" + std::to_string(v[2]) + ")");
+  }
 }
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -329,6 +360,10 @@ Bytes compulsory(const Spec& s) {
       std::uint64_t t = u(s.bh) * u(s.seq) * u(s.d) * e;
       b.read = 3 * t;  // Q, K, V
       b.written = t;   // O
+      if (s.schedule == Schedule::AttnFP8) {  // V^T's padding keys are read too; O is bf16
+        b.read = 2 * t + u(s.bh) * u(s.d) * u(fp8::padded_keys(static_cast<int>(s.seq)));
+        b.written = 2 * t;
+      }
       break;
     }
     case Op::AttnBwd: {
@@ -417,6 +452,20 @@ std::vector<ArrayModel> model_traffic(const Spec& s) {
         a.push_back({"O", bh * q_rows_vis_after_first * d * e, bh * q_rows_vis * d * e, tensor, true});
         a.push_back({"m", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
         a.push_back({"l", bh * q_rows_vis_after_first * 4, bh * q_rows_vis * 4, stat, true});
+      } else if (s.schedule == Schedule::AttnFP8) {
+        // e4m3 Q, K, V^T (1 byte); V^T's rows hold padded_keys(n) keys, and the last key tile's
+        // read takes the padding keys with it (TMA box of 128 keys); O bf16, lse fp32
+        const std::int64_t nv = fp8::padded_keys(static_cast<int>(s.seq));
+        std::uint64_t v_cols_vis = 0;
+        for (std::int64_t i = 0; i < t.tr; ++i)
+          for (std::int64_t j = 0; j < t.tc; ++j)
+            if (t.visible(i, j)) v_cols_vis += u(std::min(s.bc, nv - j * s.bc));
+        const std::uint64_t vsz = bh * d * u(nv);
+        a.push_back({"Q", tensor, 0, tensor, false});
+        a.push_back({"K", bh * k_cols_vis * d, 0, tensor, false});
+        a.push_back({"V", bh * v_cols_vis * d, 0, vsz, false});
+        a.push_back({"O", 0, 2 * tensor, 2 * tensor, false});
+        a.push_back({"L", 0, stat, stat, false});
       } else if (s.schedule == Schedule::AttnFA2 || s.schedule == Schedule::AttnFA2Mma) {
         a.push_back({"Q", tensor, 0, tensor, false});
         a.push_back({"K", bh * k_cols_vis * d * e, 0, tensor, false});
@@ -495,10 +544,13 @@ double flops(const Spec& s) {
 }
 
 // fp16 keeps 3 more mantissa bits than bf16.
-double base_tolerance(Dtype d) { return d == Dtype::F32 ? 1e-4 : d == Dtype::BF16 ? 1e-2 : 5e-3; }
+// e4m3: attn-fp8's check gives fractions of its own allowances (tolerance 1), see tolerance().
+double base_tolerance(Dtype d) {
+  return d == Dtype::F32 ? 1e-4 : d == Dtype::BF16 ? 1e-2 : d == Dtype::F16 ? 5e-3 : 1.0;
+}
 
 double unit_roundoff(Dtype d) {
-  const int p = d == Dtype::F32 ? 24 : d == Dtype::BF16 ? 8 : 11;  // significand bits, implicit one included
+  const int p = d == Dtype::F32 ? 24 : d == Dtype::BF16 ? 8 : d == Dtype::F16 ? 11 : 4;  // significand bits, implicit one included
   return std::ldexp(1.0, -p);
 }
 
@@ -518,6 +570,7 @@ double fa1_round_trip_error(Dtype d, std::int64_t kv_blocks) {
 }
 
 double tolerance(const Spec& s) {
+  if (s.schedule == Schedule::AttnFP8) return 1.0;  // the check returns the worst fraction of its allowances
   const double base = base_tolerance(s.dtype);
   if (s.schedule != Schedule::AttnFA1) return base;
   // only FA1 round-trips O through HBM. Twice the estimate: weights that pile up on early keys
@@ -538,6 +591,25 @@ bool have_counted() {
 
 #ifdef FLASHSIM_HAVE_SIM
 namespace {
+
+// attn-fp8's V^T holds padded_keys(n) keys a row and the last key tile's TMA box reads the padding
+// keys; the tile machine's V has n. Requested bytes: the padding on every read of the last key
+// tile (as model_traffic). Through the L2: once per head (it shares the last tile's lines, which
+// the model keeps or refetches with that tile; the padding is under 32 keys of it).
+void add_vt_padding(const Spec& s, bool through_l2, flashsim::traffic::Traffic& tr) {
+  const std::uint64_t pad = u(fp8::padded_keys(static_cast<int>(s.seq)) - s.seq) * u(s.d);
+  if (pad == 0) return;
+  const std::int64_t last = ceil_div(s.seq, s.bc) - 1;
+  AttnTiles t{s.seq, s.br, s.bc, ceil_div(s.seq, s.br), ceil_div(s.seq, s.bc), s.causal};
+  std::uint64_t reads = 0;  // visible (Q tile, last key tile) pairs per head
+  for (std::int64_t i = 0; i < t.tr; ++i)
+    if (t.visible(i, last)) ++reads;
+  for (auto& a : tr.arrays)
+    if (a.name == "V") {
+      a.bytes_read += u(s.bh) * reads * pad;
+      a.hbm_bytes_read += u(s.bh) * (through_l2 ? 1 : reads) * pad;
+    }
+}
 
 // The tile machine's count of the kernel's schedule, with the kernel's tiles, dtypes and block
 // order; through `gpu`'s L2 when given. Fills `arrays` with requested or HBM bytes accordingly.
@@ -573,10 +645,11 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.batch_heads = s.bh; p.n = s.seq; p.d = s.d;
         p.br = s.br; p.bc = s.bc;
         p.elem_bytes = dtype_bytes(s.dtype);
+        if (s.schedule == Schedule::AttnFP8) p.out_bytes = 2;  // e4m3 in, bf16 O out
         p.score_bytes = 4; p.stat_bytes = 4; p.accum_bytes = 4;
         p.causal = s.causal;
         // The fast kernels' block order: heaviest causal tiles first, bwd-mma's head groups.
-        p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma;
+        p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma || s.schedule == Schedule::AttnFP8;
         p.paired_tiles = s.paired_tiles;
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         if (s.op() == Op::AttnFwd)
@@ -586,6 +659,7 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         else
           tr = t::count_attention_backward(p, s.schedule == Schedule::BwdTwoPass ? t::AttentionBackward::TwoPass
                                                                                  : t::AttentionBackward::AtomicDQ, gpu);
+        if (s.schedule == Schedule::AttnFP8) add_vt_padding(s, gpu != nullptr, tr);
         break;
       }
     }
@@ -698,7 +772,8 @@ std::optional<TimePrediction> predict_run_time(const Spec& s, const std::string&
     fs::LaunchPrediction lp;
     TimePrediction out;
     const int e = dtype_bytes(s.dtype);
-    if (s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma || s.schedule == Schedule::SoftmaxFast) {
+    if (s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma || s.schedule == Schedule::SoftmaxFast ||
+        s.schedule == Schedule::AttnFP8) {
       fs::TimeQuery q;
       q.elem_bytes = e;
       if (s.schedule == Schedule::SoftmaxFast) {
@@ -706,12 +781,15 @@ std::optional<TimePrediction> predict_run_time(const Spec& s, const std::string&
         q.m = s.rows;
         q.n = s.cols;
       } else {
-        q.op = s.schedule == Schedule::AttnFA2Mma ? fs::TimedOp::AttnFwd : fs::TimedOp::AttnBwd;
+        q.op = s.schedule == Schedule::BwdMma ? fs::TimedOp::AttnBwd : fs::TimedOp::AttnFwd;
         q.n = s.seq;
         q.d = s.d;
         q.heads = s.bh;
         q.causal = s.causal;
-        if (s.schedule == Schedule::AttnFA2Mma) {
+        if (s.schedule == Schedule::AttnFP8) {
+          q.fp8 = true;  // flashsim time attention --dtype fp8: e4m3 products, O bf16
+          q.version = 6;
+        } else if (s.schedule == Schedule::AttnFA2Mma) {
           q.version = s.br == 64 ? 5 : 6;
         } else if (const char* v = std::getenv("FLASHSIM_BWD_VERSION")) {
           const int ver = std::atoi(v);

@@ -12,7 +12,8 @@
 namespace flashsim::gpu {
 
 enum class Op { Matmul, Softmax, AttnFwd, AttnBwd };
-enum class Dtype { F32, BF16, F16 };  // F16: the fast tensor-core versions only
+// F16: the fast tensor-core versions only. E4M3 ("fp8"): attn-fp8 only (e4m3 Q, K, V; O bf16).
+enum class Dtype { F32, BF16, F16, E4M3 };
 
 // Every schedule we run on the GPU. The number after the op in the kernel file is `version`.
 enum class Schedule {
@@ -29,6 +30,7 @@ enum class Schedule {
   SoftmaxFast,    // softmax.cu v3: online 2-pass at the memory bandwidth (fp32)
   AttnFA2Mma,     // attention_forward.cu v5 (d 64) / v6 (d 128): FA2 order on wgmma tensor cores (bf16/fp16)
   BwdMma,         // attention_backward.cu v3: FA2 backward on mma.sync + wgmma (dK/dV), atomic fp32 dQ (bf16/fp16, d 64/128)
+  AttnFP8,        // attention_fp8.cu v1: FA2 order on FP8 tensor cores, e4m3 Q/K/V^T (quantized in setup), O bf16; d 128
 };
 
 // Whether a kernel exists for this (schedule, dtype, head dim); the reason when not.
@@ -52,6 +54,7 @@ std::optional<Dtype> parse_dtype(const std::string& s);
 
 // "matmul,softmax-online,attn-fwd,all" -> schedules, in the canonical order, without duplicates.
 // Group names: matmul, softmax, attn-fwd, attn-bwd, attention (= both), all. Throws on unknown names.
+// attn-fp8 is in `all` but not in attn-fwd / attention (whose counts tests and docs fix): name it.
 std::vector<Schedule> parse_schedules(const std::string& list);
 
 struct Spec {
@@ -94,9 +97,14 @@ struct SizeSet {
 SizeSet parse_sizes(const std::string& list);  // throws std::invalid_argument
 
 // Expands schedules x sizes x dtypes x causal into concrete specs. dtypes empty = per-op default
-// (matmul: fp32 and bf16; softmax: fp32; attention: bf16). causal_modes: {false}, {true} or both.
+// (matmul: fp32 and bf16; softmax: fp32; attention: bf16; attn-fp8: fp8). causal_modes: {false}, {true} or both.
 std::vector<Spec> expand(const std::vector<Schedule>& schedules, const SizeSet& sizes,
                          const std::vector<Dtype>& dtypes, const std::vector<bool>& causal_modes);
+// expand refuses (std::invalid_argument) fp8 in `dtypes` for any schedule but attn-fp8; attn-fp8
+// gets fp8 when `dtypes` is empty. check_named_schedules refuses what `list` names by id but
+// expand would drop without a word: attn-fp8 with a head dim other than 128, or with a non-empty
+// `dtypes` that lacks fp8. (In `all`, attn-fp8 is dropped at d = 64 like the other d-bound ones.)
+void check_named_schedules(const std::string& list, const SizeSet& sizes, const std::vector<Dtype>& dtypes);
 
 // ---- traffic ---------------------------------------------------------------------------------
 struct Bytes {
@@ -126,6 +134,8 @@ Bytes expected_hbm(const std::vector<ArrayModel>& a);
 // Useful FLOPs (matmul 2mnk; attention forward 4*d per visible (query,key) pair, backward 10*d).
 double flops(const Spec& s);
 // Relative-error tolerance, scaled by dtype: fp32 1e-4, bf16 1e-2, fp16 5e-3 (base_tolerance).
+// attn-fp8: 1, as its check returns the worst fraction of its allowances (kernels/fp8_ref.h
+// fp8_check_allowances), not a relative error.
 // FA1, which rounds O to the dtype on each of its ceil(N / bc) round trips through HBM, adds
 // twice fa1_round_trip_error in quadrature (spec.cpp derives it).
 double tolerance(const Spec& s);

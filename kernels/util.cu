@@ -170,7 +170,7 @@ std::unique_ptr<Workload> make_workload(const Spec& s) {
   switch (s.op()) {
     case Op::Matmul: return make_matmul(s);
     case Op::Softmax: return make_softmax(s);
-    case Op::AttnFwd: return make_attention_forward(s);
+    case Op::AttnFwd: return s.schedule == Schedule::AttnFP8 ? make_attention_fp8(s) : make_attention_forward(s);
     case Op::AttnBwd: return make_attention_backward(s);
   }
   throw std::logic_error("unknown op");

@@ -97,6 +97,7 @@ std::unique_ptr<Workload> make_matmul(const Spec& s);
 std::unique_ptr<Workload> make_softmax(const Spec& s);
 std::unique_ptr<Workload> make_attention_forward(const Spec& s);
 std::unique_ptr<Workload> make_attention_backward(const Spec& s);
+std::unique_ptr<Workload> make_attention_fp8(const Spec& s);  // attention_fp8.cu
 std::unique_ptr<Workload> make_workload(const Spec& s);
 
 // Hopper's L2 model as `flashsim-gpu l2probe` measured it on an H100 (kernels/RESULTS.md): sets of

@@ -76,6 +76,7 @@ struct AttentionParams {
   std::int64_t batch_heads = 1, n = 0, d = 64;
   std::int64_t br = 64, bc = 64;  // Q rows per tile, K/V rows per tile
   int elem_bytes = 2;             // Q, K, V, O, dO, dQ, dK, dV
+  int out_bytes = 0;              // the forward's O when it differs (FP8 forward: bf16 O); 0: elem_bytes
   int score_bytes = 4;            // S and P of the naive schedule
   int stat_bytes = 4;             // m, l, logsumexp, D
   int accum_bytes = 4;            // dQ accumulator of the atomic backward

@@ -102,32 +102,11 @@ std::vector<float> fetch_floats(const float* p, std::size_t count) { return fetc
 
 // The operands as the kernel reads them, dequantized on the host (V^T back to [keys][d]).
 f8::Dequantized read_back(const Problem& p) {
-  f8::Dequantized x;
-  x.bh = p.bh;
-  x.n = p.n;
-  x.d = kD;
-  auto decode = [](const std::vector<std::uint8_t>& b) {
-    std::vector<float> out(b.size());
-    for (std::size_t i = 0; i < b.size(); ++i) out[i] = f8::e4m3_to_float(b[i]);
-    return out;
-  };
-  x.q8 = decode(fetch_bytes(p.ops.q, p.elems));
-  x.k8 = decode(fetch_bytes(p.ops.k, p.elems));
-  const auto vt = fetch_bytes(p.ops.vt, static_cast<std::size_t>(p.bh) * kD * p.ops.n_keys);
-  x.v8.assign(p.elems, 0.f);
-  for (int h = 0; h < p.bh; ++h)
-    for (int c = 0; c < kD; ++c)
-      for (int pos = 0; pos < p.ops.n_keys; ++pos) {
-        const int key = pos - pos % f8::kKeyGroup + f8::vt_key_of_position(pos % f8::kKeyGroup);
-        const float val = f8::e4m3_to_float(vt[(static_cast<std::size_t>(h) * kD + c) * p.ops.n_keys + pos]);
-        if (key < p.n) x.v8[(static_cast<std::size_t>(h) * p.n + key) * kD + c] = val;
-        else if (val != 0.f) x.v8.assign(p.elems, NAN);  // padding keys must be zero: poison the check
-      }
-  const int qb = (p.n + f8::kQBlockRows - 1) / f8::kQBlockRows, kb = (p.n + f8::kKBlockRows - 1) / f8::kKBlockRows;
-  x.q_scale = fetch_floats(p.ops.q_scale, static_cast<std::size_t>(p.bh) * qb);
-  x.k_scale = fetch_floats(p.ops.k_scale, static_cast<std::size_t>(p.bh) * kb);
-  x.v_scale = fetch_floats(p.ops.v_scale, p.bh);
-  return x;
+  return f8::dequantize_operands(p.bh, p.n, kD, fetch_bytes(p.ops.q, p.elems), fetch_bytes(p.ops.k, p.elems),
+                                 fetch_bytes(p.ops.vt, static_cast<std::size_t>(p.bh) * kD * p.ops.n_keys),
+                                 fetch_floats(p.ops.q_scale, static_cast<std::size_t>(p.bh) * f8::q_scale_blocks(p.n)),
+                                 fetch_floats(p.ops.k_scale, static_cast<std::size_t>(p.bh) * f8::k_scale_blocks(p.n)),
+                                 fetch_floats(p.ops.v_scale, p.bh));
 }
 
 // Largest miss of a dequantized entry against the host's own transform, in units of its
@@ -158,39 +137,24 @@ double quantize_miss(const Problem& p, const f8::Dequantized& x, const f8::Quant
 }
 
 struct CheckResult {
-  double max_o = 0, rms_o = 0, lse = 0, vmax = 0, quant = 0;  // lse: worst |dlse| / its tolerance
-  bool ok() const { return max_o <= vmax / 8 && rms_o <= vmax / 256 && lse <= 1.0 && quant <= 1.0; }
+  f8::OutputErrors out;  // O and lse against the emulation (fp8_ref.h OutputCheck)
+  double quant = 0;
+  bool ok() const { return out.ok() && quant <= 1.0; }
 };
 
 CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int max_rows) {
   const f8::Dequantized x = read_back(p);
   CheckResult res;
-  double sq = 0;
-  std::size_t count = 0;
+  f8::OutputCheck oc;
   const std::size_t per = static_cast<std::size_t>(p.n) * kD;
   for (auto h : fg::ref::pick_indices(p.bh, max_heads)) {
     const int head = static_cast<int>(h);
     const auto go = fetch(p.o.as<__nv_bfloat16>(), head * per, per);
     const auto gl = fetch(p.lse.as<float>(), static_cast<std::size_t>(head) * p.n, p.n);
-    const auto rows = fg::ref::pick_indices(p.n, max_rows);
-    std::vector<float> eo(rows.size() * kD), el(rows.size()), sa(rows.size());
-    f8::attention_fp8_emulated_rows(x, head, p.causal, 128, rows, eo.data(), el.data(), sa.data());
-    for (int i = 0; i < p.n; ++i)
-      for (int c = 0; c < kD; ++c) res.vmax = std::max(res.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
-    for (std::size_t r = 0; r < rows.size(); ++r) {
-      for (int c = 0; c < kD; ++c) {
-        const double e = std::fabs(static_cast<double>(go[rows[r] * kD + c]) - eo[r * kD + c]);
-        res.max_o = std::max(res.max_o, std::isnan(e) ? INFINITY : e);
-        sq += e * e;
-        ++count;
-      }
-      const double le = std::fabs(static_cast<double>(gl[rows[r]]) - el[r]) / f8::fp8_lse_tolerance(sa[r]);
-      res.lse = std::max(res.lse, std::isnan(le) ? INFINITY : le);
-    }
+    oc.add_head(x, head, p.causal, fg::ref::pick_indices(p.n, max_rows), go.data(), gl.data());
     res.quant = std::max(res.quant, quantize_miss(p, x, opt, head));
   }
-  res.rms_o = std::sqrt(sq / std::max<std::size_t>(count, 1));
-  if (std::isnan(res.rms_o)) res.rms_o = INFINITY;
+  res.out = oc.result();
   return res;
 }
 
@@ -216,8 +180,8 @@ bool check_small(int bh, int n, bool causal, f8::QuantOptions opt, f8::Variant v
   CUDA_CHECK(cudaDeviceSynchronize());
   const CheckResult r = check(p, opt, 4, 1000);
   std::printf("check fp8 d=128 n=%-5d bh=%-3d %-6s %-15s %-14s O max %.2e rms %.2e (max|V| %.2f) lse/tol %.2f quant %.2f  %s\n",
-              n, bh, causal ? "causal" : "full", scaling_name(opt), variant_name(var).c_str(), r.max_o, r.rms_o, r.vmax, r.lse,
-              r.quant, r.ok() ? "ok" : "FAIL");
+              n, bh, causal ? "causal" : "full", scaling_name(opt), variant_name(var).c_str(), r.out.max_o, r.out.rms_o,
+              r.out.vmax, r.out.lse, r.quant, r.ok() ? "ok" : "FAIL");
   return r.ok();
 }
 
@@ -309,7 +273,7 @@ bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t se
                 bmed / med, qmed, bmed / (med + qmed));
   }
   if (diagnostic) std::printf("  (output not checked)\n");
-  else std::printf("  err O %.1e lse/tol %.2f %s\n", r.max_o, r.lse, r.ok() ? "ok" : "FAIL");
+  else std::printf("  err O %.1e lse/tol %.2f %s\n", r.out.max_o, r.out.lse, r.ok() ? "ok" : "FAIL");
   std::fflush(stdout);
   return diagnostic || r.ok();
 }

@@ -152,6 +152,7 @@ void validate(const AttentionParams& p) {
   for (auto [b, w] : {std::pair{p.elem_bytes, "element size"}, std::pair{p.score_bytes, "score element size"},
                       std::pair{p.stat_bytes, "statistics element size"}, std::pair{p.accum_bytes, "accumulator element size"}})
     check_bytes(b, w);
+  if (p.out_bytes != 0) check_bytes(p.out_bytes, "output element size");
 }
 void validate(const MatmulParams& p) {
   check_positive(p.m, "M");
@@ -411,7 +412,7 @@ class AttentionGen {
     a.K = b_.array(nm("K"), 2, nk, d, p_.bc, d, p_.elem_bytes);
     a.V = b_.array(nm("V"), 2, nk, d, p_.bc, d, p_.elem_bytes);
     if (forward) {
-      a.O = b_.array(nm("O"), 2, nq, d, p_.br, d, p_.elem_bytes);
+      a.O = b_.array(nm("O"), 2, nq, d, p_.br, d, p_.out_bytes ? p_.out_bytes : p_.elem_bytes);
       if (fs == AttentionForward::FA1) {
         a.m = b_.array(nm("m"), 1, nq, 1, p_.br, 1, p_.stat_bytes);
         a.l = b_.array(nm("l"), 1, nq, 1, p_.br, 1, p_.stat_bytes);

@@ -783,7 +783,8 @@ TEST_CASE("flashsim-gpu predict: a compare CSV row back as a spec, predicted wit
   CHECK(s.causal);
   CHECK(s.dtype == Dtype::BF16);
   CHECK_THROWS_WITH(spec_from_row("attn-fa9", "4x1024x64", "bf16"), Catch::Contains("attn-fa9"));
-  CHECK_THROWS_WITH(spec_from_row("attn-fa2", "4x1024x64", "fp8"), Catch::Contains("unknown dtype 'fp8'"));
+  CHECK_THROWS_WITH(spec_from_row("attn-fa2", "4x1024x64", "fp4"), Catch::Contains("unknown dtype 'fp4'"));
+  CHECK_THROWS_WITH(spec_from_row("attn-fa2", "4x1024x64", "fp8"), Catch::Contains("attn-fa2 does not run in fp8"));  // attn-fp8's
   CHECK_THROWS(spec_from_row("attn-fa2", "4x1024", "bf16"));
   // 4 heads of K/V (1 MiB) fit a 50 MiB L2 split in two: Q, K, V read once, O and L written once.
   auto p = predicted(spec_from_row("attn-fa2", "4x1024x64", "bf16"), 50ull << 20, 132, 3, nullptr, nullptr, 2);
@@ -1042,6 +1043,7 @@ TEST_CASE("every schedule gets a time prediction: the fast ones from traces, the
       case Op::Softmax: s.rows = 64, s.cols = 65536, s.dtype = Dtype::F32; break;
       default: s.bh = 2, s.seq = 1024, s.d = 64, s.dtype = Dtype::BF16; break;
     }
+    if (in.schedule == Schedule::AttnFP8) s.d = 128, s.dtype = Dtype::E4M3;  // its only head dim and dtype
     apply_kernel_tiles(s);
     std::string why;
     const auto t = predict_run_time(s, "h100", std::nullopt, &why);
@@ -1049,7 +1051,8 @@ TEST_CASE("every schedule gets a time prediction: the fast ones from traces, the
     REQUIRE(t);
     CHECK(t->ms > 0);
     CHECK(t->ms < 1000);
-    const bool fast = in.schedule == Schedule::AttnFA2Mma || in.schedule == Schedule::BwdMma || in.schedule == Schedule::SoftmaxFast;
+    const bool fast = in.schedule == Schedule::AttnFA2Mma || in.schedule == Schedule::BwdMma || in.schedule == Schedule::SoftmaxFast ||
+                      in.schedule == Schedule::AttnFP8;
     CHECK(t->model == (fast ? "trace" : "simt"));
     CHECK_FALSE(t->bound.empty());
   }
@@ -1298,4 +1301,250 @@ TEST_CASE("the FP8 kernel's arithmetic in double stays within e4m3's step of exa
   fp8::attention_fp8_emulated_rows(x, 0, false, 128, {0}, o1.data(), l1.data());
   for (int c = 0; c < d; ++c) CHECK(o1[c] == x.v8[c]);
   CHECK_THROWS_AS(fp8::attention_fp8_emulated_rows(x, 0, false, 96, {0}, o1.data(), l1.data()), std::invalid_argument);
+}
+
+// ---- attn-fp8 in compare ---------------------------------------------------------------------
+
+namespace {
+Spec fp8_spec(std::int64_t bh, std::int64_t n, bool causal) {
+  auto specs = expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:" + std::to_string(bh) + "x" + std::to_string(n) + "x128"),
+                      {}, {causal});
+  REQUIRE(specs.size() == 1);
+  return specs[0];
+}
+}  // namespace
+
+TEST_CASE("attn-fp8: parsed by name, listed, in `all` only, fp8 by default, d = 128 only", "[kernels][cli][fp8]") {
+  CHECK(parse_schedules("attn-fp8") == std::vector<Schedule>{Schedule::AttnFP8});
+  const auto all = parse_schedules("all");
+  CHECK(std::find(all.begin(), all.end(), Schedule::AttnFP8) != all.end());
+  for (const char* group : {"attn-fwd", "attention"}) {
+    const auto g = parse_schedules(group);
+    CHECK(std::find(g.begin(), g.end(), Schedule::AttnFP8) == g.end());
+  }
+  bool listed = false;
+  for (const auto& i : all_schedules())
+    if (std::string(i.id) == "attn-fp8") {
+      listed = true;
+      CHECK(i.op == Op::AttnFwd);
+      CHECK(std::string(i.file) == "attention_fp8.cu");
+    }
+  CHECK(listed);
+  CHECK(parse_dtype("fp8") == Dtype::E4M3);
+  CHECK(parse_dtype("e4m3") == Dtype::E4M3);
+  CHECK(std::string(dtype_name(Dtype::E4M3)) == "fp8");
+  CHECK(dtype_bytes(Dtype::E4M3) == 1);
+  // expand: fp8 and both masks, the launcher's 128 x 128 tiles, causal tiles paired
+  auto specs = expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:2x300x128"), {}, {false, true});
+  REQUIRE(specs.size() == 2);
+  CHECK(specs[0].dtype == Dtype::E4M3);
+  CHECK(specs[1].dtype == Dtype::E4M3);
+  CHECK_FALSE(specs[0].causal);
+  CHECK(specs[1].causal);
+  CHECK(specs[0].br == 128);
+  CHECK(specs[0].bc == 128);
+  CHECK_FALSE(specs[0].paired_tiles);
+  CHECK(specs[1].paired_tiles);
+  CHECK(attn_tiles_label(specs[1]) == "128x128 paired");
+  CHECK(specs[1].size_label() == "2x300x128 causal");
+  CHECK(tolerance(specs[0]) == 1.0);
+  // a compare CSV row back
+  const Spec back = spec_from_row("attn-fp8", "2x300x128 causal", "fp8");
+  CHECK(back.schedule == Schedule::AttnFP8);
+  CHECK(back.dtype == Dtype::E4M3);
+  CHECK(back.causal);
+  // the kernels that exist
+  CHECK_FALSE(unsupported(Schedule::AttnFP8, Dtype::E4M3, 128));
+  CHECK(unsupported(Schedule::AttnFP8, Dtype::E4M3, 64));
+  CHECK(unsupported(Schedule::AttnFP8, Dtype::BF16, 128));
+  CHECK(unsupported(Schedule::AttnFA2Mma, Dtype::E4M3, 128));
+  CHECK(unsupported(Schedule::MatmulInner, Dtype::E4M3, 0));
+  // `all` at d = 64 (the presets) drops it silently, as the other d-bound schedules; fp8 is not asked
+  for (const auto& x : expand(all, parse_sizes("tiny"), {}, {false, true})) CHECK(x.schedule != Schedule::AttnFP8);
+  CHECK(expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:2x300x128"), {Dtype::BF16}, {false}).empty());
+}
+
+TEST_CASE("attn-fp8: fp8 refused for every other schedule, d = 64 and other dtypes refused when named", "[kernels][cli][fp8]") {
+  for (const char* list : {"matmul", "matmul-inner", "softmax-fast", "attn-fa2-mma", "bwd-mma", "attn-fwd", "all"})
+    CHECK_THROWS_WITH(expand(parse_schedules(list), parse_sizes("tiny,attn:2x300x128"), {Dtype::E4M3}, {false}),
+                      Catch::Contains("fp8") && Catch::Contains("attn-fp8"));
+  CHECK_THROWS_WITH(expand(parse_schedules("attn-fp8,attn-fa2-mma"), parse_sizes("attn-fwd:2x300x128"),
+                           {Dtype::BF16, Dtype::E4M3}, {false}),
+                    Catch::Contains("attn-fa2-mma does not run in fp8"));
+  CHECK_NOTHROW(expand(parse_schedules("attn-fp8"), parse_sizes("attn-fwd:2x300x128"), {Dtype::E4M3}, {false}));
+  CHECK_THROWS_AS(spec_from_row("matmul-inner", "100x72x40", "fp8"), std::invalid_argument);
+  // named: a head dim other than 128, or a dtype list without fp8, is refused instead of dropped
+  CHECK_THROWS_WITH(check_named_schedules("attn-fp8", parse_sizes("attn-fwd:2x100x64"), {}),
+                    Catch::Contains("d = 128 only") && Catch::Contains("2x100x64"));
+  CHECK_THROWS_WITH(check_named_schedules("attn-fa2, attn-fp8", parse_sizes("tiny"), {}), Catch::Contains("d = 128"));
+  CHECK_THROWS_WITH(check_named_schedules("attn-fp8", parse_sizes("attn-fwd:2x100x128"), {Dtype::BF16}),
+                    Catch::Contains("fp8 (e4m3) only"));
+  CHECK_NOTHROW(check_named_schedules("attn-fp8", parse_sizes("attn-fwd:2x100x128"), {}));
+  CHECK_NOTHROW(check_named_schedules("attn-fp8", parse_sizes("attn-fwd:2x100x128,matmul:8x8x8"), {Dtype::E4M3}));
+  CHECK_NOTHROW(check_named_schedules("all", parse_sizes("tiny"), {}));  // in a group: dropped at d = 64
+  CHECK_NOTHROW(check_named_schedules("attn-fwd", parse_sizes("tiny"), {Dtype::BF16}));
+}
+
+TEST_CASE("attn-fp8: compulsory and modelled bytes, e4m3 in, bf16 O, V^T's padding keys, by hand", "[kernels][traffic][fp8]") {
+  // bh = 2, n = 300, d = 128: Q tiles and key tiles of 128, 128, 44 rows; V^T rows hold
+  // padded_keys(300) = 320 keys, so the last key tile reads 64 keys of V^T (44 + 20 padding).
+  const std::uint64_t bh = 2, n = 300, d = 128;
+  REQUIRE(fp8::padded_keys(300) == 320);
+  const Spec full = fp8_spec(2, 300, false), causal = fp8_spec(2, 300, true);
+  for (const Spec* s : {&full, &causal}) {
+    CHECK(compulsory(*s).read == bh * n * d * 1 * 2 + bh * d * 320);  // Q, K; V^T with its padding
+    CHECK(compulsory(*s).written == bh * n * d * 2);                   // O bf16
+  }
+  auto model = model_traffic(full);
+  CHECK(arr(model, "Q").read == bh * n * d);                    // 76800
+  CHECK(arr(model, "K").read == bh * 3 * n * d);                // each Q tile reads all 300 keys: 230400
+  CHECK(arr(model, "V").read == bh * 3 * 320 * d);              // ... and all 320 of V^T: 245760
+  CHECK(arr(model, "O").written == bh * n * d * 2);             // 153600
+  CHECK(arr(model, "L").written == bh * n * 4);                 // 2400
+  CHECK(model_total(model).read == 552960u);
+  CHECK(model_total(model).written == 156000u);
+  CHECK(expected_hbm(model).read == compulsory(full).read);
+  model = model_traffic(causal);
+  // visible tiles: (0,0) (1,0) (1,1) (2,0) (2,1) (2,2): keys 128 + 256 + 300, V^T 128 + 256 + 320
+  CHECK(arr(model, "K").read == bh * 684 * d);                  // 175104
+  CHECK(arr(model, "V").read == bh * 704 * d);                  // 180224
+  CHECK(arr(model, "Q").read == bh * n * d);
+  CHECK(model_total(model).read == 432128u);
+  CHECK(model_total(model).written == 156000u);
+}
+
+TEST_CASE("attn-fp8: the tile machine's count with 1-byte Q, K, V, bf16 O and V^T's padding", "[kernels][traffic][fp8]") {
+  if (!have_counted()) {
+    WARN("flashsim_sim is not built; nothing to count");
+    return;
+  }
+  const std::uint64_t bh = 2, d = 128;
+  struct Want {
+    bool causal;
+    std::uint64_t k_rows, v_rows;  // per head, summed over visible (Q tile, key tile) pairs
+  };
+  for (const Want w : {Want{false, 900, 960}, Want{true, 684, 704}}) {
+    const Spec s = fp8_spec(2, 300, w.causal);
+    std::vector<CountedArray> got;
+    std::string why;
+    const auto c = counted(s, &got, &why);
+    INFO(s.size_label() << ": " << why);
+    REQUIRE(c.has_value());
+    auto find = [&](const std::string& name) -> const CountedArray& {
+      for (const auto& g : got)
+        if (g.name == name) return g;
+      FAIL("no counted array " << name);
+      return got.front();
+    };
+    CHECK(find("Q").read == bh * 300 * d);
+    CHECK(find("K").read == bh * w.k_rows * d);
+    CHECK(find("V").read == bh * w.v_rows * d);
+    CHECK(find("O").written == bh * 300 * d * 2);
+    CHECK(find("L").written == bh * 300 * 4);
+    CHECK(c->read == bh * (300 + w.k_rows + w.v_rows) * d);
+    CHECK(c->written == bh * 300 * d * 2 + bh * 300 * 4);
+    // and the same arrays as the model of our kernel
+    for (const auto& m : model_traffic(s)) {
+      INFO("array " << m.name);
+      CHECK(find(m.name).read == m.read);
+      CHECK(find(m.name).written == m.written);
+    }
+  }
+}
+
+TEST_CASE("attn-fp8: the L2 model sees attn-fa2-mma's blocks with 1-byte inputs; the time model's FP8 forward", "[kernels][l2][time][fp8]") {
+  if (!have_counted()) {
+    WARN("flashsim_sim is not built");
+    return;
+  }
+  // a large L2: every byte read from HBM once (V^T with its padding), O and lse written once
+  for (bool causal : {false, true}) {
+    const Spec s = fp8_spec(2, 300, causal);
+    std::string why;
+    const auto p = predicted(s, 64ull << 20, 4, 1, nullptr, &why, 2);
+    INFO(why);
+    REQUIRE(p.has_value());
+    CHECK(p->read >= compulsory(s).read);
+    CHECK(p->read <= compulsory(s).read + 4096);  // at most partial lines beyond the bytes
+    CHECK(p->written >= 2ull * 300 * 128 * 2 + 2ull * 300 * 4);
+    CHECK(p->written <= 2ull * 300 * 128 * 2 + 2ull * 300 * 4 + 256);  // lse's last sector, at most
+    // attn-fa2-mma's count at d = 128 in bf16 is the same schedule with 2-byte Q, K, V
+    Spec b = s;
+    b.schedule = Schedule::AttnFA2Mma;
+    b.dtype = Dtype::BF16;
+    apply_kernel_tiles(b);
+    REQUIRE(b.paired_tiles == s.paired_tiles);
+    REQUIRE(b.br == s.br);
+    const auto cb = counted(b);
+    const auto cf = counted(s);
+    REQUIRE(cb);
+    REQUIRE(cf);
+    CHECK(cf->written == cb->written);  // O bf16 in both, lse fp32
+  }
+  // pred ms: the FP8 forward of the time model (flashsim time attention --dtype fp8), on the trace
+  const Spec s = fp8_spec(16, 4096, true);
+  std::string why;
+  const auto t = predict_run_time(s, "h100", std::nullopt, &why);
+  INFO(why);
+  REQUIRE(t);
+  CHECK(t->model == "trace");
+  flashsim::sim::TimeQuery q;
+  q.op = flashsim::sim::TimedOp::AttnFwd;
+  q.n = 4096, q.d = 128, q.heads = 16, q.causal = true, q.elem_bytes = 1, q.fp8 = true, q.version = 6;
+  CHECK(t->ms == Approx(flashsim::sim::predict_time(q, *flashsim::isa::find_gpu_preset("h100")).predicted_ms));
+  Spec b = s;
+  b.schedule = Schedule::AttnFA2Mma;
+  b.dtype = Dtype::BF16;
+  apply_kernel_tiles(b);
+  const auto tb = predict_run_time(b, "h100", std::nullopt, &why);
+  REQUIRE(tb);
+  CHECK(t->ms < tb->ms);  // the FP8 tensor cores' rate
+}
+
+TEST_CASE("attn-fp8's check: operands read back from the quantize pass's bytes, and its allowances", "[kernels][fp8]") {
+  // V^T in the kernel's key order (keys permuted within groups of 32), n = 40: 64 keys a row
+  const int bh = 1, n = 40, d = 128, nk = fp8::padded_keys(n);
+  std::vector<std::uint8_t> q(n * d), k(n * d), vt(static_cast<std::size_t>(d) * nk, 0);
+  for (int i = 0; i < n * d; ++i) q[i] = k[i] = fp8::float_to_e4m3(0.25f);
+  auto v_of = [](int key, int c) { return fp8::float_to_e4m3(static_cast<float>((key * 7 + c) % 13) / 16.f); };
+  for (int c = 0; c < d; ++c)
+    for (int pos = 0; pos < nk; ++pos) {
+      const int key = pos - pos % fp8::kKeyGroup + fp8::vt_key_of_position(pos % fp8::kKeyGroup);
+      if (key < n) vt[c * nk + pos] = v_of(key, c);
+    }
+  const std::vector<float> qs(fp8::q_scale_blocks(n), 2.f), ks(fp8::k_scale_blocks(n), 1.f), vs(1, 0.5f);
+  auto x = fp8::dequantize_operands(bh, n, d, q, k, vt, qs, ks, vs);
+  CHECK(x.q(0, 39, 5) == 0.5f);
+  for (int key : {0, 1, 31, 32, 39})
+    for (int c : {0, 77})
+      CHECK(x.v(0, key, c) == fp8::e4m3_to_float(v_of(key, c)) * 0.5f);
+  CHECK_THROWS_AS(fp8::dequantize_operands(bh, n, d, q, k, std::vector<std::uint8_t>(d * n), qs, ks, vs),
+                  std::invalid_argument);
+  // a padding key that is not zero fails every check
+  auto bad = vt;
+  bad[nk - 1] = fp8::float_to_e4m3(1.f);
+  CHECK(std::isnan(fp8::dequantize_operands(bh, n, d, q, k, bad, qs, ks, vs).v(0, 0, 0)));
+  // the emulation's own output passes with nothing to spare; an O off by max|V|/4 does not
+  std::vector<std::int64_t> rows(n);
+  for (int i = 0; i < n; ++i) rows[i] = i;
+  std::vector<float> o(static_cast<std::size_t>(n) * d), lse(n);
+  fp8::attention_fp8_emulated_rows(x, 0, true, 128, rows, o.data(), lse.data());
+  fp8::OutputCheck good;
+  good.add_head(x, 0, true, rows, o.data(), lse.data());
+  CHECK(good.result().worst_fraction() == 0.0);
+  CHECK(good.result().ok());
+  double vmax = 0;
+  for (int i = 0; i < n; ++i)
+    for (int c = 0; c < d; ++c) vmax = std::max(vmax, static_cast<double>(std::fabs(x.v(0, i, c))));
+  CHECK(good.result().vmax == vmax);
+  auto off = o;
+  off[5 * d + 3] += static_cast<float>(vmax / 4);
+  fp8::OutputCheck worse;
+  worse.add_head(x, 0, true, rows, off.data(), lse.data());
+  CHECK(worse.result().worst_fraction() == Approx(2.0).epsilon(1e-3));
+  CHECK_FALSE(worse.result().ok());
+  off[0] = NAN;
+  fp8::OutputCheck nan;
+  nan.add_head(x, 0, true, rows, off.data(), lse.data());
+  CHECK_FALSE(within_tolerance(nan.result().worst_fraction(), 1.0));
 }

@@ -74,6 +74,23 @@ TEST_CASE("the fast forward's persistent d = 64 path (192-row tiles) matches the
   check_against_reference(specs, 4242);
 }
 
+// attn-fp8 through the Runner as compare runs it: quantized in setup, the forward checked against the
+// FP8 emulation; n not a multiple of 128 nor of 32 (V^T's padding keys), one key, both masks.
+TEST_CASE("attn-fp8 runs through the Runner and passes its check", "[kernels][gpu][fp8]") {
+  if (!have_gpu()) return;
+  auto specs = expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:2x300x128,attn-fwd:1x1x128,attn-fwd:3x200x128"), {},
+                      {false, true});
+  REQUIRE(specs.size() == 6);
+  for (const auto& s : specs) CHECK(s.dtype == Dtype::E4M3);
+  check_against_reference(specs, 8088);
+  // and a forward that never ran fails it
+  auto w = make_workload(specs.front());
+  w->setup(9);
+  w->poison_outputs();
+  std::string note;
+  CHECK_FALSE(within_tolerance(w->check(&note), tolerance(specs.front())));
+}
+
 TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") {
   if (!have_gpu()) return;
   auto specs = expand({Schedule::SoftmaxOnline, Schedule::AttnFA2}, parse_sizes("tiny"), {Dtype::F32}, {false});
