@@ -46,6 +46,7 @@ outputs checked: O (and logsumexp for versions 1 and 3); tolerance fp32 1e-4, bf
 #include <type_traits>
 
 #include "kernels/attention.h"
+#include "kernels/attention_tile.cuh"
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
 #include "kernels/launch_order.h"
@@ -672,9 +673,8 @@ __device__ __forceinline__ void load_rows_sw(std::uint32_t dst, const T* src, in
   }
 }
 
-// The per-warpgroup pieces of one KV tile. Registers that wgmma reads or writes asynchronously are
-// pinned with empty asm statements on both sides of the fence ... wait window, so that the compiler
-// neither moves their writes past wgmma.fence nor reuses them while a product is in flight.
+// The per-warpgroup pieces of one KV tile (with kernels/attention_tile.cuh's pin, mask_scores and
+// rescale_rows, which the FP8 forward shares).
 template <class T, int D, int BC>
 struct Tile {
   // s = Q K^T for the tile at ks (K stored [keys][d]: a K-major B operand); issued, not waited on
@@ -700,34 +700,12 @@ struct Tile {
     for (int kk = 0; kk < BC / 16; ++kk)
       wgmma::wgmma_rs<1>(wgmma::WgmmaN<D>{}, T{}, o, pa[kk], wgmma::desc128(vs + kk * 16 * 128, BC * 128, 1024), 1);
   }
-  template <int N>
-  __device__ __forceinline__ static void pin(float (&x)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) wgmma::reg_fence(x[i]);
-  }
-  __device__ __forceinline__ static void pin(std::uint32_t (&x)[BC / 16][4]) {
-#pragma unroll
-    for (int i = 0; i < BC / 16; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
-  }
   // masks (keys past n; keys after the query under the causal mask), then the online softmax in
   // log2 units: s becomes P, row_max / row_sum move on; returns the factors the old O needs.
   __device__ __forceinline__ static void softmax(float (&s)[BC / 2], float (&row_max)[2], float (&row_sum)[2],
                                                  float (&alpha)[2], int kv0, int q_row, int n, bool causal,
                                                  float scale_log2) {
-    const int t = threadIdx.x % 4;
-    const int warp_row0 = q_row - (threadIdx.x % 32) / 4;  // the same test for the whole warp
-    if (kv0 + BC > n || (causal && kv0 + BC - 1 > warp_row0)) {
-#pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = kv0 + nt * 8 + 2 * t + (e & 1);
-          const int row = q_row + (e / 2) * 8;
-          if (key >= n || (causal && key > row)) s[4 * nt + e] = -INFINITY;
-        }
-    }
+    tile::mask_scores<BC>(s, kv0, q_row, n, causal);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
@@ -750,18 +728,6 @@ struct Tile {
         }
       row_sum[h] = row_sum[h] * alpha[h] + sum;  // per-thread partial; the quad sums at the end
     }
-  }
-  // once the running max settles it rarely moves: skip the rescale when no row of the warp moved
-  __device__ __forceinline__ static void rescale(float (&o)[D / 2], const float (&alpha)[2]) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
-#pragma unroll
-        for (int dt = 0; dt < D / 8; ++dt) {
-          o[4 * dt + 2 * h] *= alpha[h];
-          o[4 * dt + 2 * h + 1] *= alpha[h];
-        }
-      }
   }
   // P (fp32, the S accumulator layout) -> bf16 / fp16 A fragments (m16n8k16's A layout per warp)
   __device__ __forceinline__ static void pack(const float (&s)[BC / 2], std::uint32_t (&pa)[BC / 16][4]) {
@@ -890,18 +856,18 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
       W::issue_s(s, qa, kbuf(j));
       wgmma::commit();
       wgmma::wait<0>();
-      W::pin(s);
+      tile::pin(s);
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
-      W::rescale(acc_o, alpha);
+      tile::rescale_rows(acc_o, alpha);
       W::pack(s, pa);
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       wgmma::fence();
       W::issue_pv(acc_o, pa, vbuf(j));
       wgmma::commit();
       wgmma::wait<0>();
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
     }
   } else {
     // prologue: K_1 on its way, S_0 and its softmax
@@ -915,7 +881,7 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     W::issue_s(s, qa, kbuf(0));
     wgmma::commit();
     wgmma::wait<0>();
-    W::pin(s);
+    tile::pin(s);
     W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
     W::pack(s, pa);
     for (int j = 0; j < tiles; ++j) {
@@ -936,8 +902,8 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
         mma::cp_async_commit();
       }
       const bool next = j + 1 < tiles;
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       wgmma::fence();
       if (next) {
         W::issue_s(s, qa, kbuf(j + 1));
@@ -947,14 +913,14 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
       wgmma::commit();
       if (next) {
         wgmma::wait<1>();  // S_{j+1} done; P V_j may still run
-        W::pin(s);
+        tile::pin(s);
         W::softmax(s, row_max, row_sum, alpha, (j + 1) * BC, q_row, n, causal, scale_log2);
       }
       wgmma::wait<0>();
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       if (next) {
-        W::rescale(acc_o, alpha);
+        tile::rescale_rows(acc_o, alpha);
         W::pack(s, pa);
       }
     }
@@ -1039,7 +1005,9 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2 };
+using tile::kOneTile;
+using tile::kPaired;
+using tile::kStatic;
 
 template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
@@ -1082,40 +1050,8 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
   auto kbuf = [&](int it) { return ks0 + (it % STAGES) * C::kKVBytes; };
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
 
-  const int q_tiles = (n + C::kBR - 1) / C::kBR;
-  // kPaired numbers each head's tiles in slots of two, padded to an even count
-  const int head_slots = SCHED == kPaired ? q_tiles + (q_tiles & 1) : q_tiles;
-  const int end = PERSIST ? head_slots * bh : 1;
-  auto slot = [&](int k) {  // this block's k-th slot
-    if constexpr (SCHED == kOneTile) return k == 0 ? 0 : end;
-    else if constexpr (SCHED == kStatic) return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
-    else return 2 * (static_cast<int>(blockIdx.x) + (k >> 1) * static_cast<int>(gridDim.x)) + (k & 1);
-  };
-  // the Q tile of slot t; false for kPaired's padding slot
-  auto coords = [&](int t, int& q0, int& head) {
-    if constexpr (SCHED == kPaired) {
-      head = t / head_slots;
-      const int r = t % head_slots, p = r >> 1, heavy = q_tiles - 1 - p;
-      if ((r & 1) && p == heavy) return false;
-      q0 = ((r & 1) ? p : heavy) * C::kBR;  // causal: the heavy tile first, then its light partner
-    } else {
-      const int qt = PERSIST ? t % q_tiles : blockIdx.x;
-      head = PERSIST ? t / q_tiles : blockIdx.y;
-      q0 = (causal ? q_tiles - 1 - qt : qt) * C::kBR;  // heavy causal tiles first
-    }
-    return true;
-  };
-  // advances cursor k past padding slots; false once the block's slots are done
-  auto next_tile = [&](int& k, int& q0, int& head) {
-    for (;; ++k) {
-      const int t = slot(k);
-      if (t >= end) return false;
-      if (coords(t, q0, head)) {
-        ++k;
-        return true;
-      }
-    }
-  };
+  const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
+  auto next_tile = [&](int& k, int& q0, int& head) { return walk.next(k, q0, head); };
   auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
 
   if (threadIdx.x == 0) {
@@ -1217,7 +1153,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     wgmma::commit();
     turn_pass();
     wgmma::wait<0>();
-    W::pin(s);
+    tile::pin(s);
     release(k_empty(it % STAGES));
     // a persistent block hands Q's buffer to the next tile's load only once no read of it can be in
     // flight: Q in registers, after the first S that reads them (an ldmatrix's shared-memory reads
@@ -1232,8 +1168,8 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       const int cur = it + j, prev = cur - 1;
       tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
       tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       turn_wait();
       wgmma::fence();
       issue_s(kbuf(cur));
@@ -1242,30 +1178,30 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       wgmma::commit();
       turn_pass();
       wgmma::wait<1>();  // S_j done; P V may still run
-      W::pin(s);
+      tile::pin(s);
       release(k_empty(cur % STAGES));
       if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
       wgmma::wait<0>();
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       release(v_empty(prev % STAGES));
-      W::rescale(acc_o, alpha);
+      tile::rescale_rows(acc_o, alpha);
       W::pack(s, pa);
     }
     // epilogue: the last P V
     const int lastv = it + tiles - 1;
     tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
-    W::pin(acc_o);
-    W::pin(pa);
+    tile::pin(acc_o);
+    tile::pin(pa);
     turn_wait();
     wgmma::fence();
     W::issue_pv(acc_o, pa, vbuf(lastv));
     wgmma::commit();
     turn_pass();
     wgmma::wait<0>();
-    W::pin(acc_o);
-    W::pin(pa);
+    tile::pin(acc_o);
+    tile::pin(pa);
     release(v_empty(lastv % STAGES));
     it += tiles;
 

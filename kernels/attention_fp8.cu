@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_tile.cuh"
 #include "kernels/cuda_util.cuh"
 #include "kernels/fp8.h"
 #include "kernels/fp8_ref.h"
@@ -184,7 +185,8 @@ __device__ __forceinline__ float fast_exp2(float x) {
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
   return y;
 }
-enum Sched { kStatic = 1, kPaired = 2 };
+using tile::kPaired;
+using tile::kStatic;
 
 template <int BC, int STAGES>
 struct Config {
@@ -236,17 +238,6 @@ struct Fp8Tile {
       wgmma::wgmma_rs_e4m3(wgmma::WgmmaN<kD>{}, o, pa[kk],
                            wgmma::desc128(vs + (kk / 4) * (kD * 128) + (kk % 4) * 32, 16, 1024), 1);
   }
-  template <int N>
-  __device__ __forceinline__ static void pin(float (&x)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) wgmma::reg_fence(x[i]);
-  }
-  __device__ __forceinline__ static void pin(std::uint32_t (&x)[BC / 32][4]) {
-#pragma unroll
-    for (int i = 0; i < BC / 32; ++i)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
-  }
   // masks, then the online softmax in log2 units (factor[b] = scale_log2 * q scale * the scale of
   // K's block b of the tile, 128 keys each): s becomes 2^8 P; returns the factors the old O needs
   static constexpr int kKBlocks = BC / kKBlockRows;
@@ -254,18 +245,7 @@ struct Fp8Tile {
                                                  float (&alpha)[2], int kv0, int q_row, int n, bool causal,
                                                  const float (&factor)[kKBlocks]) {
     constexpr int kTilesPerBlock = kKBlockRows / 8;  // n8 column tiles
-    const int t = threadIdx.x % 4;
-    const int warp_row0 = q_row - (threadIdx.x % 32) / 4;
-    if (kv0 + BC > n || (causal && kv0 + BC - 1 > warp_row0)) {
-#pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int key = kv0 + nt * 8 + 2 * t + (e & 1);
-          const int row = q_row + (e / 2) * 8;
-          if (key >= n || (causal && key > row)) s[4 * nt + e] = -INFINITY;
-        }
-    }
+    tile::mask_scores<BC>(s, kv0, q_row, n, causal);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
@@ -300,17 +280,6 @@ struct Fp8Tile {
     }
   }
   static constexpr float kPShift = 8.f;
-  __device__ __forceinline__ static void rescale(float (&o)[kD / 2], const float (&alpha)[2]) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
-#pragma unroll
-        for (int dt = 0; dt < kD / 8; ++dt) {
-          o[4 * dt + 2 * h] *= alpha[h];
-          o[4 * dt + 2 * h + 1] *= alpha[h];
-        }
-      }
-  }
   // 2^8 P (fp32, accumulator layout) -> e4m3 A fragments. For keys 32 kk .. 32 kk + 31 a thread
   // holds columns 2t, 2t+1 of the four n8 tiles: byte i of a[0] (row g) is the column
   // {2t, 2t+1, 2t+8, 2t+9}[i], of a[2] the same + 16; a[1], a[3] are row g + 8. V^T's keys are
@@ -327,12 +296,6 @@ struct Fp8Tile {
   }
 };
 
-__device__ __forceinline__ void named_bar_sync(int id, int count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-__device__ __forceinline__ void named_bar_arrive(int id, int count) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
 
 // PINGPONG: the two consumers issue their products in turns (named barriers 1 and 2), so that one's
 // softmax runs under the other's products.
@@ -358,35 +321,9 @@ __global__ void __launch_bounds__(384, 1)
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kVBytes; };
 
   // persistent blocks over the (head, Q tile) slots; kPaired: a head's heaviest causal tile with
-  // its lightest (attention_forward.cu version 6)
-  const int q_tiles = (n + C::kBR - 1) / C::kBR;
-  const int head_slots = SCHED == kPaired ? q_tiles + (q_tiles & 1) : q_tiles;
-  const int end = head_slots * bh;
-  auto slot = [&](int k) {
-    if constexpr (SCHED == kStatic) return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
-    else return 2 * (static_cast<int>(blockIdx.x) + (k >> 1) * static_cast<int>(gridDim.x)) + (k & 1);
-  };
-  auto coords = [&](int t, int& q0, int& head) {
-    head = t / head_slots;
-    if constexpr (SCHED == kPaired) {
-      const int r = t % head_slots, p = r >> 1, heavy = q_tiles - 1 - p;
-      if ((r & 1) && p == heavy) return false;
-      q0 = ((r & 1) ? p : heavy) * C::kBR;
-    } else {
-      q0 = (t % q_tiles) * C::kBR;
-    }
-    return true;
-  };
-  auto next_tile = [&](int& k, int& q0, int& head) {
-    for (;; ++k) {
-      const int t = slot(k);
-      if (t >= end) return false;
-      if (coords(t, q0, head)) {
-        ++k;
-        return true;
-      }
-    }
-  };
+  // its lightest (kStatic runs the full mask only, so its causal order never matters)
+  const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
+  auto next_tile = [&](int& k, int& q0, int& head) { return walk.next(k, q0, head); };
   auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
 
   if (threadIdx.x == 0) {
@@ -438,13 +375,13 @@ __global__ void __launch_bounds__(384, 1)
   auto full_parity = [](int it) { return static_cast<std::uint32_t>((it / STAGES) & 1); };
   auto release = [&](std::uint32_t bar) { tma::mbar_arrive(bar); };
   auto turn_wait = [&] {
-    if constexpr (PINGPONG) named_bar_sync(1 + c, 256);
+    if constexpr (PINGPONG) tma::named_bar_sync(1 + c, 256);
   };
   auto turn_pass = [&] {
-    if constexpr (PINGPONG) named_bar_arrive(1 + (c + 1) % 2, 256);
+    if constexpr (PINGPONG) tma::named_bar_arrive(1 + (c + 1) % 2, 256);
   };
   if constexpr (PINGPONG) {
-    if (c == 1) named_bar_arrive(1, 256);
+    if (c == 1) tma::named_bar_arrive(1, 256);
   }
 
   // kTrace: thread 0 of each consumer of block 0 stamps its first Q tile's KV tiles; `after` makes
@@ -495,7 +432,7 @@ __global__ void __launch_bounds__(384, 1)
     turn_pass();
     stamp(local, 0, 1, 0.f);
     wgmma::wait<0>();
-    W::pin(s);
+    tile::pin(s);
     stamp(local, 0, 2, s[0]);
     release(k_empty(it % STAGES));
     if (!QSMEM || tiles == 1) release(q_empty);
@@ -516,8 +453,8 @@ __global__ void __launch_bounds__(384, 1)
       factors(j, f);
       tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
       tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       turn_wait();
       wgmma::fence();
       issue_s(kbuf(cur));
@@ -527,33 +464,33 @@ __global__ void __launch_bounds__(384, 1)
       turn_pass();
       stamp(local, j, 1, 0.f);
       wgmma::wait<1>();
-      W::pin(s);
+      tile::pin(s);
       stamp(local, j, 2, s[0]);
       release(k_empty(cur % STAGES));
       if constexpr (QSMEM) if (j == tiles - 1) release(q_empty);
       W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, f);
       stamp(local, j, 3, row_sum[0] + row_sum[1]);
       wgmma::wait<0>();
-      W::pin(acc_o);
-      W::pin(pa);
+      tile::pin(acc_o);
+      tile::pin(pa);
       stamp(local, j, 4, acc_o[0]);
       release(v_empty(prev % STAGES));
-      W::rescale(acc_o, alpha);
+      tile::rescale_rows(acc_o, alpha);
       W::pack(s, pa);
       stamp(local, j, 5, __uint_as_float(pa[BC / 32 - 1][3]));
     }
     const int lastv = it + tiles - 1;
     tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
-    W::pin(acc_o);
-    W::pin(pa);
+    tile::pin(acc_o);
+    tile::pin(pa);
     turn_wait();
     wgmma::fence();
     W::issue_pv(acc_o, pa, vbuf(lastv));
     wgmma::commit();
     turn_pass();
     wgmma::wait<0>();
-    W::pin(acc_o);
-    W::pin(pa);
+    tile::pin(acc_o);
+    tile::pin(pa);
     release(v_empty(lastv % STAGES));
     it += tiles;
 
@@ -590,7 +527,7 @@ __global__ void __launch_bounds__(384, 1)
     __syncwarp();
   }
   if constexpr (PINGPONG) {
-    if (c == 0) named_bar_sync(1, 256);
+    if (c == 0) tma::named_bar_sync(1, 256);
   }
 }
 

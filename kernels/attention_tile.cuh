@@ -1,0 +1,112 @@
+// Pieces of a consumer warpgroup's work on one KV tile that the bf16 / fp16 forward
+// (attention_forward.cu) and the FP8 forward (attention_fp8.cu) share: S and O are wgmma
+// accumulators of a 64-row slab (kernels/wgmma.cuh's layout: thread t of quad g holds rows g and
+// g + 8, columns 8j + 2t + {0, 1}).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/wgmma.cuh"
+
+namespace flashsim::gpu::tile {
+
+// Registers that wgmma reads or writes asynchronously are pinned with empty asm statements on both
+// sides of the fence ... wait window, so that the compiler neither moves their writes past
+// wgmma.fence nor reuses them while a product is in flight.
+template <int N>
+__device__ __forceinline__ void pin(float (&x)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) wgmma::reg_fence(x[i]);
+}
+template <int K>
+__device__ __forceinline__ void pin(std::uint32_t (&x)[K][4]) {
+#pragma unroll
+  for (int i = 0; i < K; ++i)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(x[i][e])::"memory");
+}
+
+// -inf for the keys past n and, under the causal mask, the keys after the query, in a 64 x BC
+// score tile whose first key is kv0; q_row is the thread's first row. Tiles wholly inside skip it.
+template <int BC>
+__device__ __forceinline__ void mask_scores(float (&s)[BC / 2], int kv0, int q_row, int n, bool causal) {
+  const int t = threadIdx.x % 4;
+  const int warp_row0 = q_row - (threadIdx.x % 32) / 4;  // the same test for the whole warp
+  if (kv0 + BC > n || (causal && kv0 + BC - 1 > warp_row0)) {
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = kv0 + nt * 8 + 2 * t + (e & 1);
+        const int row = q_row + (e / 2) * 8;
+        if (key >= n || (causal && key > row)) s[4 * nt + e] = -INFINITY;
+      }
+  }
+}
+
+// O's rows times the online softmax's factors. Once the running max settles it rarely moves: the
+// rescale is skipped when no row of the warp moved.
+template <int N>
+__device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    if (__any_sync(0xffffffffu, alpha[h] != 1.f)) {
+#pragma unroll
+      for (int dt = 0; dt < N / 4; ++dt) {
+        o[4 * dt + 2 * h] *= alpha[h];
+        o[4 * dt + 2 * h + 1] *= alpha[h];
+      }
+    }
+}
+
+// Which Q tiles a block of a warp-specialized forward takes (attention_forward.cu version 6 says why
+// each exists): kOneTile = one block per 128-row tile (blockIdx.x the tile, blockIdx.y the head);
+// kStatic = persistent blocks walking the tiles blockIdx.x, + gridDim.x, ... head-major; kPaired =
+// the same over pairs of equal work, a head's heaviest causal tile with its lightest.
+enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2 };
+
+template <int SCHED, int BR>
+struct QTileWalk {
+  int q_tiles, head_slots, end;
+  bool causal;
+  __device__ __forceinline__ QTileWalk(int n, int bh, bool causal_)
+      : q_tiles((n + BR - 1) / BR),
+        // kPaired numbers each head's tiles in slots of two, padded to an even count
+        head_slots(SCHED == kPaired ? q_tiles + (q_tiles & 1) : q_tiles),
+        end(SCHED != kOneTile ? head_slots * bh : 1),
+        causal(causal_) {}
+  // this block's k-th slot
+  __device__ __forceinline__ int slot(int k) const {
+    if constexpr (SCHED == kOneTile) return k == 0 ? 0 : end;
+    else if constexpr (SCHED == kStatic) return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
+    else return 2 * (static_cast<int>(blockIdx.x) + (k >> 1) * static_cast<int>(gridDim.x)) + (k & 1);
+  }
+  // the Q tile of slot t; false for kPaired's padding slot
+  __device__ __forceinline__ bool coords(int t, int& q0, int& head) const {
+    if constexpr (SCHED == kPaired) {
+      head = t / head_slots;
+      const int r = t % head_slots, p = r >> 1, heavy = q_tiles - 1 - p;
+      if ((r & 1) && p == heavy) return false;
+      q0 = ((r & 1) ? p : heavy) * BR;  // causal: the heavy tile first, then its light partner
+    } else {
+      constexpr bool kPersist = SCHED != kOneTile;
+      const int qt = kPersist ? t % q_tiles : blockIdx.x;
+      head = kPersist ? t / q_tiles : blockIdx.y;
+      q0 = (causal ? q_tiles - 1 - qt : qt) * BR;  // heavy causal tiles first
+    }
+    return true;
+  }
+  // advances cursor k past padding slots; false once the block's slots are done
+  __device__ __forceinline__ bool next(int& k, int& q0, int& head) const {
+    for (;; ++k) {
+      const int t = slot(k);
+      if (t >= end) return false;
+      if (coords(t, q0, head)) {
+        ++k;
+        return true;
+      }
+    }
+  }
+};
+
+}  // namespace flashsim::gpu::tile
