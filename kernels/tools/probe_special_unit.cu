@@ -11,6 +11,8 @@
 
 #include <cstdio>
 
+#include "sim/main_guard.h"
+
 namespace {
 
 __device__ __forceinline__ float ex2(float x) {
@@ -49,9 +51,7 @@ int check(cudaError_t e, const char* what) {
   return 1;
 }
 
-}  // namespace
-
-int main() {
+int run_main() {
   int sms = 0;
   if (check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device")) return 1;
   float* out = nullptr;
@@ -73,3 +73,7 @@ int main() {
     }
   return 0;
 }
+
+}  // namespace
+
+int main() { return flashsim::guard_main("probe_special_unit", run_main); }
