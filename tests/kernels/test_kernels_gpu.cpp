@@ -4,6 +4,7 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -201,11 +202,9 @@ std::vector<float> to_floats(const void* p, std::size_t count) {
   CUDA_CHECK(cudaMemcpy(out.data(), p, count * 4, cudaMemcpyDeviceToHost));
   return out;
 }
-std::vector<float> decode_e4m3(const std::uint8_t* p, std::size_t count) {
-  std::vector<std::uint8_t> raw(count);
-  CUDA_CHECK(cudaMemcpy(raw.data(), p, count, cudaMemcpyDeviceToHost));
-  std::vector<float> out(count);
-  for (std::size_t i = 0; i < count; ++i) out[i] = fp8::e4m3_to_float(raw[i]);
+std::vector<std::uint8_t> bytes(const std::uint8_t* p, std::size_t count) {
+  std::vector<std::uint8_t> out(count);
+  CUDA_CHECK(cudaMemcpy(out.data(), p, count, cudaMemcpyDeviceToHost));
   return out;
 }
 
@@ -232,26 +231,13 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
         CUDA_CHECK(cudaMemset(o.get(), 0xff, all * 2));  // NaN until written
         fp8::attention_forward(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, nullptr);
         CUDA_CHECK(cudaDeviceSynchronize());
-        // the operands as the kernel read them
-        fp8::Dequantized x;
-        x.bh = bh;
-        x.n = n;
-        x.d = d;
-        x.q8 = decode_e4m3(ops.q, all);
-        x.k8 = decode_e4m3(ops.k, all);
-        const auto vt = decode_e4m3(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys);
-        x.v8.assign(all, 0.f);
-        for (int h = 0; h < bh; ++h)
-          for (int c = 0; c < d; ++c)
-            for (int p = 0; p < ops.n_keys; ++p) {
-              const int key = p - p % fp8::kKeyGroup + fp8::vt_key_of_position(p % fp8::kKeyGroup);
-              const float val = vt[(static_cast<std::size_t>(h) * d + c) * ops.n_keys + p];
-              if (key < n) x.v8[(static_cast<std::size_t>(h) * n + key) * d + c] = val;
-              else CHECK(val == 0.f);  // padding keys are zeros
-            }
-        x.q_scale = to_floats(ops.q_scale, bh * ((n + 63) / 64));
-        x.k_scale = to_floats(ops.k_scale, bh * ((n + 127) / 128));
-        x.v_scale = to_floats(ops.v_scale, bh);
+        // the operands as the kernel read them (fp8_ref.h: a padding key of V^T that is not zero
+        // makes every v8 NaN)
+        const fp8::Dequantized x = fp8::dequantize_operands(
+            bh, n, d, bytes(ops.q, all), bytes(ops.k, all), bytes(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys),
+            to_floats(ops.q_scale, bh * fp8::q_scale_blocks(n)), to_floats(ops.k_scale, bh * fp8::k_scale_blocks(n)),
+            to_floats(ops.v_scale, bh));
+        CHECK(std::all_of(x.v8.begin(), x.v8.end(), [](float e) { return std::isfinite(e); }));  // padding keys are zeros
         const auto go = to_floats_bf16(o, all), gl = to_floats(lse.get(), static_cast<std::size_t>(bh) * n);
         const auto hq = to_floats_bf16(q, all), hk = to_floats_bf16(k, all), hv = to_floats_bf16(v, all);
         std::vector<std::int64_t> rows;
