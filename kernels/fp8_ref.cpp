@@ -71,6 +71,21 @@ void hadamard_row(std::vector<double>& x, std::uint64_t seed) {
   for (auto& e : x) e *= norm;
 }
 
+void hadamard_row_inverse(std::vector<double>& x, const std::vector<float>& signs) {
+  const std::size_t d = x.size();
+  if (d == 0 || (d & (d - 1)) != 0 || signs.size() != d)
+    throw std::invalid_argument("hadamard_row_inverse: d must be a power of two, with d signs");
+  for (std::size_t h = 1; h < d; h <<= 1)
+    for (std::size_t i = 0; i < d; ++i)
+      if (!(i & h)) {
+        const double a = x[i], b = x[i | h];
+        x[i] = a + b;
+        x[i | h] = a - b;
+      }
+  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
+  for (std::size_t i = 0; i < d; ++i) x[i] *= norm * signs[i];
+}
+
 namespace {
 std::size_t at(const Dequantized& x, int h, int i, int c) {
   return (static_cast<std::size_t>(h) * x.n + i) * x.d + c;
@@ -135,6 +150,75 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
     lse[r] = l > 0.0 ? static_cast<float>((m + std::log2(l) - kShift) * 0.6931471805599453) : -INFINITY;
     if (s_abs) s_abs[r] = static_cast<float>(abs_max);
   }
+}
+
+namespace {
+// x (n x d) through the transform (rows: x D H) and e4m3 with one scale, as asked
+std::vector<double> prepare(std::vector<double> x, int n, int d, bool transform, bool round, std::uint64_t seed) {
+  if (transform)
+    for (int i = 0; i < n; ++i) {
+      std::vector<double> row(x.begin() + static_cast<std::ptrdiff_t>(i) * d, x.begin() + static_cast<std::ptrdiff_t>(i + 1) * d);
+      hadamard_row(row, seed);
+      std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(i) * d);
+    }
+  if (round) {
+    double amax = 0;
+    for (double e : x) amax = std::max(amax, std::fabs(e));
+    const double scale = amax > 0 ? amax / kE4m3Max : 1.0;
+    for (auto& e : x) e = e4m3_to_float(float_to_e4m3(static_cast<float>(e / scale))) * scale;
+  }
+  return x;
+}
+
+// O's rows of softmax(q k^T / sqrt(d)) v, P rounded as the kernel rounds it when asked
+std::vector<double> attention_rows(const std::vector<double>& q, const std::vector<double>& k,
+                                   const std::vector<double>& v, int n, int d, const std::vector<int>& rows,
+                                   bool round_p) {
+  std::vector<double> o, s(n), acc(d);
+  for (int i : rows) {
+    double m = -INFINITY;
+    for (int j = 0; j < n; ++j) {
+      double dot = 0;
+      for (int c = 0; c < d; ++c) dot += q[static_cast<std::size_t>(i) * d + c] * k[static_cast<std::size_t>(j) * d + c];
+      s[j] = dot / std::sqrt(static_cast<double>(d));
+      m = std::max(m, s[j]);
+    }
+    double l = 0;
+    std::fill(acc.begin(), acc.end(), 0.0);
+    for (int j = 0; j < n; ++j) {
+      double p = std::exp(s[j] - m);
+      l += p;
+      if (round_p) p = e4m3_to_float(float_to_e4m3(static_cast<float>(256.0 * p))) / 256.0;
+      for (int c = 0; c < d; ++c) acc[c] += p * v[static_cast<std::size_t>(j) * d + c];
+    }
+    for (int c = 0; c < d; ++c) o.push_back(acc[c] / l);
+  }
+  return o;
+}
+}  // namespace
+
+double fp8_rounding_error(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                          int n, int d, const Roundings& r, const std::vector<int>& rows, std::uint64_t seed) {
+  const std::size_t elems = static_cast<std::size_t>(n) * d;
+  if (n < 1 || d < 1 || q.size() != elems || k.size() != elems || v.size() != elems)
+    throw std::invalid_argument("fp8_rounding_error: q, k, v must be n x d");
+  for (int i : rows)
+    if (i < 0 || i >= n) throw std::invalid_argument("fp8_rounding_error: a row outside 0..n-1");
+  const auto exact = attention_rows(q, k, v, n, d, rows, false);
+  auto o = attention_rows(prepare(q, n, d, r.hadamard_qk, r.qk, seed), prepare(k, n, d, r.hadamard_qk, r.qk, seed),
+                          prepare(v, n, d, r.hadamard_v, r.v, seed), n, d, rows, r.p);
+  if (r.hadamard_v) {
+    std::vector<float> signs(d);
+    for (int c = 0; c < d; ++c) signs[c] = hadamard_sign(seed, c);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::vector<double> row(o.begin() + static_cast<std::ptrdiff_t>(i) * d, o.begin() + static_cast<std::ptrdiff_t>(i + 1) * d);
+      hadamard_row_inverse(row, signs);
+      std::copy(row.begin(), row.end(), o.begin() + static_cast<std::ptrdiff_t>(i) * d);
+    }
+  }
+  double sq = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) sq += (o[i] - exact[i]) * (o[i] - exact[i]);
+  return o.empty() ? 0.0 : std::sqrt(sq / o.size());
 }
 
 int q_scale_blocks(int n) { return (n + kQBlockRows - 1) / kQBlockRows; }

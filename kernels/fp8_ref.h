@@ -33,6 +33,8 @@ inline int padded_keys(int n) { return (n + kKeyGroup - 1) / kKeyGroup * kKeyGro
 float hadamard_sign(std::uint64_t seed, int i);
 // x (one row of d = power of two entries) <- x D H, in place, in double.
 void hadamard_row(std::vector<double>& x, std::uint64_t seed);
+// The inverse: x <- x H D (H H = I, D D = I), D given by its d signs.
+void hadamard_row_inverse(std::vector<double>& x, const std::vector<float>& signs);
 
 // What the FP8 forward reads, on the host: dequantized values (e4m3 value x its block's scale) in
 // the order of the inputs (V un-permuted), Q and K in the transformed basis when the transform is
@@ -60,6 +62,20 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
 // 2024, on H800; ncu cannot show it), so a score is off by up to ~2^-13 of its sum of |products|;
 // 2^-11 of it leaves a factor 4 for the k-steps' four partial sums, + 1e-4 for the fp32 sums.
 inline double fp8_lse_tolerance(double s_abs) { return s_abs / 2048.0 + 1e-4; }
+
+// Where the FP8 forward's error comes from: attention in double on one head's q, k, v (n x d,
+// row-major) with only the roundings asked for, against exact attention; RMS error of O over
+// `rows`. Each rounding alone shows its share. One scale per tensor: e4m3 is a floating-point
+// format, so a scale (per block or per tensor) moves only which values fall below its normals.
+struct Roundings {
+  bool qk = false;           // Q and K to e4m3
+  bool hadamard_qk = false;  // Q D H and K D H first (exact in double: it changes only what rounding does)
+  bool p = false;            // P to e4m3, as 2^8 P
+  bool v = false;            // V to e4m3
+  bool hadamard_v = false;   // V D H first and O H D after
+};
+double fp8_rounding_error(const std::vector<double>& q, const std::vector<double>& k, const std::vector<double>& v,
+                          int n, int d, const Roundings& r, const std::vector<int>& rows, std::uint64_t seed);
 
 // The operands from the bytes the quantize pass wrote (fp8.h Operands, copied to the host): q, k
 // bh x n x d, vt bh x d x padded_keys(n) in the permuted key order, the scales as laid out there.

@@ -195,10 +195,20 @@ std::vector<__nv_bfloat16> outlier_inputs(std::size_t count, std::uint64_t seed)
   return out;
 }
 
-bool accuracy_study(std::uint64_t seed) {
-  const int bh = 4, n = 2048;
-  std::printf("accuracy: bh=%d n=%d d=128 full, inputs N(0,1) + N(0,100) Bernoulli(0.001), RMS error of O vs float64\n", bh, n);
-  Problem p(bh, n, false);
+// The quantizations compared on the outlier inputs: the per-tensor baseline first, the default last.
+f8::QuantOptions quant_options(f8::Scaling scaling, bool hadamard) {
+  f8::QuantOptions o;
+  o.scaling = scaling;
+  o.hadamard = hadamard;
+  return o;
+}
+const f8::QuantOptions kAccuracyOptions[] = {
+    quant_options(f8::Scaling::PerTensor, false), quant_options(f8::Scaling::PerTensor, true),
+    quant_options(f8::Scaling::PerBlock, false), quant_options(f8::Scaling::PerBlock, true)};
+
+// One draw of the outlier inputs: RMS error of O against float64 for bf16, then each quantization.
+std::vector<double> accuracy_draw(Problem& p, std::uint64_t seed) {
+  const int bh = p.bh, n = p.n;
   const std::size_t per = static_cast<std::size_t>(n) * kD;
   for (int which = 0; which < 3; ++which) {
     const auto host = outlier_inputs(p.elems, seed + which);
@@ -229,24 +239,42 @@ bool accuracy_study(std::uint64_t seed) {
     }
     return std::sqrt(sq / count);
   };
+  std::vector<double> errors;
   p.forward_bf16();
-  const double bf16 = rmse();
-  std::printf("accuracy bf16 forward (attention_forward_fast)      RMSE %.3e\n", bf16);
-  double baseline = 0, ours = 0;
-  for (auto scaling : {f8::Scaling::PerTensor, f8::Scaling::PerBlock})
-    for (bool hadamard : {false, true}) {
-      f8::QuantOptions opt;
-      opt.scaling = scaling;
-      opt.hadamard = hadamard;
-      p.quantize(opt);
-      p.forward(f8::Variant{});
-      const double e = rmse();
-      std::printf("accuracy fp8 %-16s                      RMSE %.3e\n", scaling_name(opt), e);
-      if (scaling == f8::Scaling::PerTensor && !hadamard) baseline = e;
-      if (scaling == f8::Scaling::PerBlock && hadamard) ours = e;
-    }
-  std::printf("accuracy per-tensor / (per-block + Hadamard): %.2fx lower error (target >= 2x)\n", baseline / ours);
-  return std::isfinite(ours) && std::isfinite(baseline);
+  errors.push_back(rmse());
+  for (const auto& opt : kAccuracyOptions) {
+    p.quantize(opt);
+    p.forward(f8::Variant{});
+    errors.push_back(rmse());
+  }
+  return errors;
+}
+
+// FA3's accuracy comparison, on several draws since one draw's ratio moves by +-0.3: the default
+// (per block, Q and K transformed) against the per-tensor baseline without the transform.
+bool accuracy_study(std::uint64_t seed) {
+  const int bh = 4, n = 2048, draws = 4;
+  std::printf("accuracy: bh=%d n=%d d=128 full, inputs N(0,1) + N(0,100) Bernoulli(0.001), RMS error of O vs float64, "
+              "%d draws\n", bh, n, draws);
+  std::printf("accuracy draw  bf16      ");
+  for (const auto& opt : kAccuracyOptions) std::printf(" %-16s", scaling_name(opt));
+  std::printf(" baseline/default\n");
+  Problem p(bh, n, false);
+  double worst_ratio = INFINITY, log_sum = 0;
+  bool finite = true;
+  for (int draw = 0; draw < draws; ++draw) {
+    const auto e = accuracy_draw(p, seed + 100 * draw);
+    const double ratio = e[1] / e.back();
+    std::printf("accuracy %4d  %.3e", draw, e[0]);
+    for (std::size_t i = 1; i < e.size(); ++i) std::printf(" %-16.3e", e[i]);
+    std::printf(" %.2fx\n", ratio);
+    for (double x : e) finite &= std::isfinite(x);
+    worst_ratio = std::min(worst_ratio, ratio);
+    log_sum += std::log(ratio);
+  }
+  std::printf("accuracy per-tensor / (per-block + Hadamard): %.2fx lower error at worst, %.2fx geometric mean "
+              "(target >= 2x)\n", worst_ratio, std::exp(log_sum / draws));
+  return finite;
 }
 
 bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t seed) {
