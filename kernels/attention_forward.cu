@@ -992,9 +992,11 @@ void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, in
 // kStatic over units of equal cost: a head's heaviest causal tile with its lightest, the second
 // heaviest with the second lightest, ..., so the blocks stay in step and K/V stay in L2.
 // QSMEM: S = Q K^T reads Q from shared memory instead of registers, which frees the 32 registers
-// that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) or a third consumer need (ptxas gives
-// each of 512 threads at most 128 registers, whatever setmaxnreg does at run time). A persistent
-// block frees Q's buffer for its next tile once the tile's last S is done.
+// that wider KV tiles (BC = 176, 192: FA3's choice at d = 128) or a third consumer need (ptxas
+// allocates the consumers' code within setmaxnreg's count, 240 or 160, not the launch's 168 or 128:
+// checked with nvcc 13.0 on 2026-11-26, 145 live registers after setmaxnreg 160 in a 512-thread
+// block compile without spills). A persistent block frees Q's buffer for its next tile once the
+// tile's last S is done.
 // NC: consumer warpgroups, 2 (128-row tiles) or 3 (192-row tiles, FA3's choice at d = 64).
 // Same FA2 schedule: each Q tile read once, K/V per visible tile, O and logsumexp written once.
 

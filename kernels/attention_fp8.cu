@@ -195,16 +195,17 @@ struct Config {
   static constexpr int kConsumerRegs = 240;
   static constexpr int kQBytes = kBR * kD;       // e4m3
   static constexpr int kOBytes = kBR * kD * 2;   // bf16 staging of O
-  static constexpr int kKBytes = BC * kD;        // a K tile, [BC][128 bytes]
-  static constexpr int kVBytes = kD * BC;        // a V^T tile, [128 rows of d][BC bytes]
+  static constexpr int kKBytes = BC * kD;  // a K tile, [BC][128 bytes]
+  // a V^T tile is whole boxes of d rows x 128 keys (one 128-byte swizzle row each); with BC = 192
+  // or 224 the last box also holds the next tile's first keys, loaded and not used
+  static constexpr int kVBoxes = (BC + 127) / 128;
+  static constexpr int kVBytes = kD * 128 * kVBoxes;
   static constexpr int kBars = 2 + 4 * STAGES;
   static constexpr int kSmem = kQBytes + kOBytes + STAGES * (kKBytes + kVBytes) + 8 * kBars + 1024;
-  // a V^T tile is BC / 128 boxes of d rows x 128 keys; K's scales come per 128 keys (kKBlockRows)
-  static_assert(BC % 128 == 0 && BC % kKBlockRows == 0, "whole 128-key boxes and K scale blocks");
-  static constexpr int kVBoxes = BC / 128;
+  static_assert(BC % 32 == 0 && BC % kKBlockRows == 0 && BC <= 224, "k32 steps, whole K scale blocks");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
-  // (BC = 256 compiles, but ptxas gives each of the 384 threads at most 168 registers whatever
-  // setmaxnreg does at run time, and S (128), O (64) and P (32) then spill: tried 2026-11-26)
+  // (ptxas allocates the consumers' code within setmaxnreg's 240 registers, not the launch's 168:
+  // BC = 224 holds S 112, O 64, P 28 and Q 16. BC = 256 spills: S 128 + O 64 + P 32 + Q 16)
 };
 
 // What a launch does besides its work: kPlain; kNoExp leaves the exponentials out (a timing
@@ -573,11 +574,11 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
 }
 
 // causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
-template <bool PINGPONG, bool QSMEM, int MODE = kPlain>
+template <bool PINGPONG, bool QSMEM, int MODE = kPlain, int BC = 128>
 void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
                    long long* trace = nullptr, int trace_tiles = 0) {
-  if (causal) launch<128, 2, PINGPONG, kPaired, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
-  else launch<128, 2, PINGPONG, kStatic, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
+  if (causal) launch<BC, 2, PINGPONG, kPaired, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
+  else launch<BC, 2, PINGPONG, kStatic, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
 }
 
 void check_args(const char* who, int bh, int n, int d) {
@@ -657,13 +658,28 @@ template void quantize<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*
 template void quantize<__half>(const __half*, const __half*, const __half*, const Operands&, const QuantOptions&,
                                cudaStream_t);
 
+int key_tile_for(int n, const Variant& v) {
+  const bool tile_128_only = v.pingpong || v.qsmem || v.no_exponentials;
+  if (v.key_tile == 0) return tile_128_only || n < 8192 ? 128 : 224;
+  if (v.key_tile != 128 && v.key_tile != 192 && v.key_tile != 224)
+    throw std::invalid_argument("fp8::attention_forward: key_tile must be 0, 128, 192 or 224, not " + std::to_string(v.key_tile));
+  if (v.key_tile != 128 && tile_128_only)
+    throw std::invalid_argument("fp8::attention_forward: ping-pong, qsmem and no_exponentials take 128-key tiles only");
+  return v.key_tile;
+}
+
 void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,
                                cudaStream_t stream) {
   check_args("fp8::attention_forward", ops.bh, ops.n, ops.d);
   if (ops.q == nullptr || ops.k == nullptr || ops.vt == nullptr || ops.n_keys != padded_keys(ops.n))
     throw std::invalid_argument("fp8::attention_forward: operands not laid out by fp8::operands_in");
   const Variant v = variant;
-  if (v.no_exponentials) {
+  const int key_tile = key_tile_for(ops.n, v);
+  if (key_tile != 128) {
+    if (key_tile == 192) launch_masked<false, false, kPlain, 192>(ops, o, lse, causal, stream);
+    else launch_masked<false, true, kPlain, 224>(ops, o, lse, causal, stream);  // Q from shared memory: with Q
+                                                                                  // in registers the products serialize (C7512)
+  } else if (v.no_exponentials) {
     if (v.pingpong || v.qsmem) throw std::invalid_argument("fp8::attention_forward: no_exponentials alone only");
     launch_masked<false, false, kNoExp>(ops, o, lse, causal, stream);
   } else if (v.pingpong && v.qsmem) {
@@ -743,7 +759,7 @@ class AttnFp8Workload : public Workload {
         floats(x.k_scale, static_cast<std::size_t>(bh()) * fp8::k_scale_blocks(n())), floats(x.v_scale, bh()));
     const auto heads = ref::pick_indices(bh(), 2);
     const auto rows = ref::pick_indices(n(), 256);
-    fp8::OutputCheck oc;
+    fp8::OutputCheck oc(fp8::key_tile_for(n(), fp8::Variant{}));
     for (auto h : heads) {
       const auto go = to_host(o_.get(), h * per, per, Dtype::BF16);
       const auto gl = to_host(lse_.get(), h * n(), n(), Dtype::F32);

@@ -3,7 +3,7 @@
 // warp-specialized forward multiplies them on the FP8 tensor cores (m64nNk32), with P quantized to
 // e4m3 on its way from the softmax into P V. O stays bf16, lse fp32 (natural log).
 //
-// Quantization (fp8::QuantOptions): per block (one scale per 64 rows of Q, per 128 rows of K, per
+// Quantization (fp8::QuantOptions): per block (one scale per 64 rows of Q, per 32 rows of K, per
 // head of V; FA3's block quantization) or per tensor (one scale each, the baseline), optionally
 // after a random Hadamard transform of Q and K along d (Q D H and K D H with H the normalized
 // Walsh-Hadamard matrix and D random signs: (Q D H)(K D H)^T = Q K^T, while a few large entries
@@ -53,7 +53,13 @@ struct Variant {
   bool pingpong = false;
   bool qsmem = false;
   bool no_exponentials = false;
+  int key_tile = 0;  // keys a KV tile: 128, 192 or 224 (FA3 takes 224 for FP8 at d = 128); 0: key_tile_for's choice
 };
+// The key tile a launch of `variant` takes at sequence length n: variant.key_tile if set; else 224
+// from n = 8192 (3-5 % faster there, H100 2026-11-26) and 128 below (a 224-key tile wastes more of
+// a short row); ping-pong, qsmem and no_exponentials run 128 only. The checks' emulation
+// (fp8_ref.h OutputCheck) must take the same tile: P's rounding follows the running maximum.
+int key_tile_for(int n, const Variant& variant);
 void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,
                                cudaStream_t stream);
 

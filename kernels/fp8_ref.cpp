@@ -100,7 +100,8 @@ float Dequantized::v(int h, int i, int c) const { return v8[at(*this, h, i, c)] 
 
 void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
                                  const std::vector<std::int64_t>& rows, float* o, float* lse, float* s_abs) {
-  if (bc % kKBlockRows != 0) throw std::invalid_argument("attention_fp8_emulated_rows: bc must be a multiple of 128");
+  if (bc < kKBlockRows || bc % kKBlockRows != 0)
+    throw std::invalid_argument("attention_fp8_emulated_rows: bc must be a positive multiple of kKBlockRows");
   const int n = x.n, d = x.d;
   const double scale_log2 = 1.4426950408889634 / std::sqrt(static_cast<double>(d));
   constexpr double kShift = 8.0;  // P enters P V as 2^8 P
@@ -269,7 +270,7 @@ void OutputCheck::add_head(const Dequantized& x, int head, bool causal, const st
                            const float* o, const float* lse) {
   const int d = x.d;
   std::vector<float> eo(rows.size() * d), el(rows.size()), sa(rows.size());
-  attention_fp8_emulated_rows(x, head, causal, 128, rows, eo.data(), el.data(), sa.data());
+  attention_fp8_emulated_rows(x, head, causal, bc_, rows, eo.data(), el.data(), sa.data());
   for (int i = 0; i < x.n; ++i)
     for (int c = 0; c < d; ++c) e_.vmax = std::max(e_.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
   for (std::size_t r = 0; r < rows.size(); ++r) {

@@ -16,10 +16,10 @@ constexpr float kE4m3Max = 448.f;
 std::uint8_t float_to_e4m3(float x);
 float e4m3_to_float(std::uint8_t code);
 
-// Quantization blocks: one scale per 64 rows of Q (a consumer warpgroup's rows), per 128 rows of K
-// (a key tile), per head of V.
+// Quantization blocks: one scale per 64 rows of Q (a consumer warpgroup's rows), per 32 rows of K
+// (so that every key tile the forward takes, 128, 192 or 224 keys, holds whole blocks), per head of V.
 constexpr int kQBlockRows = 64;
-constexpr int kKBlockRows = 128;
+constexpr int kKBlockRows = 32;
 // P V reads V^T ([d][keys], keys contiguous: 8-bit wgmma operands must be K-major). Within each
 // group of 32 keys, position p holds key vt_key_of_position(p), the order in which a thread's
 // S accumulators become the A fragment of P V without shuffles (see attention_fp8.cu).
@@ -86,7 +86,7 @@ Dequantized dequantize_operands(int bh, int n, int d, const std::vector<std::uin
 int q_scale_blocks(int n);  // scales per head of Q (blocks of kQBlockRows)
 int k_scale_blocks(int n);  // of K (kKBlockRows)
 
-// The forward's output checks against attention_fp8_emulated_rows (bc 128) on sampled rows, with
+// The forward's output checks against attention_fp8_emulated_rows (bc: the kernel's key tile) on sampled rows, with
 // allowances from e4m3's step: a probability rounds by at most 2^-4 of itself, a rounding flip
 // against the double reference moves one key's weight by a step, 2^-3: max |dO| <= max|V| / 8,
 // rms |dO| <= max|V| / 256; |dlse| <= fp8_lse_tolerance. Shared by the bench driver and compare.
@@ -98,12 +98,14 @@ struct OutputErrors {
 };
 class OutputCheck {
  public:
+  explicit OutputCheck(int key_tile = 128) : bc_(key_tile) {}
   // One head: o (n x d) and lse (n) as the kernel wrote them, as floats; rows: those compared.
   void add_head(const Dequantized& x, int head, bool causal, const std::vector<std::int64_t>& rows, const float* o,
                 const float* lse);
   OutputErrors result() const;
 
  private:
+  int bc_;
   OutputErrors e_;
   double sq_ = 0;
   std::size_t count_ = 0;

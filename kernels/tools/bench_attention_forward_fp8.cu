@@ -124,8 +124,9 @@ double quantize_miss(const Problem& p, const f8::Dequantized& x, const f8::Quant
       for (int c = 0; c < kD; ++c) {
         const int i = static_cast<int>(r);
         const double got = which == 0 ? x.q(head, i, c) : which == 1 ? x.k(head, i, c) : x.v(head, i, c);
-        const int qb = (p.n + 63) / 64, kb = (p.n + 127) / 128;
-        const double scale = which == 0 ? x.q_scale[head * qb + i / 64] : which == 1 ? x.k_scale[head * kb + i / 128]
+        const int qb = f8::q_scale_blocks(p.n), kb = f8::k_scale_blocks(p.n);
+        const double scale = which == 0   ? x.q_scale[head * qb + i / f8::kQBlockRows]
+                             : which == 1 ? x.k_scale[head * kb + i / f8::kKBlockRows]
                                                                                      : x.v_scale[head];
         // + the device's fp32 transform against the host's double one (7 butterfly stages)
         const double allow = std::max(std::fabs(row[c]) / 16.0, scale / 1024.0) + 1e-5 * row_max;
@@ -142,10 +143,10 @@ struct CheckResult {
   bool ok() const { return out.ok() && quant <= 1.0; }
 };
 
-CheckResult check(Problem& p, const f8::QuantOptions& opt, int max_heads, int max_rows) {
+CheckResult check(Problem& p, const f8::QuantOptions& opt, int key_tile, int max_heads, int max_rows) {
   const f8::Dequantized x = read_back(p);
   CheckResult res;
-  f8::OutputCheck oc;
+  f8::OutputCheck oc(key_tile);  // the emulation takes the kernel's tiles: P's rounding follows the running max
   const std::size_t per = static_cast<std::size_t>(p.n) * kD;
   for (auto h : fg::ref::pick_indices(p.bh, max_heads)) {
     const int head = static_cast<int>(h);
@@ -164,9 +165,17 @@ const char* scaling_name(const f8::QuantOptions& o) {
 }
 std::string variant_name(f8::Variant v) {
   if (v.no_exponentials) return "no-exp (diagnostic)";
+  if (v.key_tile != 0) return "keys" + std::to_string(v.key_tile);
   return v.pingpong ? (v.qsmem ? "pingpong+qsmem" : "pingpong") : (v.qsmem ? "qsmem" : "default");
 }
-const f8::Variant kVariants[] = {{false, false}, {true, false}, {false, true}, {true, true}};
+// the default picks its key tile by n (fp8.h key_tile_for); keys128/192/224 force one
+const f8::Variant kVariants[] = {{false, false},
+                                 {true, false},
+                                 {false, true},
+                                 {true, true},
+                                 {false, false, false, 128},
+                                 {false, false, false, 192},
+                                 {false, false, false, 224}};
 // --one's VARIANT = kVariantCount: the timing diagnostic without exponentials (fp8.h), unchecked
 constexpr int kVariantCount = static_cast<int>(std::size(kVariants));
 const f8::Variant kNoExp{false, false, true};
@@ -178,7 +187,7 @@ bool check_small(int bh, int n, bool causal, f8::QuantOptions opt, f8::Variant v
   p.quantize(opt);
   p.forward(var);
   CUDA_CHECK(cudaDeviceSynchronize());
-  const CheckResult r = check(p, opt, 4, 1000);
+  const CheckResult r = check(p, opt, f8::key_tile_for(n, var), 4, 1000);
   std::printf("check fp8 d=128 n=%-5d bh=%-3d %-6s %-15s %-14s O max %.2e rms %.2e (max|V| %.2f) lse/tol %.2f quant %.2f  %s\n",
               n, bh, causal ? "causal" : "full", scaling_name(opt), variant_name(var).c_str(), r.out.max_o, r.out.rms_o,
               r.out.vmax, r.out.lse, r.quant, r.ok() ? "ok" : "FAIL");
@@ -287,12 +296,14 @@ bool bench(int n, bool causal, f8::Variant var, bool with_bf16, std::uint64_t se
   p.forward(var);
   CUDA_CHECK(cudaDeviceSynchronize());
   const bool diagnostic = var.no_exponentials;
-  const CheckResult r = diagnostic ? CheckResult{} : check(p, opt, 2, 16);
+  const CheckResult r = diagnostic ? CheckResult{} : check(p, opt, f8::key_tile_for(n, var), 2, 16);
   const double flops = 4.0 * n * static_cast<double>(n) * kD * bh * (causal ? 0.5 : 1.0);
   const auto ms = fg::sorted_times_ms([&] { p.forward(var); }, 3, 20);
   const double med = ms[ms.size() / 2];
+  std::string name = variant_name(var);
+  if (name == "default") name += " k" + std::to_string(f8::key_tile_for(n, var));  // the tile it picked
   std::printf("fp8  d=128 N=%-5d bh=%-3d %-6s %-15s %8.3f ms %7.1f TFLOP/s", n, bh, causal ? "causal" : "full",
-              variant_name(var).c_str(), med, flops / med * 1e-9);
+              name.c_str(), med, flops / med * 1e-9);
   if (with_bf16) {
     const auto qms = fg::sorted_times_ms([&] { p.quantize(opt); }, 3, 20);
     const auto bms = fg::sorted_times_ms([&] { p.forward_bf16(); }, 3, 20);

@@ -244,7 +244,7 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
         for (int i = 0; i < n; ++i) rows.push_back(i);
         for (int h = 0; h < bh; ++h) {
           std::vector<float> eo(static_cast<std::size_t>(n) * d), el(n), sa(n), ro(eo.size()), rl(n);
-          fp8::attention_fp8_emulated_rows(x, h, causal, 128, rows, eo.data(), el.data(), sa.data());
+          fp8::attention_fp8_emulated_rows(x, h, causal, fp8::key_tile_for(n, fp8::Variant{}), rows, eo.data(), el.data(), sa.data());
           const std::size_t off = static_cast<std::size_t>(h) * n * d;
           ref::attention_forward(hq.data() + off, hk.data() + off, hv.data() + off, n, d, causal, ro.data(), rl.data());
           double worst = 0, sq = 0, worst_lse = 0;
@@ -264,4 +264,49 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
           CHECK(ref::rel_error(got, ro) < 0.1);
         }
       }
+}
+
+TEST_CASE("the FP8 forward's wider key tiles compute their own arithmetic", "[kernels][gpu][fp8]") {
+  if (!have_gpu()) return;
+  const int bh = 3, d = 128;
+  for (int key_tile : {192, 224})
+    for (int n : {77, 333, 700})  // one tile; a partial last tile; tiles whose V boxes cross into the next
+      for (bool causal : {false, true}) {
+        INFO("key tile " << key_tile << ", n = " << n << (causal ? ", causal" : ", full"));
+        const std::size_t all = static_cast<std::size_t>(bh) * n * d;
+        DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
+        DevBuf ws(fp8::workspace_bytes(bh, n, d));
+        fill_uniform(q.get(), all, Dtype::BF16, 31, -2.f, 2.f);
+        fill_uniform(k.get(), all, Dtype::BF16, 32, -2.f, 2.f);
+        fill_uniform(v.get(), all, Dtype::BF16, 33, -1.f, 1.f);
+        const fp8::Operands ops = fp8::operands_in(ws.get(), bh, n, d);
+        fp8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops, fp8::QuantOptions{}, nullptr);
+        CUDA_CHECK(cudaMemset(o.get(), 0xff, all * 2));  // NaN until written
+        fp8::Variant variant;
+        variant.key_tile = key_tile;
+        fp8::attention_forward_variant(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, variant, nullptr);
+        CUDA_CHECK(cudaDeviceSynchronize());
+        const fp8::Dequantized x = fp8::dequantize_operands(
+            bh, n, d, bytes(ops.q, all), bytes(ops.k, all), bytes(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys),
+            to_floats(ops.q_scale, bh * fp8::q_scale_blocks(n)), to_floats(ops.k_scale, bh * fp8::k_scale_blocks(n)),
+            to_floats(ops.v_scale, bh));
+        const auto go = to_floats_bf16(o, all), gl = to_floats(lse.get(), static_cast<std::size_t>(bh) * n);
+        std::vector<std::int64_t> rows;
+        for (int i = 0; i < n; ++i) rows.push_back(i);
+        fp8::OutputCheck check(key_tile);
+        for (int h = 0; h < bh; ++h)
+          check.add_head(x, h, causal, rows, go.data() + static_cast<std::size_t>(h) * n * d, gl.data() + h * n);
+        const fp8::OutputErrors e = check.result();
+        INFO("max |dO| " << e.max_o << ", rms " << e.rms_o << ", lse / tolerance " << e.lse);
+        CHECK(e.ok());
+      }
+  CHECK(fp8::key_tile_for(4096, fp8::Variant{}) == 128);
+  CHECK(fp8::key_tile_for(8192, fp8::Variant{}) == 224);
+  CHECK(fp8::key_tile_for(16384, fp8::Variant{true, false}) == 128);  // ping-pong: 128-key tiles only
+  CHECK_THROWS_AS(fp8::key_tile_for(16384, fp8::Variant{true, false, false, 224}), std::invalid_argument);
+  fp8::Variant bad;
+  bad.key_tile = 256;
+  DevBuf ws(fp8::workspace_bytes(1, 64, 128));
+  const fp8::Operands ops = fp8::operands_in(ws.get(), 1, 64, 128);
+  CHECK_THROWS_AS(fp8::attention_forward_variant(ops, nullptr, nullptr, false, bad, nullptr), std::invalid_argument);
 }
