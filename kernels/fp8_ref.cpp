@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <limits>
 #include <stdexcept>
+#include <string>
 
 namespace flashsim::gpu::fp8 {
 
@@ -56,10 +57,13 @@ float hadamard_sign(std::uint64_t seed, int i) {
   return (splitmix(seed * 0x100000001b3ULL + static_cast<std::uint64_t>(i)) >> 63) ? -1.f : 1.f;
 }
 
-void hadamard_row(std::vector<double>& x, std::uint64_t seed) {
+namespace {
+void require_power_of_two(std::size_t d, const char* who) {
+  if (d == 0 || (d & (d - 1)) != 0) throw std::invalid_argument(std::string(who) + ": d must be a power of two");
+}
+// x <- x H, H the normalized Walsh-Hadamard matrix (its own inverse); d a power of two
+void walsh_hadamard(std::vector<double>& x) {
   const std::size_t d = x.size();
-  if (d == 0 || (d & (d - 1)) != 0) throw std::invalid_argument("hadamard_row: d must be a power of two");
-  for (std::size_t i = 0; i < d; ++i) x[i] *= hadamard_sign(seed, static_cast<int>(i));
   for (std::size_t h = 1; h < d; h <<= 1)
     for (std::size_t i = 0; i < d; ++i)
       if (!(i & h)) {
@@ -70,20 +74,18 @@ void hadamard_row(std::vector<double>& x, std::uint64_t seed) {
   const double norm = 1.0 / std::sqrt(static_cast<double>(d));
   for (auto& e : x) e *= norm;
 }
+}  // namespace
 
-void hadamard_row_inverse(std::vector<double>& x, const std::vector<float>& signs) {
-  const std::size_t d = x.size();
-  if (d == 0 || (d & (d - 1)) != 0 || signs.size() != d)
-    throw std::invalid_argument("hadamard_row_inverse: d must be a power of two, with d signs");
-  for (std::size_t h = 1; h < d; h <<= 1)
-    for (std::size_t i = 0; i < d; ++i)
-      if (!(i & h)) {
-        const double a = x[i], b = x[i | h];
-        x[i] = a + b;
-        x[i | h] = a - b;
-      }
-  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
-  for (std::size_t i = 0; i < d; ++i) x[i] *= norm * signs[i];
+void hadamard_row(std::vector<double>& x, std::uint64_t seed) {
+  require_power_of_two(x.size(), "hadamard_row");
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] *= hadamard_sign(seed, static_cast<int>(i));
+  walsh_hadamard(x);
+}
+
+void hadamard_row_inverse(std::vector<double>& x, std::uint64_t seed) {
+  require_power_of_two(x.size(), "hadamard_row_inverse");
+  walsh_hadamard(x);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] *= hadamard_sign(seed, static_cast<int>(i));
 }
 
 namespace {
@@ -208,15 +210,12 @@ double fp8_rounding_error(const std::vector<double>& q, const std::vector<double
   const auto exact = attention_rows(q, k, v, n, d, rows, false);
   auto o = attention_rows(prepare(q, n, d, r.hadamard_qk, r.qk, seed), prepare(k, n, d, r.hadamard_qk, r.qk, seed),
                           prepare(v, n, d, r.hadamard_v, r.v, seed), n, d, rows, r.p);
-  if (r.hadamard_v) {
-    std::vector<float> signs(d);
-    for (int c = 0; c < d; ++c) signs[c] = hadamard_sign(seed, c);
+  if (r.hadamard_v)
     for (std::size_t i = 0; i < rows.size(); ++i) {
       std::vector<double> row(o.begin() + static_cast<std::ptrdiff_t>(i) * d, o.begin() + static_cast<std::ptrdiff_t>(i + 1) * d);
-      hadamard_row_inverse(row, signs);
+      hadamard_row_inverse(row, seed);
       std::copy(row.begin(), row.end(), o.begin() + static_cast<std::ptrdiff_t>(i) * d);
     }
-  }
   double sq = 0;
   for (std::size_t i = 0; i < o.size(); ++i) sq += (o[i] - exact[i]) * (o[i] - exact[i]);
   return o.empty() ? 0.0 : std::sqrt(sq / o.size());

@@ -33,8 +33,8 @@ inline int padded_keys(int n) { return (n + kKeyGroup - 1) / kKeyGroup * kKeyGro
 float hadamard_sign(std::uint64_t seed, int i);
 // x (one row of d = power of two entries) <- x D H, in place, in double.
 void hadamard_row(std::vector<double>& x, std::uint64_t seed);
-// The inverse: x <- x H D (H H = I, D D = I), D given by its d signs.
-void hadamard_row_inverse(std::vector<double>& x, const std::vector<float>& signs);
+// The inverse: x <- x H D (H H = I, D D = I).
+void hadamard_row_inverse(std::vector<double>& x, std::uint64_t seed);
 
 // What the FP8 forward reads, on the host: dequantized values (e4m3 value x its block's scale) in
 // the order of the inputs (V un-permuted), Q and K in the transformed basis when the transform is

@@ -1248,6 +1248,13 @@ TEST_CASE("the random Hadamard transform keeps dot products and spreads an outli
   CHECK(differ > 32);
   std::vector<double> bad(96, 1.0);
   CHECK_THROWS_AS(fp8::hadamard_row(bad, 1), std::invalid_argument);
+  CHECK_THROWS_AS(fp8::hadamard_row_inverse(bad, 1), std::invalid_argument);
+  CHECK(bad == std::vector<double>(96, 1.0));  // refused before anything was changed
+  // x H D undoes x D H
+  std::vector<double> back(x.begin(), x.end());
+  fp8::hadamard_row(back, 42);
+  fp8::hadamard_row_inverse(back, 42);
+  for (int i = 0; i < d; ++i) CHECK(back[i] == Approx(x[i]).margin(1e-12));
 }
 
 TEST_CASE("the FP8 error's sources: exact without rounding, the transform helps Q K and cannot help V", "[kernels][fp8]") {

@@ -208,38 +208,56 @@ std::vector<std::uint8_t> bytes(const std::uint8_t* p, std::size_t count) {
   return out;
 }
 
+// One FP8 forward at d = 128 on uniform bf16 inputs (Q, K in [-2, 2], V in [-1, 1]): quantize, run
+// with O poisoned to NaN first, and read the operands back as the kernel saw them.
+struct Fp8Run {
+  static constexpr int d = 128;
+  int bh, n;
+  std::size_t all;
+  DevBuf q, k, v, o, lse, ws;
+  fp8::Operands ops;
+  Fp8Run(int bh_, int n_, std::uint64_t seed)
+      : bh(bh_), n(n_), all(static_cast<std::size_t>(bh_) * n_ * d), q(all * 2), k(all * 2), v(all * 2), o(all * 2),
+        lse(static_cast<std::size_t>(bh_) * n_ * 4), ws(fp8::workspace_bytes(bh_, n_, d)) {
+    fill_uniform(q.get(), all, Dtype::BF16, seed, -2.f, 2.f);
+    fill_uniform(k.get(), all, Dtype::BF16, seed + 1, -2.f, 2.f);
+    fill_uniform(v.get(), all, Dtype::BF16, seed + 2, -1.f, 1.f);
+    ops = fp8::operands_in(ws.get(), bh, n, d);
+  }
+  void run(const fp8::QuantOptions& opt, bool causal, const fp8::Variant& variant) {
+    fp8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops, opt, nullptr);
+    CUDA_CHECK(cudaMemset(o.get(), 0xff, all * 2));
+    fp8::attention_forward_variant(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, variant, nullptr);
+    CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // (fp8_ref.h: a padding key of V^T that is not zero makes every v8 NaN)
+  fp8::Dequantized read_back() const {
+    return fp8::dequantize_operands(
+        bh, n, d, bytes(ops.q, all), bytes(ops.k, all), bytes(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys),
+        to_floats(ops.q_scale, bh * fp8::q_scale_blocks(n)), to_floats(ops.k_scale, bh * fp8::k_scale_blocks(n)),
+        to_floats(ops.v_scale, bh));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 attention", "[kernels][gpu][fp8]") {
   if (!have_gpu()) return;
-  const int bh = 3, d = 128;
+  const int bh = 3, d = Fp8Run::d;
   for (int n : {77, 333})
     for (bool causal : {false, true})
       for (auto scaling : {fp8::Scaling::PerBlock, fp8::Scaling::PerTensor}) {
         INFO("n = " << n << (causal ? ", causal" : ", full") << (scaling == fp8::Scaling::PerBlock ? ", per block + Hadamard" : ", per tensor"));
-        const std::size_t all = static_cast<std::size_t>(bh) * n * d;
-        DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
-        DevBuf ws(fp8::workspace_bytes(bh, n, d));
-        fill_uniform(q.get(), all, Dtype::BF16, 21, -2.f, 2.f);
-        fill_uniform(k.get(), all, Dtype::BF16, 22, -2.f, 2.f);
-        fill_uniform(v.get(), all, Dtype::BF16, 23, -1.f, 1.f);
-        const fp8::Operands ops = fp8::operands_in(ws.get(), bh, n, d);
+        Fp8Run r(bh, n, 21);
         fp8::QuantOptions opt;
         opt.scaling = scaling;
         opt.hadamard = scaling == fp8::Scaling::PerBlock;
-        fp8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops, opt, nullptr);
-        CUDA_CHECK(cudaMemset(o.get(), 0xff, all * 2));  // NaN until written
-        fp8::attention_forward(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, nullptr);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        // the operands as the kernel read them (fp8_ref.h: a padding key of V^T that is not zero
-        // makes every v8 NaN)
-        const fp8::Dequantized x = fp8::dequantize_operands(
-            bh, n, d, bytes(ops.q, all), bytes(ops.k, all), bytes(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys),
-            to_floats(ops.q_scale, bh * fp8::q_scale_blocks(n)), to_floats(ops.k_scale, bh * fp8::k_scale_blocks(n)),
-            to_floats(ops.v_scale, bh));
+        r.run(opt, causal, fp8::Variant{});
+        const fp8::Dequantized x = r.read_back();
         CHECK(std::all_of(x.v8.begin(), x.v8.end(), [](float e) { return std::isfinite(e); }));  // padding keys are zeros
-        const auto go = to_floats_bf16(o, all), gl = to_floats(lse.get(), static_cast<std::size_t>(bh) * n);
-        const auto hq = to_floats_bf16(q, all), hk = to_floats_bf16(k, all), hv = to_floats_bf16(v, all);
+        const std::size_t all = r.all;
+        const auto go = to_floats_bf16(r.o, all), gl = to_floats(r.lse.get(), static_cast<std::size_t>(bh) * n);
+        const auto hq = to_floats_bf16(r.q, all), hk = to_floats_bf16(r.k, all), hv = to_floats_bf16(r.v, all);
         std::vector<std::int64_t> rows;
         for (int i = 0; i < n; ++i) rows.push_back(i);
         for (int h = 0; h < bh; ++h) {
@@ -268,29 +286,17 @@ TEST_CASE("the FP8 forward computes its own arithmetic and stays near float64 at
 
 TEST_CASE("the FP8 forward's wider key tiles compute their own arithmetic", "[kernels][gpu][fp8]") {
   if (!have_gpu()) return;
-  const int bh = 3, d = 128;
+  const int bh = 3, d = Fp8Run::d;
   for (int key_tile : {192, 224})
     for (int n : {77, 333, 700})  // one tile; a partial last tile; tiles whose V boxes cross into the next
       for (bool causal : {false, true}) {
         INFO("key tile " << key_tile << ", n = " << n << (causal ? ", causal" : ", full"));
-        const std::size_t all = static_cast<std::size_t>(bh) * n * d;
-        DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
-        DevBuf ws(fp8::workspace_bytes(bh, n, d));
-        fill_uniform(q.get(), all, Dtype::BF16, 31, -2.f, 2.f);
-        fill_uniform(k.get(), all, Dtype::BF16, 32, -2.f, 2.f);
-        fill_uniform(v.get(), all, Dtype::BF16, 33, -1.f, 1.f);
-        const fp8::Operands ops = fp8::operands_in(ws.get(), bh, n, d);
-        fp8::quantize(q.as<__nv_bfloat16>(), k.as<__nv_bfloat16>(), v.as<__nv_bfloat16>(), ops, fp8::QuantOptions{}, nullptr);
-        CUDA_CHECK(cudaMemset(o.get(), 0xff, all * 2));  // NaN until written
+        Fp8Run r(bh, n, 31);
         fp8::Variant variant;
         variant.key_tile = key_tile;
-        fp8::attention_forward_variant(ops, o.as<__nv_bfloat16>(), lse.as<float>(), causal, variant, nullptr);
-        CUDA_CHECK(cudaDeviceSynchronize());
-        const fp8::Dequantized x = fp8::dequantize_operands(
-            bh, n, d, bytes(ops.q, all), bytes(ops.k, all), bytes(ops.vt, static_cast<std::size_t>(bh) * d * ops.n_keys),
-            to_floats(ops.q_scale, bh * fp8::q_scale_blocks(n)), to_floats(ops.k_scale, bh * fp8::k_scale_blocks(n)),
-            to_floats(ops.v_scale, bh));
-        const auto go = to_floats_bf16(o, all), gl = to_floats(lse.get(), static_cast<std::size_t>(bh) * n);
+        r.run(fp8::QuantOptions{}, causal, variant);
+        const fp8::Dequantized x = r.read_back();
+        const auto go = to_floats_bf16(r.o, r.all), gl = to_floats(r.lse.get(), static_cast<std::size_t>(bh) * n);
         std::vector<std::int64_t> rows;
         for (int i = 0; i < n; ++i) rows.push_back(i);
         fp8::OutputCheck check(key_tile);
