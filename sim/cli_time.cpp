@@ -22,6 +22,7 @@ struct TimeArgs {
   bool causal = false, backward = false, json = false;
   int version = 0;
   std::string pingpong, overlap;  // "", "on", "off"
+  int key_tile = 0, consumers = 0;  // 0: the launcher's
   double hbm_bytes = 0;
   std::string trace_out;
 };
@@ -104,6 +105,8 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
   q.pingpong = on_off(a.pingpong, "--pingpong");
   q.intra_overlap = on_off(a.overlap, "--overlap");
+  if (a.key_tile) q.key_tile = a.key_tile;
+  if (a.consumers) q.consumers = a.consumers;
   if (!a.trace_out.empty()) {
     std::ofstream out(a.trace_out);
     if (!out) throw std::invalid_argument("cannot write " + a.trace_out);
@@ -139,6 +142,10 @@ void register_time_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(0, 7));
   ta->add_option("--pingpong", att->pingpong, "Forward: ping-pong of the consumer warpgroups on or off (FA3's ablation)");
   ta->add_option("--overlap", att->overlap, "Forward: the intra-warpgroup overlap of S_{j+1} with the softmax of j on or off");
+  ta->add_option("--key-tile", att->key_tile, "Forward version 6: keys a KV tile (a multiple of 16, FP8 32, up to 256); default: the launcher's")
+      ->check(CLI::Range(16, 256));
+  ta->add_option("--consumers", att->consumers, "Forward version 6: consumer warpgroups, 2 or 3 (64 query rows each); default: the launcher's")
+      ->check(CLI::IsMember({2, 3}));
   ta->add_option("--dtype", att->dtype,
                  "bf16 or fp16 (the same rates), or fp8 (forward only: e4m3 Q, K, V and P at the FP8 tensor rate, "
                  "O in bf16)");

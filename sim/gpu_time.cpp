@@ -383,6 +383,23 @@ KernelPlan plan_for(const TimeQuery& q) {
         p = KernelPlan{"version 6: producer + 3 consumers, 192x128 tiles, ping-pong, persistent", 192, 128, 3, q.causal ? 2 : 3,
                        true, true, true, true, q.causal, 1, 6};
       }
+      if ((q.key_tile || q.consumers) && v != 6) throw std::invalid_argument("key tiles and consumers are version 6's variants");
+      if (v == 6 && q.fp8 && !q.key_tile && q.n >= 8192) p.bc = 224;  // the FP8 launcher's rule
+      if (q.key_tile) {
+        const int bc = *q.key_tile, step = q.fp8 ? 32 : 16;
+        if (bc < step || bc > 256 || bc % step != 0)
+          throw std::invalid_argument("a key tile is a multiple of " + std::to_string(step) + " from " + std::to_string(step) +
+                                      " to 256, not " + std::to_string(bc));
+        p.bc = bc;
+      }
+      if (q.consumers) {
+        if (*q.consumers != 2 && *q.consumers != 3) throw std::invalid_argument("version 6 takes 2 or 3 consumer warpgroups");
+        p.consumers = *q.consumers;
+        p.br = 64 * p.consumers;
+      }
+      if (v == 6 && (p.bc != 128 || q.consumers))
+        p.name = "version 6: producer + " + std::to_string(p.consumers) + " consumers, " + std::to_string(p.br) + "x" +
+                 std::to_string(p.bc) + " tiles" + (p.pingpong ? ", ping-pong" : "") + ", persistent";
       if (q.pingpong) p.pingpong = *q.pingpong && p.consumers > 1;
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
       break;

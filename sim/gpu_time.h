@@ -38,6 +38,10 @@ struct TimeQuery {
   // The FlashAttention-3 ablation on forward version 6: turn ping-pong / the intra-warpgroup
   // overlap of S_{j+1} with the softmax of j on or off (default: the version's own).
   std::optional<bool> pingpong, intra_overlap;
+  // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
+  // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
+  // (FP8 takes 224 keys from n = 8192, kernels/fp8.h key_tile_for).
+  std::optional<int> key_tile, consumers;
   // HBM bytes of the launch (the L2 model's prediction); default: the compulsory bytes.
   std::optional<double> hbm_bytes;
 };

@@ -220,6 +220,40 @@ TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7
   CHECK(ms(sim::TimedOp::AttnBwd, 7) < ms(sim::TimedOp::AttnBwd, 6));
 }
 
+TEST_CASE("forward version 6's tile variants: key tiles and consumers", "[timing]") {
+  sim::TimeQuery q;
+  q.n = 16384;
+  q.d = 128;
+  q.heads = 16;
+  q.fp8 = true;
+  q.elem_bytes = 1;
+  // the FP8 launcher: 224 keys from n = 8192, 128 below
+  CHECK(sim::plan_for(q).bc == 224);
+  q.n = 4096;
+  CHECK(sim::plan_for(q).bc == 128);
+  q.key_tile = 192;
+  q.consumers = 3;
+  const sim::KernelPlan p = sim::plan_for(q);
+  CHECK(p.bc == 192);
+  CHECK(p.br == 192);
+  CHECK(p.consumers == 3);
+  CHECK(p.name.find("192x192") != std::string::npos);
+  q.key_tile = 48;  // FP8 tiles step by 32 keys
+  CHECK_THROWS_AS(sim::plan_for(q), std::invalid_argument);
+  q.key_tile.reset();
+  q.consumers = 4;
+  CHECK_THROWS_AS(sim::plan_for(q), std::invalid_argument);
+  q.consumers.reset();
+  q.version = 5;
+  q.key_tile = 128;
+  q.fp8 = false;
+  q.elem_bytes = 2;
+  CHECK_THROWS_AS(sim::plan_for(q), std::invalid_argument);  // version 6's variants only
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --key-tile 144 --json").status == 0);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --consumers 4").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --key-tile 100").status == 2);
+}
+
 TEST_CASE("the backward's default is version 7 at d = 64 and 128, as the launcher's", "[timing]") {
   for (int d : {64, 128}) {
     sim::TimeQuery q;
@@ -246,6 +280,7 @@ TEST_CASE("the FP8 forward: the products at twice the rate, the same exponential
   const auto bf16 = sim::predict_time(q, h100);
   q.fp8 = true;
   q.elem_bytes = 1;
+  q.key_tile = 128;  // the bf16 forward's tile (the FP8 launcher takes 224 keys from n = 8192)
   const auto fp8 = sim::predict_time(q, h100);
   const auto busy = [](const sim::LaunchPrediction& p, isa::Unit u) { return p.units[static_cast<int>(u)].busy_cycles; };
   CHECK(busy(fp8, isa::Unit::Tensor) == Approx(busy(bf16, isa::Unit::Tensor) / 2).epsilon(1e-3));
