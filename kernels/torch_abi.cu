@@ -1,4 +1,5 @@
-// libflashsim_attention_abi.so: the fast attention forward and backward (kernels/fast.h) behind a
+// libflashsim_attention_abi.so: the fast attention forward and backward (kernels/fast.h) and the
+// FP8 forward (kernels/fp8.h) behind a
 // small C ABI, for callers that load it at run time (python/flashsim/torch.py, through ctypes), so
 // that nothing needs PyTorch or CUDA headers to build against it.
 //
@@ -22,6 +23,7 @@
 #include <string>
 
 #include "kernels/fast.h"
+#include "kernels/fp8.h"
 #include "kernels/workload.h"
 
 #define FLASHSIM_ABI extern "C" __attribute__((visibility("default")))
@@ -80,8 +82,8 @@ void check_pointers(std::initializer_list<const void*> ps) {
 
 }  // namespace
 
-// 1: the functions below. A caller checks it before anything else.
-FLASHSIM_ABI int flashsim_abi_version(void) { return 1; }
+// 2: the functions below (1 had no FP8 forward). A caller checks it before anything else.
+FLASHSIM_ABI int flashsim_abi_version(void) { return 2; }
 
 FLASHSIM_ABI const char* flashsim_abi_last_error(void) { return g_last_error.c_str(); }
 
@@ -114,6 +116,38 @@ FLASHSIM_ABI int flashsim_attention_forward(int dtype, const void* q, const void
                                                static_cast<const T*>(v), static_cast<T*>(o), lse, bh, n, d,
                                                causal != 0, s);
     }
+  }, true);
+}
+
+// Bytes of the workspace the FP8 forward needs (the e4m3 Q, K, V^T and their scales), 256-aligned.
+FLASHSIM_ABI int flashsim_attention_fp8_workspace_bytes(int bh, int n, int d, std::size_t* bytes) {
+  return guarded([&] {
+    if (bytes == nullptr) throw std::invalid_argument("bytes is null");
+    *bytes = flashsim::gpu::fp8::workspace_bytes(bh, n, d);
+  });
+}
+
+// The FP8 (e4m3) forward, d = 128: q, k, v (bf16 or fp16) quantized into `workspace` (per block of
+// rows, or per tensor when per_tensor; the random Hadamard transform of Q and K when hadamard),
+// then O (bf16, whatever the input dtype) and lse as flashsim_attention_forward writes them.
+FLASHSIM_ABI int flashsim_attention_forward_fp8(int dtype, const void* q, const void* k, const void* v, void* o,
+                                                float* lse, void* workspace, int bh, int n, int d, int causal,
+                                                int per_tensor, int hadamard, void* stream) {
+  namespace f8 = flashsim::gpu::fp8;
+  return guarded([&] {
+    check_dtype(dtype);
+    check_pointers({q, k, v, o, lse, workspace});
+    auto s = static_cast<cudaStream_t>(stream);
+    const f8::Operands ops = f8::operands_in(workspace, bh, n, d);
+    f8::QuantOptions opt;
+    opt.scaling = per_tensor ? f8::Scaling::PerTensor : f8::Scaling::PerBlock;
+    opt.hadamard = hadamard != 0;
+    if (dtype == 0)
+      f8::quantize(static_cast<const __nv_bfloat16*>(q), static_cast<const __nv_bfloat16*>(k),
+                   static_cast<const __nv_bfloat16*>(v), ops, opt, s);
+    else
+      f8::quantize(static_cast<const __half*>(q), static_cast<const __half*>(k), static_cast<const __half*>(v), ops, opt, s);
+    f8::attention_forward(ops, static_cast<__nv_bfloat16*>(o), lse, causal != 0, s);
   }, true);
 }
 

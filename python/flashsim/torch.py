@@ -15,9 +15,16 @@ batch and heads; 3-D (batch*heads, N, d) works too. Non-contiguous inputs are co
 ones first. The softmax scale is 1/sqrt(d) unless ``scale`` is given (then q is pre-scaled).
 Anything else raises a TypeError / ValueError / RuntimeError that says what is wrong.
 
+``attention_fp8(q, k, v, causal=False)`` is the FP8 (e4m3) forward (kernels/fp8.h): the same inputs
+at d = 128, quantized on the GPU (one scale per block of rows and FlashAttention-3's random Hadamard
+transform of Q and K, or ``scaling="tensor"`` and ``hadamard=False`` for the plain per-tensor
+baseline), products on the FP8 tensor cores, O returned in bf16. Forward only: there is no FP8
+backward, so inputs that require grad are refused (wrap the call in ``torch.no_grad()``).
+
 The ops are registered with ``torch.library`` as ``flashsim::attention_forward`` (returns O and the
-fp32 logsumexp per row) and ``flashsim::attention_backward``, with fake (meta) implementations, so
-``torch.compile`` traces through them. They run on the current CUDA stream.
+fp32 logsumexp per row), ``flashsim::attention_backward`` and ``flashsim::attention_forward_fp8``,
+with fake (meta) implementations, so ``torch.compile`` traces through them. They run on the current
+CUDA stream.
 
 The kernels live in ``libflashsim_attention_abi.so``, which the CUDA build of this repository
 produces (target ``flashsim_attention_abi``) into the package folder; it is loaded with ctypes on
@@ -33,10 +40,10 @@ from typing import List, Optional, Tuple
 
 import torch
 
-__all__ = ["attention", "library_path", "is_available", "unavailable_reason"]
+__all__ = ["attention", "attention_fp8", "library_path", "is_available", "unavailable_reason"]
 
 _LIB_NAME = "libflashsim_attention_abi.so"
-_ABI_VERSION = 1
+_ABI_VERSION = 2
 _MAX_BH = 65535  # the kernels put batch*heads on a grid dimension
 _DTYPES = {torch.bfloat16: 0, torch.float16: 1}
 
@@ -93,6 +100,10 @@ def _load():
         lib.flashsim_attention_backward.argtypes = [ci, vp, vp, vp, vp, vp, vp, vp, vp, vp, vp, ci, ci, ci, ci, vp]
         lib.flashsim_attention_backward_workspace_bytes.restype = ci
         lib.flashsim_attention_backward_workspace_bytes.argtypes = [ci, ci, ci, ctypes.POINTER(ctypes.c_size_t)]
+        lib.flashsim_attention_fp8_workspace_bytes.restype = ci
+        lib.flashsim_attention_fp8_workspace_bytes.argtypes = [ci, ci, ci, ctypes.POINTER(ctypes.c_size_t)]
+        lib.flashsim_attention_forward_fp8.restype = ci
+        lib.flashsim_attention_forward_fp8.argtypes = [ci, vp, vp, vp, vp, vp, vp, ci, ci, ci, ci, ci, ci, vp]
         _lib = lib
         return lib
 
@@ -218,37 +229,72 @@ def _autograd_backward(ctx, dout, _dlse):
 _forward.register_autograd(_autograd_backward, setup_context=_setup_context)
 
 
+@torch.library.custom_op("flashsim::attention_forward_fp8", mutates_args=(), device_types="cuda")
+def _forward_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, per_tensor: bool,
+                 hadamard: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    """The FP8 forward for (batch*heads, N, 128) bf16 / fp16 tensors: O in bf16 and the fp32 logsumexp."""
+    bh, n, d = q.shape
+    o = torch.empty((bh, n, d), dtype=torch.bfloat16, device=q.device)
+    lse = torch.empty((bh, n), dtype=torch.float32, device=q.device)
+    if bh == 0 or n == 0:
+        return o, lse
+    lib = _load()
+    q, k, v = _aligned(q), _aligned(k), _aligned(v)
+    dtype = _DTYPES[q.dtype]
+    with torch.cuda.device(q.device):
+        stream = _stream(q)
+        chunk = min(bh, _MAX_BH)
+        size = ctypes.c_size_t()
+        _check(lib, lib.flashsim_attention_fp8_workspace_bytes(chunk, n, d, ctypes.byref(size)), "FP8 workspace size")
+        # (the caching allocator's blocks are 512-byte aligned; the quantized operands need 256)
+        workspace = torch.empty(size.value, dtype=torch.uint8, device=q.device)
+        for b0 in range(0, bh, _MAX_BH):
+            b1 = min(bh, b0 + _MAX_BH)
+            rc = lib.flashsim_attention_forward_fp8(dtype, q[b0].data_ptr(), k[b0].data_ptr(), v[b0].data_ptr(),
+                                                    o[b0].data_ptr(), lse[b0].data_ptr(), workspace.data_ptr(),
+                                                    b1 - b0, n, d, int(causal), int(per_tensor), int(hadamard), stream)
+            _check(lib, rc, "FP8 attention forward")
+    return o, lse
+
+
+@_forward_fp8.register_fake
+def _forward_fp8_fake(q, k, v, causal, per_tensor, hadamard):
+    return q.new_empty(q.shape, dtype=torch.bfloat16), q.new_empty(q.shape[:-1], dtype=torch.float32)
+
+
 # --- the public function ----------------------------------------------------------------------
 
 
-def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> None:
+def _validate(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, who: str = "attention",
+              head_dims: Tuple[int, ...] = (64, 128)) -> None:
+    where = f"flashsim.torch.{who}"
     for name, t in (("q", q), ("k", k), ("v", v)):
         if not isinstance(t, torch.Tensor):
-            raise TypeError(f"flashsim.torch.attention: {name} must be a torch.Tensor, got {type(t).__name__}")
+            raise TypeError(f"{where}: {name} must be a torch.Tensor, got {type(t).__name__}")
     if q.dtype not in _DTYPES:
-        raise TypeError(f"flashsim.torch.attention: dtype must be torch.bfloat16 or torch.float16, got {q.dtype}")
+        raise TypeError(f"{where}: dtype must be torch.bfloat16 or torch.float16, got {q.dtype}")
     if k.dtype != q.dtype or v.dtype != q.dtype:
-        raise TypeError(f"flashsim.torch.attention: q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError(f"{where}: q, k, v must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     for name, t in (("q", q), ("k", k), ("v", v)):
         if t.device.type != "cuda":
-            raise ValueError(f"flashsim.torch.attention: {name} is on {t.device}; the kernels need CUDA tensors")
+            raise ValueError(f"{where}: {name} is on {t.device}; the kernels need CUDA tensors")
     if k.device != q.device or v.device != q.device:
-        raise ValueError(f"flashsim.torch.attention: q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
+        raise ValueError(f"{where}: q, k, v must be on one device, got {q.device}, {k.device}, {v.device}")
     if q.dim() not in (3, 4):
-        raise ValueError(f"flashsim.torch.attention: expected (batch, heads, N, d) or (batch*heads, N, d), got shape {tuple(q.shape)}")
+        raise ValueError(f"{where}: expected (batch, heads, N, d) or (batch*heads, N, d), got shape {tuple(q.shape)}")
     if k.shape != q.shape or v.shape != q.shape:
         raise ValueError(
-            f"flashsim.torch.attention: q, k, v must have one shape (queries and keys of the same length, "
+            f"{where}: q, k, v must have one shape (queries and keys of the same length, "
             f"no grouped heads), got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
     d = q.shape[-1]
-    if d not in (64, 128):
-        raise ValueError(f"flashsim.torch.attention: head dimension must be 64 or 128, got {d}")
+    if d not in head_dims:
+        raise ValueError(f"{where}: head dimension must be {' or '.join(map(str, head_dims))}, got {d}")
     # (not while torch.compile traces: file and device queries break the graph; the op itself still
     # raises at run time when the library or the GPU is missing)
     if not torch.compiler.is_compiling():
         reason = unavailable_reason(q.device)
         if reason is not None:
-            raise RuntimeError(f"flashsim.torch.attention: cannot run: {reason}")
+            raise RuntimeError(f"{where}: cannot run: {reason}")
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False,
@@ -268,4 +314,28 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = 
     bh = math.prod(shape[:-2])
     q3, k3, v3 = (t.reshape(bh, shape[-2], d) for t in (q, k, v))
     o, _ = _forward(q3.contiguous(), k3.contiguous(), v3.contiguous(), bool(causal))
+    return o.reshape(shape)
+
+
+def attention_fp8(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool = False, *,
+                  scaling: str = "block", hadamard: bool = True) -> torch.Tensor:
+    """Scaled dot-product attention on the FP8 (e4m3) forward, d = 128, forward only.
+
+    q, k, v as for ``attention`` (bf16 or fp16, (batch, heads, N, 128) or (batch*heads, N, 128)),
+    quantized on the GPU each call: ``scaling="block"`` (one scale per 64 rows of Q and 32 of K, one
+    per head of V) or ``"tensor"``, ``hadamard`` the random Hadamard transform of Q and K. Returns
+    O in bf16 with q's shape. Its error on inputs with outliers is about half the per-tensor
+    baseline's (kernels/RESULTS.md, "FP8, continued"). Inputs that require grad are refused.
+    """
+    _validate(q, k, v, "attention_fp8", (128,))
+    if scaling not in ("block", "tensor"):
+        raise ValueError(f"flashsim.torch.attention_fp8: scaling must be 'block' or 'tensor', got {scaling!r}")
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        raise RuntimeError("flashsim.torch.attention_fp8: there is no FP8 backward; call it under torch.no_grad() "
+                           "or use flashsim.torch.attention for gradients")
+    shape = q.shape
+    bh = math.prod(shape[:-2])
+    q3, k3, v3 = (t.reshape(bh, shape[-2], shape[-1]) for t in (q, k, v))
+    o, _ = _forward_fp8(q3.contiguous(), k3.contiguous(), v3.contiguous(), bool(causal), scaling == "tensor",
+                        bool(hadamard))
     return o.reshape(shape)

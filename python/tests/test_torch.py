@@ -182,6 +182,56 @@ def test_torch_compile():
     assert torch.equal(f(q, k, v), fst.attention(q, k, v, causal=True) * 2)
 
 
+# --- the FP8 forward ---------------------------------------------------------------------------------
+
+def test_fp8_near_float64_and_the_per_tensor_baseline():
+    fst = _need_gpu()
+    failures = []
+    for dtype in (torch.bfloat16, torch.float16):
+        for causal in (False, True):
+            for b, h, n in ((1, 1, 1), (2, 3, 77), (1, 2, 1000), (1, 4, 8192)):
+                g = torch.Generator(device="cuda").manual_seed(n)
+                q, k, v = (torch.randn(b, h, n, 128, device="cuda", dtype=dtype, generator=g) for _ in range(3))
+                with torch.no_grad():
+                    o = fst.attention_fp8(q, k, v, causal=causal)
+                    base = fst.attention_fp8(q, k, v, causal=causal, scaling="tensor", hadamard=False)
+                ref, *_ = reference(q, k, v, causal, torch.zeros_like(q))
+                e, e_base = rel(o, ref), rel(base, ref)
+                # e4m3's 2^-4 relative step, averaged over a row (the GPU test's bound)
+                if not (o.dtype == torch.bfloat16 and o.shape == q.shape and e < 0.1 and e_base < 0.1):
+                    failures.append(f"{dtype} causal={causal} b,h,n={b},{h},{n}: {o.dtype} {tuple(o.shape)}, "
+                                    f"rel err {e:.2e} (per tensor {e_base:.2e})")
+    assert not failures, "\n".join(failures)
+
+
+def test_fp8_refuses_what_it_cannot_do():
+    fst = _need_gpu()
+    x64 = torch.zeros(1, 2, 16, 64, device="cuda", dtype=torch.bfloat16)
+    x = torch.zeros(1, 2, 16, 128, device="cuda", dtype=torch.bfloat16)
+    for call, exc, words in [
+        (lambda: fst.attention_fp8(x64, x64, x64), ValueError, "must be 128"),
+        (lambda: fst.attention_fp8(x, x, x, scaling="row"), ValueError, "'block' or 'tensor'"),
+        (lambda: fst.attention_fp8(x.float(), x.float(), x.float()), TypeError, "bfloat16"),
+        (lambda: fst.attention_fp8(x.requires_grad_(), x, x), RuntimeError, "no FP8 backward"),
+    ]:
+        try:
+            call()
+        except exc as e:
+            assert words in str(e), str(e)
+        else:
+            raise AssertionError(f"no {exc.__name__} ({words})")
+    with torch.no_grad():  # under no_grad the same inputs run
+        assert fst.attention_fp8(x, x, x).shape == x.shape
+
+
+def test_fp8_opcheck():
+    _need_gpu()
+    g = torch.Generator(device="cuda").manual_seed(5)
+    q, k, v = (torch.randn(2, 77, 128, device="cuda", dtype=torch.float16, generator=g) for _ in range(3))
+    torch.library.opcheck(torch.ops.flashsim.attention_forward_fp8.default, (q, k, v, True, False, True),
+                          test_utils=("test_schema", "test_faketensor"))
+
+
 if __name__ == "__main__":  # a runner for machines without pytest
     failed = 0
     for name, fn in sorted((n, f) for n, f in globals().items() if n.startswith("test_") and callable(f)):

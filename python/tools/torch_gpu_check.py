@@ -3,7 +3,7 @@
 
     PYTHONPATH=build/default/python python3 python/tools/torch_gpu_check.py OUT.json [--quick]
 
-(python/tools/torch_gpu_check.sh sets the paths and runs the torch tests first.) Three parts, each
+(python/tools/torch_gpu_check.sh sets the paths and runs the torch tests first.) Four parts, each
 printed as a compact table and written, with the device, PyTorch version and date, to OUT.json:
 
 1. accuracy: O, dQ, dK, dV of flashsim.torch.attention against SDPA (same dtype, PyTorch's choice
@@ -20,6 +20,8 @@ printed as a compact table and written, with the device, PyTorch version and dat
    cuDNN backend in the same process, at bench_kernels' shapes: batch = 16384 / N, heads = 2048 / d, N = 4096 and
    16384, d = 64 and 128, full and causal, bf16 (fp16 too with --fp16-timing). TFLOP/s counts
    4·N²·d per head forward and 2.5x that backward, halved under the causal mask.
+4. fp8: flashsim.torch.attention_fp8 (its quantize pass included) beside the bf16 op and SDPA's
+   cuDNN forward, d = 128, N = 4096 and 16384, 16 heads, full and causal (`--skip fp8` leaves it out).
 
 Exit status 0 when accuracy and training pass (speed is reported, not judged).
 """
@@ -297,6 +299,35 @@ def speed(quick, fp16):
     return rows
 
 
+def speed_fp8(quick):
+    """attention_fp8 (quantize pass included: the op quantizes on every call) beside the bf16 op and
+    SDPA's cuDNN backend, forward only, d = 128."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    rows = []
+    reps = 5 if quick else 10
+    print("\n== FP8 forward: ms (TFLOP/s), quantize pass included; bf16 q, k, v; d = 128, batch = 16384/N, heads = 16 ==")
+    print(f"{'N':>6} {'causal':>6}  {'fp8 ours':>16} {'bf16 ours':>16} {'bf16 cuDNN':>16}  {'fp8/cuDNN':>9}")
+    d = 128
+    for n in ((4096,) if quick else (4096, 16384)):
+        for causal in (False, True):
+            b, h = 16384 // n, 16
+            q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+            flop = 4.0 * n * n * d * b * h * (0.5 if causal else 1.0)
+            with torch.no_grad():
+                t8 = median_ms(lambda: fst.attention_fp8(q, k, v, causal=causal), reps)
+                t16 = median_ms(lambda: fst.attention(q, k, v, causal=causal), reps)
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    tc = median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal), reps)
+            cell = lambda ms: f"{ms:7.3f} ({flop / ms / 1e9:5.0f})"
+            print(f"{n:6} {str(causal):>6}  {cell(t8)} {cell(t16)} {cell(tc)}  {tc / t8:9.2f}", flush=True)
+            rows.append(dict(n=n, d=d, batch=b, heads=h, causal=causal, fp8_ms=t8, bf16_ms_ours=t16, bf16_ms_cudnn=tc,
+                             fp8_tflops=flop / t8 / 1e9, speedup_fp8_over_cudnn=tc / t8))
+            q = k = v = None
+            torch.cuda.empty_cache()
+    return rows
+
+
 def git_commit():
     try:
         root = Path(__file__).resolve().parents[2]
@@ -312,7 +343,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer sizes (no N = 4096 accuracy, no N = 16384 timing)")
     ap.add_argument("--steps", type=int, default=300, help="training steps per run (default 300)")
     ap.add_argument("--fp16-timing", action="store_true", help="time fp16 too")
-    ap.add_argument("--skip", action="append", default=[], choices=["accuracy", "training", "speed"])
+    ap.add_argument("--skip", action="append", default=[], choices=["accuracy", "training", "speed", "fp8"])
     args = ap.parse_args()
 
     reason = fst.unavailable_reason()
@@ -335,6 +366,8 @@ def main():
         out["training"] = training(args.steps)
     if "speed" not in args.skip:
         out["speed"] = speed(args.quick, args.fp16_timing)
+    if "fp8" not in args.skip:
+        out["speed_fp8"] = speed_fp8(args.quick)
     acc_ok = all(r["ok"] for r in out.get("accuracy", []))
     train_ok = all(r["ok"] for r in out.get("training", []))
     out["pass"] = dict(accuracy=acc_ok, training=train_ok)
