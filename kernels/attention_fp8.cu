@@ -660,7 +660,7 @@ template void quantize<__half>(const __half*, const __half*, const __half*, cons
 
 int key_tile_for(int n, const Variant& v) {
   const bool tile_128_only = v.pingpong || v.qsmem || v.no_exponentials;
-  if (v.key_tile == 0) return tile_128_only || n < 8192 ? 128 : 224;
+  if (v.key_tile == 0) return tile_128_only ? 128 : default_key_tile(n);
   if (v.key_tile != 128 && v.key_tile != 192 && v.key_tile != 224)
     throw std::invalid_argument("fp8::attention_forward: key_tile must be 0, 128, 192 or 224, not " + std::to_string(v.key_tile));
   if (v.key_tile != 128 && tile_128_only)

@@ -55,9 +55,8 @@ struct Variant {
   bool no_exponentials = false;
   int key_tile = 0;  // keys a KV tile: 128, 192 or 224 (FA3 takes 224 for FP8 at d = 128); 0: key_tile_for's choice
 };
-// The key tile a launch of `variant` takes at sequence length n: variant.key_tile if set; else 224
-// from n = 8192 (3-5 % faster there, H100 2026-11-26) and 128 below (a 224-key tile wastes more of
-// a short row); ping-pong, qsmem and no_exponentials run 128 only. The checks' emulation
+// The key tile a launch of `variant` takes at sequence length n: variant.key_tile if set, else
+// fp8_ref.h default_key_tile(n); ping-pong, qsmem and no_exponentials run 128 only. The checks' emulation
 // (fp8_ref.h OutputCheck) must take the same tile: P's rounding follows the running maximum.
 int key_tile_for(int n, const Variant& variant);
 void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, Variant variant,

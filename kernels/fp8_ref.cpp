@@ -156,14 +156,20 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
 }
 
 namespace {
+// f on each row of d entries of x, in place
+template <class F>
+void each_row(std::vector<double>& x, int d, F&& f) {
+  std::vector<double> row(d);
+  for (std::size_t off = 0; off + d <= x.size(); off += static_cast<std::size_t>(d)) {
+    std::copy_n(x.begin() + static_cast<std::ptrdiff_t>(off), d, row.begin());
+    f(row);
+    std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(off));
+  }
+}
+
 // x (n x d) through the transform (rows: x D H) and e4m3 with one scale, as asked
-std::vector<double> prepare(std::vector<double> x, int n, int d, bool transform, bool round, std::uint64_t seed) {
-  if (transform)
-    for (int i = 0; i < n; ++i) {
-      std::vector<double> row(x.begin() + static_cast<std::ptrdiff_t>(i) * d, x.begin() + static_cast<std::ptrdiff_t>(i + 1) * d);
-      hadamard_row(row, seed);
-      std::copy(row.begin(), row.end(), x.begin() + static_cast<std::ptrdiff_t>(i) * d);
-    }
+std::vector<double> prepare(std::vector<double> x, int d, bool transform, bool round, std::uint64_t seed) {
+  if (transform) each_row(x, d, [&](std::vector<double>& row) { hadamard_row(row, seed); });
   if (round) {
     double amax = 0;
     for (double e : x) amax = std::max(amax, std::fabs(e));
@@ -208,14 +214,9 @@ double fp8_rounding_error(const std::vector<double>& q, const std::vector<double
   for (int i : rows)
     if (i < 0 || i >= n) throw std::invalid_argument("fp8_rounding_error: a row outside 0..n-1");
   const auto exact = attention_rows(q, k, v, n, d, rows, false);
-  auto o = attention_rows(prepare(q, n, d, r.hadamard_qk, r.qk, seed), prepare(k, n, d, r.hadamard_qk, r.qk, seed),
-                          prepare(v, n, d, r.hadamard_v, r.v, seed), n, d, rows, r.p);
-  if (r.hadamard_v)
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      std::vector<double> row(o.begin() + static_cast<std::ptrdiff_t>(i) * d, o.begin() + static_cast<std::ptrdiff_t>(i + 1) * d);
-      hadamard_row_inverse(row, seed);
-      std::copy(row.begin(), row.end(), o.begin() + static_cast<std::ptrdiff_t>(i) * d);
-    }
+  auto o = attention_rows(prepare(q, d, r.hadamard_qk, r.qk, seed), prepare(k, d, r.hadamard_qk, r.qk, seed),
+                          prepare(v, d, r.hadamard_v, r.v, seed), n, d, rows, r.p);
+  if (r.hadamard_v) each_row(o, d, [&](std::vector<double>& row) { hadamard_row_inverse(row, seed); });
   double sq = 0;
   for (std::size_t i = 0; i < o.size(); ++i) sq += (o[i] - exact[i]) * (o[i] - exact[i]);
   return o.empty() ? 0.0 : std::sqrt(sq / o.size());

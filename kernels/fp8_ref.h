@@ -20,6 +20,10 @@ float e4m3_to_float(std::uint8_t code);
 // (so that every key tile the forward takes, 128, 192 or 224 keys, holds whole blocks), per head of V.
 constexpr int kQBlockRows = 64;
 constexpr int kKBlockRows = 32;
+// The forward's key tile when none is asked for (fp8.h key_tile_for): 224 keys from n = 8192 (3-5 %
+// faster there on an H100), 128 below, where a wide tile wastes more of a short row. The time
+// model's FP8 plan (sim/gpu_time.cpp) takes the same rule; a CPU test holds the two together.
+inline int default_key_tile(int n) { return n >= 8192 ? 224 : 128; }
 // P V reads V^T ([d][keys], keys contiguous: 8-bit wgmma operands must be K-major). Within each
 // group of 32 keys, position p holds key vt_key_of_position(p), the order in which a thread's
 // S accumulators become the A fragment of P V without shuffles (see attention_fp8.cu).

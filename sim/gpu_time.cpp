@@ -384,7 +384,8 @@ KernelPlan plan_for(const TimeQuery& q) {
                        true, true, true, true, q.causal, 1, 6};
       }
       if ((q.key_tile || q.consumers) && v != 6) throw std::invalid_argument("key tiles and consumers are version 6's variants");
-      // the FP8 kernel (d = 128 only) takes 224 keys from n = 8192; FP8 at d = 64 is the lessons' what-if
+      // the FP8 kernel (d = 128 only) takes 224 keys from n = 8192 (kernels/fp8_ref.h default_key_tile,
+      // tested against this in test_kernels_cpu); FP8 at d = 64 is the lessons' what-if
       if (v == 6 && q.fp8 && q.d == 128 && !q.key_tile && q.n >= 8192) p.bc = 224;
       if (q.key_tile) {
         const int bc = *q.key_tile, step = q.fp8 ? 32 : 16;

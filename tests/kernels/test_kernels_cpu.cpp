@@ -1257,6 +1257,17 @@ TEST_CASE("the random Hadamard transform keeps dot products and spreads an outli
   for (int i = 0; i < d; ++i) CHECK(back[i] == Approx(x[i]).margin(1e-12));
 }
 
+TEST_CASE("the time model's FP8 plan takes the kernel's default key tile", "[kernels][fp8]") {
+  for (int n : {1, 1000, 4096, 8191, 8192, 16384, 65536}) {
+    flashsim::sim::TimeQuery q;
+    q.n = n;
+    q.d = 128;
+    q.fp8 = true;
+    q.elem_bytes = 1;
+    CHECK(flashsim::sim::plan_for(q).bc == fp8::default_key_tile(n));
+  }
+}
+
 TEST_CASE("the FP8 error's sources: exact without rounding, the transform helps Q K and cannot help V", "[kernels][fp8]") {
   // (the transform's gain is a statistical effect of the outliers: at n = 1024 it is 0.52-0.72 of
   // Q K's error over nine draws, at n = 256 anywhere from 0.5 to 1.1; this draw is the first of
