@@ -180,11 +180,7 @@ __global__ void __launch_bounds__(256) quantize_v_kernel(const T* __restrict__ v
 
 // ---- the forward ----------------------------------------------------------------------------
 
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+using tile::fast_exp2;
 using tile::kPaired;
 using tile::kStatic;
 
@@ -210,12 +206,13 @@ struct Config {
 
 // What a launch does besides its work: kPlain; kNoExp leaves the exponentials out (a timing
 // diagnostic: how long the loop takes without the special-function unit; wrong output); kTrace
-// records clock64 at the phases of each KV tile for block 0's first Q tile (kernels/fp8.h).
-enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2 };
+// records clock64 at the phases of each KV tile for block 0's first Q tile (kernels/fp8.h);
+// kExpsFirst is kPlain with the softmax's exponentials issued before its sums (fp8.h Variant).
+enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2, kExpsFirst = 3 };
 constexpr int kTraceEvents = 6;  // start, products issued, S done, softmax done, P V done, P packed
 
 // One consumer warpgroup's work on a KV tile.
-template <int BC, bool NO_EXP = false>
+template <int BC, bool NO_EXP = false, int ORDER = tile::kExpThenAdd>
 struct Fp8Tile {
   // s = Q K^T (both K-major: rows of 128 bytes), Q from registers
   __device__ __forceinline__ static void issue_s(float (&s)[BC / 2], const std::uint32_t (&qa)[kD / 32][4],
@@ -247,6 +244,7 @@ struct Fp8Tile {
                                                  const float (&factor)[kKBlocks]) {
     constexpr int kTilesPerBlock = kKBlockRows / 8;  // n8 column tiles
     tile::mask_scores<BC>(s, kv0, q_row, n, causal);
+    float shifts[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float mx = -INFINITY;
@@ -265,6 +263,8 @@ struct Fp8Tile {
       alpha[h] = fast_exp2(row_max[h] - base);
       row_max[h] = m_new;
       const float shift = kPShift - base;
+      shifts[h] = shift;
+      if constexpr (ORDER == tile::kExpsFirst) continue;
       // (one chain of dependent FMNMX / FADD per row: four independent ones measured 1-8 % slower,
       // here and in the bf16 forward, H100 2026-11-26)
       float sum = 0.f;
@@ -278,6 +278,20 @@ struct Fp8Tile {
           sum += p;
         }
       row_sum[h] = row_sum[h] * alpha[h] + sum;
+    }
+    if constexpr (ORDER == tile::kExpsFirst) {
+#pragma unroll
+      for (int i = 0; i < BC / 2; ++i) {
+        const float x = fmaf(s[i], factor[i / 4 / kTilesPerBlock], shifts[(i / 2) % 2]);
+        s[i] = NO_EXP ? x : fast_exp2(x);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+        for (int nt = 0; nt < BC / 8; ++nt) part[nt % 4] += s[4 * nt + 2 * h] + s[4 * nt + 2 * h + 1];
+        row_sum[h] = row_sum[h] * alpha[h] + ((part[0] + part[1]) + (part[2] + part[3]));
+      }
     }
   }
   static constexpr float kPShift = 8.f;
@@ -308,7 +322,7 @@ __global__ void __launch_bounds__(384, 1)
                         const __grid_constant__ CUtensorMap map_q,
                         const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt) {
   using C = Config<BC, STAGES>;
-  using W = Fp8Tile<BC, MODE == kNoExp>;
+  using W = Fp8Tile<BC, MODE == kNoExp, MODE == kExpsFirst ? tile::kExpsFirst : tile::kExpThenAdd>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = qs + C::kQBytes;
   const std::uint32_t ks0 = os + C::kOBytes, vs0 = ks0 + STAGES * C::kKBytes;
@@ -675,7 +689,13 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
     throw std::invalid_argument("fp8::attention_forward: operands not laid out by fp8::operands_in");
   const Variant v = variant;
   const int key_tile = key_tile_for(ops.n, v);
-  if (key_tile == 192) {
+  if (v.exps_first) {
+    if (v.pingpong || v.qsmem || v.no_exponentials)
+      throw std::invalid_argument("fp8::attention_forward: exps_first goes with the key tile alone");
+    if (key_tile == 224) launch_masked<false, true, kExpsFirst, 224>(ops, o, lse, causal, stream);
+    else if (key_tile == 192) launch_masked<false, false, kExpsFirst, 192>(ops, o, lse, causal, stream);
+    else launch_masked<false, false, kExpsFirst>(ops, o, lse, causal, stream);
+  } else if (key_tile == 192) {
     launch_masked<false, false, kPlain, 192>(ops, o, lse, causal, stream);
   } else if (key_tile == 224) {  // Q from shared memory: with Q in registers the products serialize (C7512)
     launch_masked<false, true, kPlain, 224>(ops, o, lse, causal, stream);

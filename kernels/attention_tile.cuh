@@ -44,6 +44,64 @@ __device__ __forceinline__ void mask_scores(float (&s)[BC / 2], int kv0, int q_r
   }
 }
 
+// 2^x on the special-function unit (MUFU.EX2); flushes denormal results to zero, which only ever
+// meets probabilities below 2^-126 (they vanish in the sum anyway).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// The order of a softmax's instructions within one warp. kExpThenAdd: each probability is added
+// to its row's sum as it is made (one dependent chain a row, the kernels' order). kExpsFirst: every
+// exponential of the thread's two rows first, then the sums as four chains a row, so that no
+// FADD waits on the exponential just issued (kernels/tools/probe_softmax.cu measures both).
+enum SoftmaxOrder { kExpThenAdd = 0, kExpsFirst = 1 };
+
+// The online softmax of a 64 x BC score tile (already masked) in log2 units: s becomes P, row_max
+// and row_sum move on (row_sum per thread; the quad sums at the end), alpha gets the factors the
+// old O needs.
+template <int BC, int ORDER = kExpThenAdd>
+__device__ __forceinline__ void online_softmax(float (&s)[BC / 2], float (&row_max)[2], float (&row_sum)[2],
+                                               float (&alpha)[2], float scale_log2) {
+  float base[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float mx = -INFINITY;
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+    const float m_new = fmaxf(row_max[h], mx * scale_log2);
+    base[h] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
+    alpha[h] = fast_exp2(row_max[h] - base[h]);
+    row_max[h] = m_new;
+    if constexpr (ORDER == kExpThenAdd) {
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = fast_exp2(fmaf(s[4 * nt + 2 * h + e], scale_log2, -base[h]));
+          s[4 * nt + 2 * h + e] = p;
+          sum += p;
+        }
+      row_sum[h] = row_sum[h] * alpha[h] + sum;
+    }
+  }
+  if constexpr (ORDER == kExpsFirst) {
+#pragma unroll
+    for (int i = 0; i < BC / 2; ++i) s[i] = fast_exp2(fmaf(s[i], scale_log2, -base[(i / 2) % 2]));
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt) part[nt % 4] += s[4 * nt + 2 * h] + s[4 * nt + 2 * h + 1];
+      row_sum[h] = row_sum[h] * alpha[h] + ((part[0] + part[1]) + (part[2] + part[3]));
+    }
+  }
+}
+
 // O's rows times the online softmax's factors. Once the running max settles it rarely moves: the
 // rescale is skipped when no row of the warp moved.
 template <int N>

@@ -7,6 +7,7 @@
 //                                            launcher on every timed shape (sampled rows checked)
 //   bench_attention_forward_fast --variants  every variant on every timed shape (bf16)
 //   bench_attention_forward_fast --variants 64   the same at one head dimension (64 or 128) only
+//   bench_attention_forward_fast --variants 64 TEXT   only the variants whose name holds TEXT
 //   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, for compute-sanitizer
 // Small checks: O (relative L2) and lse (entry by entry: relative above 1, absolute below) of every head
 // against kernels/reference.cpp attention_forward (double);
@@ -147,6 +148,8 @@ static int run_main(int argc, char** argv) {
   const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
   const int head_dim = variants && argc > 2 ? std::atoi(argv[2]) : 0;  // 0: both
+  const char* name_has = variants && argc > 3 ? argv[3] : nullptr;
+  auto picked = [&](int i) { return !name_has || std::strstr(fv::kVariants[i].name, name_has) != nullptr; };
   if (head_dim != 0 && head_dim != 64 && head_dim != 128) {
     std::fprintf(stderr, "bench_attention_forward_fast: --variants takes a head dimension of 64 or 128, not '%s'\n", argv[2]);
     return 2;
@@ -160,6 +163,7 @@ static int run_main(int argc, char** argv) {
   // small sizes: every variant and the launcher, every head and row
   auto wanted = [&](int d) { return head_dim == 0 || d == head_dim; };
   for (int i = -1; i < fv::kVariantCount; ++i) {
+    if (i >= 0 && !picked(i)) continue;
     const int d_only = i < 0 ? 0 : fv::kVariants[i].d;
     const char* name = i < 0 ? "attention_forward_fast" : fv::kVariants[i].name;
     for (int d : {64, 128}) {
@@ -182,8 +186,10 @@ static int run_main(int argc, char** argv) {
       for (int n : {1024, 2048, 4096, 8192, 16384})
         for (bool causal : {false, true}) {
           if (variants) {
+            // picked variants are timed beside the launcher's choice, in the same run
+            if (name_has) ok &= bench<__nv_bfloat16>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
             for (int i = 0; i < fv::kVariantCount; ++i)
-              if (fv::kVariants[i].d == d) ok &= bench<__nv_bfloat16>(d, n, causal, fv::kVariants[i].bf16, fv::kVariants[i].name, seed += 10);
+              if (fv::kVariants[i].d == d && picked(i)) ok &= bench<__nv_bfloat16>(d, n, causal, fv::kVariants[i].bf16, fv::kVariants[i].name, seed += 10);
           } else {
             ok &= bench<__nv_bfloat16>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
             ok &= bench<__half>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
