@@ -936,7 +936,7 @@ bool Assembler::timing_directive(const std::string& word, std::size_t col, Curso
     std::string name = c.ident("a GPU preset name");
     const GpuPreset* p = find_gpu_preset(name);
     if (!p) c.fail_at(at, "unknown GPU preset '" + name + "' (known: " + gpu_preset_names() + ")");
-    t.units = UnitsConfig{std::string(p->name), p->units, false};
+    t.units = UnitsConfig{std::string(p->name), p->units, false, p->beside_tensor};
     units_line_ = c.line();
   } else if (word == "unit") {
     // .unit NAME rate=R latency=L: one unit's figures, over the preset's.

@@ -53,12 +53,14 @@ struct GpuPreset {
   std::string_view name;         // "h100", "h200"
   std::string_view description;
   int sms;
-  double clock_ghz;              // the clock the per-cycle rates are counted at
+  double clock_ghz;              // the SM clock under a tensor-core load; the per-cycle rates count at it
+  double simt_clock_ghz;         // the clock of kernels without tensor-core work (sim/gpu_time_simt.cpp)
   std::uint64_t l2_bytes;
   double hbm_bytes_per_s;        // sustained (measured copy), bounds a launch's HBM bytes
   std::uint64_t smem_bytes_per_sm;
   std::array<UnitRate, kUnitCount> units;  // per SM, indexed by Unit
   double tensor_fp8_rate;        // FLOP/clk/SM of e4m3 products (the FP8 forward), in place of units[Tensor]
+  double beside_tensor;          // the share of the special and vector units' rates left while products run
 };
 std::span<const GpuPreset> gpu_presets();
 const GpuPreset* find_gpu_preset(std::string_view name);
@@ -78,6 +80,7 @@ struct UnitsConfig {
   std::string preset;                         // a GpuPreset name
   std::array<UnitRate, kUnitCount> units{};   // the preset's, with any `.unit` overrides
   bool redefined = false;                     // a `.unit` line changed a figure (lessons refuse it)
+  double beside_tensor = 1;                   // the preset's GpuPreset::beside_tensor
   bool operator==(const UnitsConfig&) const = default;
 };
 

@@ -259,7 +259,7 @@ LaunchPrediction predict_time_simt(const SimtQuery& q, const isa::GpuPreset& gpu
   for (const Launch& l : launches) once += l.hbm_once;
   lp.hbm_bytes = q.hbm_bytes.value_or(once);
   const double scale = once > 0 ? lp.hbm_bytes / once : 0;
-  const double clock_hz = gpu.clock_ghz * 1e9;
+  const double clock_hz = gpu.simt_clock_ghz * 1e9;
   // time per bound: "vector", "special", "memory", "hbm"
   std::array<double, 4> by_bound{};
   std::array<double, 3> work{}, longest{};

@@ -174,10 +174,13 @@ class Simulator {
   double advance(StreamState& s);
   void issue(StreamState& s, std::uint32_t i, std::int64_t pred);
   [[noreturn]] void deadlock();
-  // The ops unit u works on now. The tensor unit takes products in the order they were issued,
-  // sharing its rate only among products that different streams issued in the same cycle (their
-  // wgmma chunks interleave); the other units share their rate among everything in flight.
+  // The ops unit u works on now. The tensor unit takes products one at a time in the order they
+  // were issued, whichever stream issued them; the other units share their rate among everything
+  // in flight.
   std::vector<std::size_t> running(std::size_t u) const;
+  // Unit u's rate now: the special and vector units lose part of theirs while products run (their
+  // warps share a sub-partition's register file and issue slots with the tensor cores' traffic).
+  double rate_now(std::size_t u) const;
   std::string stream_label(const StreamState& s) const;
 
   const isa::Program& p_;
@@ -222,18 +225,13 @@ void Simulator::issue(StreamState& s, std::uint32_t i, std::int64_t pred) {
 std::vector<std::size_t> Simulator::running(std::size_t u) const {
   const auto& act = active_[u];
   if (static_cast<Unit>(u) != Unit::Tensor || act.size() <= 1) return act;
-  double first = kNever;
-  for (std::size_t id : act) first = std::min(first, ops_[id].issue);
-  std::vector<std::size_t> run;
-  std::vector<int> streams;
-  for (std::size_t id : act) {  // act is in issue order: a stream's first product of that cycle
-    if (ops_[id].issue != first) continue;
-    const int owner = owner_[id];
-    if (std::find(streams.begin(), streams.end(), owner) != streams.end()) continue;
-    streams.push_back(owner);
-    run.push_back(id);
-  }
-  return run;
+  return {act.front()};  // act is in issue order
+}
+
+double Simulator::rate_now(std::size_t u) const {
+  const bool beside = static_cast<Unit>(u) == Unit::Special || static_cast<Unit>(u) == Unit::Vector;
+  const bool products = !active_[static_cast<std::size_t>(Unit::Tensor)].empty();
+  return units_.units[u].rate * (beside && products ? units_.beside_tensor : 1.0);
 }
 
 double Simulator::advance(StreamState& s) {
@@ -321,11 +319,14 @@ TimingResult Simulator::run(bool keep_steps) {
         done_streams += s.pos >= items_[s.stream].size();
       }
     }
-    // The next completion, with each unit's rate shared by the ops it runs now.
+    // The next completion, with each unit's rate shared by the ops it runs now (the rates hold
+    // until then: a product that ends at `next` ends the slowdown only after it).
+    std::array<double, isa::kUnitCount> rates{};
+    for (std::size_t u = 0; u < isa::kUnitCount; ++u) rates[u] = rate_now(u);
     for (std::size_t u = 0; u < isa::kUnitCount; ++u) {
       const auto run = running(u);
       if (run.empty()) continue;
-      const double share = units_.units[u].rate / static_cast<double>(run.size());
+      const double share = rates[u] / static_cast<double>(run.size());
       double least = kNever;
       for (std::size_t id : run) least = std::min(least, ops_[id].remaining);
       next = std::min(next, t_ + least / share);
@@ -340,7 +341,7 @@ TimingResult Simulator::run(bool keep_steps) {
       auto& act = active_[u];
       if (act.empty()) continue;
       const auto run = running(u);
-      const double share = units_.units[u].rate / static_cast<double>(run.size());
+      const double share = rates[u] / static_cast<double>(run.size());
       for (std::size_t id : run) ops_[id].remaining -= share * dt;
       std::size_t keep = 0;
       for (std::size_t id : act) {

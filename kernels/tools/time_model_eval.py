@@ -109,7 +109,12 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H100 bench_kernels, backward v7 at d = 64 (not tuned on)", "h100",
          bench_rows("2026-11-26-h100-bwd-v7-d64-bench_kernels-call3.csv", bwd_d64_version=None)),
         ("H100 compare, other sizes", "h100", compare_rows("2026-11-26-h100-time-compare-other-sizes.csv")),
-        ("H200 compare, other sizes", "h200", compare_rows("2026-11-26-h200-time-compare-other-sizes.csv"))]
+        ("H200 compare, other sizes", "h200", compare_rows("2026-11-26-h200-time-compare-other-sizes.csv")),
+        # 2026-11-27: the d = 128 forward with its exponentials first, after the model's last change
+        ("H100 bench_kernels 2026-11-27 (not tuned on)", "h100",
+         bench_rows("2026-11-27-h100-exps-first-call3/bench_kernels.csv", bwd_d64_version=None)),
+        ("H200 bench_kernels 2026-11-27 (not tuned on)", "h200",
+         bench_rows("2026-11-27-h200-exps-first-probe/bench_kernels.csv", bwd_d64_version=None))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -131,6 +136,19 @@ PAIRS = [
      attention(16384, 128, 16, "--pingpong", "on"), 680 / 693, "2026-11-26 variants (persistent)"),
     ("forward d=128 N=4096: ping-pong on over off", attention(4096, 128, 64, "--pingpong", "off"),
      attention(4096, 128, 64, "--pingpong", "on"), 648.6 / 648.5, "2026-11-26 variants (sched 0)"),
+    # kernels/RESULTS.md, "FP8, continued" (2026-11-26) and the exps-first section (2026-11-27)
+    ("FP8 d=128 N=16384: 224-key over 128-key tiles", attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "128"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "224"), 1.03, "2026-11-26 (1.028-1.035)"),
+    ("FP8 d=128 N=4096: 224-key over 128-key tiles", attention(4096, 128, 64, "--dtype", "fp8", "--key-tile", "128"),
+     attention(4096, 128, 64, "--dtype", "fp8", "--key-tile", "224"), 0.992, "2026-11-26"),
+    ("FP8 d=128 N=16384: three consumers over two", attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "128"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "64", "--consumers", "3"), 0.882, "2026-11-26"),
+    ("FP8 d=128 N=16384: ping-pong over none, 224 keys", attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "224"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "224", "--pingpong", "on"), 0.95, "2026-11-26 (4-7 % slower)"),
+    ("forward d=128 N=16384: 144-key over 128-key tiles", attention(16384, 128, 16, "--key-tile", "128"),
+     attention(16384, 128, 16, "--key-tile", "144"), 0.96, "2026-11-26 (0.948-0.974)"),
+    ("forward d=128 N=4096 causal: exps first over exp-then-add", attention(4096, 128, 64, "--causal"),
+     attention(4096, 128, 64, "--causal"), 618.3 / 587.4, "2026-11-27 H100 call 1 (1.02-1.05)"),
 ]
 
 

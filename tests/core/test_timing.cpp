@@ -45,11 +45,25 @@ TEST_CASE("two independent instructions on different units overlap", "[timing]")
 
 TEST_CASE("a tensor product runs while its stream goes on", "[timing]") {
   // MAC_Z of two 2x2 tiles: 16 FLOPs at 8 a cycle, cycles 2-4, asynchronous; the ADD is issued
-  // at 3 and takes 4 cycles.
+  // at 3 and does its 4 elements at the preset's beside_tensor share of its rate while the product
+  // runs (3 to 4), at the full rate after: done at 4 + (4 - f).
+  const double f = isa::find_gpu_preset("h100")->beside_tensor;
+  REQUIRE(f > 0);
+  REQUIRE(f < 1);
   auto r = time_text("MAC_Z R0, R2, R4\nADD R2, R2, R3\n");
-  CHECK(r.cycles == Approx(7).margin(1e-3));
+  CHECK(r.cycles == Approx(8 - f).margin(1e-3));
   CHECK(r.units[static_cast<int>(isa::Unit::Tensor)].busy_cycles == Approx(2));
   CHECK(r.units[static_cast<int>(isa::Unit::Vector)].busy_cycles == Approx(4));
+}
+
+TEST_CASE("the tensor unit takes products in the order they were issued", "[timing]") {
+  // Two streams issue a 16-FLOP product each at cycle 1 (y is loaded at 1); at 8 FLOPs a cycle
+  // the first issued runs 1-3 and the second 3-5, one after the other, not both 1-5 at half rate.
+  auto r = time_text(".stream a\nMAC_Z R0, R2, R4\n.stream b\nMAC_Z R2, R0, R5\n");
+  REQUIRE(r.steps.size() == 4);
+  CHECK(r.steps[2].end == Approx(3).margin(1e-3));
+  CHECK(r.steps[3].end == Approx(5).margin(1e-3));
+  CHECK(r.cycles == Approx(5).margin(1e-3));
 }
 
 TEST_CASE("a dependent instruction waits for its producer's latency", "[timing]") {
@@ -187,8 +201,10 @@ TEST_CASE("flashsim time: JSON keys, bound, and bad input exits 2", "[timing][cl
   CHECK(test::run_flashsim("time attention --n 4096 --d 64 --backward --version 3").status == 2);
 }
 
-TEST_CASE("the time model predicts the FA3 ablation's direction", "[timing][fa3]") {
-  // d = 128, N = 8192: ping-pong and the intra-warpgroup overlap each help, both help most.
+TEST_CASE("the time model on the FA3 ablation: the overlap helps, ping-pong adds nothing", "[timing][fa3]") {
+  // d = 128, N = 8192. With products taken in issue order two consumers drift apart on their own,
+  // so the turns of ping-pong change nothing (as measured on this project's kernels: 0.98-1.00,
+  // kernels/RESULTS.md), while overlapping the next S with the softmax helps with or without them.
   auto rate = [](const std::string& extra) {
     sim::TimeQuery q;
     q.n = 8192;
@@ -200,10 +216,10 @@ TEST_CASE("the time model predicts the FA3 ablation's direction", "[timing][fa3]
     return sim::predict_time(q, *isa::find_gpu_preset("h100")).predicted_ms;
   };
   const double none = rate(""), pp = rate("pp"), ov = rate("ov"), both = rate("pp ov");
-  CHECK(both < pp);
-  CHECK(both < ov);
-  CHECK(pp < none);
-  CHECK(ov < none);
+  CHECK(both < 0.95 * pp);
+  CHECK(ov < 0.95 * none);
+  CHECK(both == Approx(ov).epsilon(0.01));
+  CHECK(pp == Approx(none).epsilon(0.01));
 }
 
 TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7 than 6", "[timing]") {

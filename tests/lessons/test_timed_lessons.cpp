@@ -68,23 +68,35 @@ TEST_CASE("lesson 16: the next S under this softmax meets the cycle budget at d 
     CHECK(e.counts.timed);
     CHECK_FALSE(mentions(e, "wrong values"));
     CHECK(mentions(e, "cycles on the h100 units; the budget is"));
-    CHECK(e.counts.timed_cycles > s.counts.timed_cycles * 1.4);
+    CHECK(e.counts.timed_cycles > s.counts.timed_cycles * 1.3);
     // the same work: the order alone changes the time
     CHECK(e.counts.bytes_read == s.counts.bytes_read);
     CHECK(e.counts.instructions == s.counts.instructions);
   }
 }
 
-TEST_CASE("lesson 17: the turns keep the tensor unit busy", "[lesson-17]") {
+TEST_CASE("lesson 17: consumers kept apart, not met at a barrier, keep the tensor unit busier", "[lesson-17]") {
   Verdict s = check("17", "main", source("lessons/17-ping-pong/solution.fsa"));
   INFO(problems(s));
   CHECK(s.passed);
-  Verdict e = check("17", "main", source("lessons/17-ping-pong/exercise.fsa"));
+  const std::string ex = source("lessons/17-ping-pong/exercise.fsa");
+  Verdict e = check("17", "main", ex);
   CHECK_FALSE(e.passed);
   CHECK_FALSE(mentions(e, "wrong values"));
   CHECK(mentions(e, "cycles on the h100 units; the budget is"));
   CHECK(mentions(e, "the tensor unit is busy"));
-  CHECK(busy(s, "tensor") > busy(e, "tensor") + 0.2);
+  CHECK(busy(s, "tensor") > busy(e, "tensor") + 0.05);
+  CHECK(e.counts.timed_cycles > s.counts.timed_cycles * 1.1);
+  // The meetings dropped, no turns: the tensor unit takes products in issue order, so the
+  // consumers drift one product apart on their own, as fast as with the turns.
+  std::string dropped, line;
+  std::istringstream in(ex);
+  while (std::getline(in, line))
+    if (line.find(" meet") == std::string::npos) dropped += line + "\n";
+  Verdict d = check("17", "main", dropped);
+  INFO(problems(d));
+  CHECK(d.passed);
+  CHECK(d.counts.timed_cycles == Approx(s.counts.timed_cycles).epsilon(0.01));
 }
 
 TEST_CASE("a timed lesson refuses a trace that changes the units or has none", "[lesson-16][lesson-17]") {
