@@ -65,7 +65,7 @@ constexpr std::array<PresetSource, 14> kSources{{
     {"special and vector beside products", "x 0.62", "x 0.62",
      "measured: one warpgroup's online softmax of a 64 x 128 tile (kernels/attention_tile.cuh) takes 744 SM clocks alone and "
      "1206 while another warpgroup's products run (A in registers, as the forward's); 16 exp2 chains a thread 13.5 -> 9.0 a "
-     "clock per SM (kernels/tools/probe_softmax.cu, H200, 2026-11-27)"},
+     "clock per SM (kernels/tools/probe_softmax.cu, H100 and H200, 2026-11-27)"},
     {"memory (L2 -> SM, TMA)", "42.3 B/clk/SM", "42.8 B/clk/SM",
      "L2 bandwidth 8986 GB/s for GH100 on 144 SMs (PMC10448217, Table 3): 62.4 GB/s per SM at the clock above"},
     {"memory latency", "500 cycles", "500 cycles", "L2 hit ~260 and HBM ~480 cycles (arXiv 2402.13499) plus the copy engine's issue"},
