@@ -394,13 +394,7 @@ __device__ __forceinline__ void store_staged_rows(T* o, int q0, int row0, int n,
 
 namespace fast {
 
-// 2^x on the special-function unit; flushes denormal results to zero, which only ever meets
-// probabilities below 2^-126 (they vanish in the sum anyway).
-__device__ __forceinline__ float fast_exp2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
+using tile::fast_exp2;
 
 template <class T, int D, int BR, int BC, int NW>
 struct FwdConfig {

@@ -285,13 +285,7 @@ struct Fp8Tile {
         const float x = fmaf(s[i], factor[i / 4 / kTilesPerBlock], shifts[(i / 2) % 2]);
         s[i] = NO_EXP ? x : fast_exp2(x);
       }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float part[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-        for (int nt = 0; nt < BC / 8; ++nt) part[nt % 4] += s[4 * nt + 2 * h] + s[4 * nt + 2 * h + 1];
-        row_sum[h] = row_sum[h] * alpha[h] + ((part[0] + part[1]) + (part[2] + part[3]));
-      }
+      tile::add_row_sums<BC>(s, row_sum, alpha);
     }
   }
   static constexpr float kPShift = 8.f;

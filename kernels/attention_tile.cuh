@@ -58,6 +58,19 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // FADD waits on the exponential just issued (kernels/tools/probe_softmax.cu measures both).
 enum SoftmaxOrder { kExpThenAdd = 0, kExpsFirst = 1 };
 
+// row_sum = row_sum * alpha + the sum of each of the thread's two rows of P (four chains a row, so
+// that no FADD waits for the one before it): the sums of the kExpsFirst order.
+template <int BC>
+__device__ __forceinline__ void add_row_sums(const float (&p)[BC / 2], float (&row_sum)[2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float part[4] = {0.f, 0.f, 0.f, 0.f};
+#pragma unroll
+    for (int nt = 0; nt < BC / 8; ++nt) part[nt % 4] += p[4 * nt + 2 * h] + p[4 * nt + 2 * h + 1];
+    row_sum[h] = row_sum[h] * alpha[h] + ((part[0] + part[1]) + (part[2] + part[3]));
+  }
+}
+
 // The online softmax of a 64 x BC score tile (already masked) in log2 units: s becomes P, row_max
 // and row_sum move on (row_sum per thread; the quad sums at the end), alpha gets the factors the
 // old O needs.
@@ -92,13 +105,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[BC / 2], float (&row_m
   if constexpr (ORDER == kExpsFirst) {
 #pragma unroll
     for (int i = 0; i < BC / 2; ++i) s[i] = fast_exp2(fmaf(s[i], scale_log2, -base[(i / 2) % 2]));
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      float part[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int nt = 0; nt < BC / 8; ++nt) part[nt % 4] += s[4 * nt + 2 * h] + s[4 * nt + 2 * h + 1];
-      row_sum[h] = row_sum[h] * alpha[h] + ((part[0] + part[1]) + (part[2] + part[3]));
-    }
+    add_row_sums<BC>(s, row_sum, alpha);
   }
 }
 
