@@ -6,6 +6,8 @@ Replays `flashsim time` on
     N >= 4096 and the matmul rows with m, n >= 4096, bf16 and fp16 (51 rows a call);
   - the `compare` rows at the sizes the model was not looked at on (H100 12 rows, H200 8 rows),
     each with the L2 model's predicted HBM bytes as `--hbm-bytes`;
+  - the calls of 2026-11-27 (after the model's figures were set): four bench_kernels CSVs and
+    `compare` at four unseen sizes on each GPU;
 and prints how many rows are within 15 % (|meas/pred - 1| <= 0.15), then the measured pairs of
 kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio.
 
@@ -114,7 +116,13 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H100 bench_kernels 2026-11-27 (not tuned on)", "h100",
          bench_rows("2026-11-27-h100-exps-first-call3/bench_kernels.csv", bwd_d64_version=None)),
         ("H200 bench_kernels 2026-11-27 (not tuned on)", "h200",
-         bench_rows("2026-11-27-h200-exps-first-probe/bench_kernels.csv", bwd_d64_version=None))]
+         bench_rows("2026-11-27-h200-exps-first-probe/bench_kernels.csv", bwd_d64_version=None)),
+        ("H100 bench_kernels 2026-11-27, call 4", "h100",
+         bench_rows("2026-11-27-h100-new-model/bench_kernels.csv", bwd_d64_version=None)),
+        ("H200 bench_kernels 2026-11-27, call 5", "h200",
+         bench_rows("2026-11-27-h200-new-model/bench_kernels.csv", bwd_d64_version=None)),
+        ("H100 compare at unseen sizes 2026-11-27", "h100", compare_rows("2026-11-27-h100-new-model/compare.csv")),
+        ("H200 compare at unseen sizes 2026-11-27", "h200", compare_rows("2026-11-27-h200-new-model/compare.csv"))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
