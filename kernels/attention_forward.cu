@@ -1004,11 +1004,16 @@ struct WsConfig {
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER>
+// SEG: a ring step's pairs in one launch (attention_forward_fast_ring_step): the bh = 2 * seg_heads
+// query batches are Q chunk i's heads (batch i * seg_heads + h), and batch i attends to the key
+// batches j * seg_heads + h of key chunks j = 0, 1 as seg_kinds says (two bits each at 2 (2i + j):
+// 0 none, 1 every key, 2 the causal diagonal), one key chunk after the other; a batch with no key
+// writes O = 0 and lse = -inf.
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG>
 __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>::kThreads, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
-                       const __grid_constant__ CUtensorMap map_v) {
+                       const __grid_constant__ CUtensorMap map_v, int seg_heads, int seg_kinds) {
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
   using W = Tile<T, D, BC, ORDER>;
@@ -1027,7 +1032,25 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
 
   const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
   auto next_tile = [&](int& k, int& q0, int& head) { return walk.next(k, q0, head); };
-  auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
+  auto seg_kind = [&](int head, int j) { return (seg_kinds >> (2 * (2 * (head / seg_heads) + j))) & 3; };
+  auto seg_tiles = [&](int q0, int kind) { return kind == 0 ? 0 : ((kind == 2 ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
+  auto kv_tiles = [&](int q0, int head) {
+    if constexpr (SEG) return seg_tiles(q0, seg_kind(head, 0)) + seg_tiles(q0, seg_kind(head, 1));
+    else return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC;
+  };
+  // KV tile jj of the Q tile at (q0, head): its key batch, its first key, and whether it is masked
+  struct KvTile {
+    int batch, kv0;
+    bool causal;
+  };
+  auto kv_tile = [&](int q0, int head, int jj) -> KvTile {
+    if constexpr (SEG) {
+      const int t0 = seg_tiles(q0, seg_kind(head, 0)), j = jj < t0 ? 0 : 1;
+      return {j * seg_heads + head % seg_heads, (jj < t0 ? jj : jj - t0) * BC, seg_kind(head, j) == 2};
+    } else {
+      return {head, jj * BC, causal};
+    }
+  };
 
   if (threadIdx.x == 0) {
     tma::mbar_init(q_full, 1);
@@ -1049,7 +1072,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     int it = 0, cursor = 0, q0, head;
     for (int local = 0; next_tile(cursor, q0, head); ++local) {
       if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
-      const int tiles = kv_tiles(q0);
+      const int tiles = kv_tiles(q0, head);
       tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
       for (int h = 0; h < NC; ++h)
@@ -1059,14 +1082,15 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       for (int j = 0; j < tiles; ++j, ++it) {
         const int s = it % STAGES;
         const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
+        const KvTile kt = kv_tile(q0, head, j);
         tma::mbar_wait(k_empty(s), parity);
         tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, j * BC, head);
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, kt.kv0, kt.batch);
         tma::mbar_wait(v_empty(s), parity);
         tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, j * BC, head);
+        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, kt.kv0, kt.batch);
       }
     }
     return;
@@ -1096,7 +1120,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
   int it = 0, cursor = 0, q0, head;
   for (int local = 0; next_tile(cursor, q0, head); ++local) {
     tma::mbar_wait(q_full, local & 1);
-    const int tiles = kv_tiles(q0);
+    const int tiles = kv_tiles(q0, head);
     const int q0c = q0 + 64 * c;
     const int q_row = q0c + row_w + g;
 
@@ -1120,65 +1144,71 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
     std::uint32_t pa[BC / 16][4];
 
-    // prologue: S_0 and its softmax (O is still zero: no rescale)
-    tma::mbar_wait(k_full(it % STAGES), full_parity(it));
-    turn_wait();
-    wgmma::fence();
-    issue_s(kbuf(it));
-    wgmma::commit();
-    turn_pass();
-    wgmma::wait<0>();
-    tile::pin(s);
-    release(k_empty(it % STAGES));
-    // a persistent block hands Q's buffer to the next tile's load only once no read of it can be in
-    // flight: Q in registers, after the first S that reads them (an ldmatrix's shared-memory reads
-    // may still be pending when its warp moves on: releasing right after it let the next tile's TMA
-    // overwrite Q first, wrong output at N = 77 with 300 heads, H100 2026-11-25); QSMEM, after the
-    // tile's last S
-    if constexpr (PERSIST) if (!QSMEM || tiles == 1) release(q_empty);
-    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, scale_log2);
-    W::pack(s, pa);
-    // steady state: S_j and P_{j-1} V_{j-1} in flight together
-    for (int j = 1; j < tiles; ++j) {
-      const int cur = it + j, prev = cur - 1;
-      tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
-      tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
+    if (SEG && tiles == 0) {  // no key for this Q tile: O = 0, lse = -inf (the ring's merge keeps its O)
+      if constexpr (PERSIST) release(q_empty);
+    } else {
+      // prologue: S_0 and its softmax (O is still zero: no rescale)
+      tma::mbar_wait(k_full(it % STAGES), full_parity(it));
+      turn_wait();
+      wgmma::fence();
+      issue_s(kbuf(it));
+      wgmma::commit();
+      turn_pass();
+      wgmma::wait<0>();
+      tile::pin(s);
+      release(k_empty(it % STAGES));
+      // a persistent block hands Q's buffer to the next tile's load only once no read of it can be in
+      // flight: Q in registers, after the first S that reads them (an ldmatrix's shared-memory reads
+      // may still be pending when its warp moves on: releasing right after it let the next tile's TMA
+      // overwrite Q first, wrong output at N = 77 with 300 heads, H100 2026-11-25); QSMEM, after the
+      // tile's last S
+      if constexpr (PERSIST) if (!QSMEM || tiles == 1) release(q_empty);
+      const KvTile first = kv_tile(q0, head, 0);
+      W::softmax(s, row_max, row_sum, alpha, first.kv0, q_row, n, first.causal, scale_log2);
+      W::pack(s, pa);
+      // steady state: S_j and P_{j-1} V_{j-1} in flight together
+      for (int j = 1; j < tiles; ++j) {
+        const int cur = it + j, prev = cur - 1;
+        tma::mbar_wait(k_full(cur % STAGES), full_parity(cur));
+        tma::mbar_wait(v_full(prev % STAGES), full_parity(prev));
+        tile::pin(acc_o);
+        tile::pin(pa);
+        turn_wait();
+        wgmma::fence();
+        issue_s(kbuf(cur));
+        wgmma::commit();
+        W::issue_pv(acc_o, pa, vbuf(prev));
+        wgmma::commit();
+        turn_pass();
+        wgmma::wait<1>();  // S_j done; P V may still run
+        tile::pin(s);
+        release(k_empty(cur % STAGES));
+        if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
+        const KvTile kt = kv_tile(q0, head, j);
+        W::softmax(s, row_max, row_sum, alpha, kt.kv0, q_row, n, kt.causal, scale_log2);
+        wgmma::wait<0>();
+        tile::pin(acc_o);
+        tile::pin(pa);
+        release(v_empty(prev % STAGES));
+        tile::rescale_rows(acc_o, alpha);
+        W::pack(s, pa);
+      }
+      // epilogue: the last P V
+      const int lastv = it + tiles - 1;
+      tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
       tile::pin(acc_o);
       tile::pin(pa);
       turn_wait();
       wgmma::fence();
-      issue_s(kbuf(cur));
-      wgmma::commit();
-      W::issue_pv(acc_o, pa, vbuf(prev));
+      W::issue_pv(acc_o, pa, vbuf(lastv));
       wgmma::commit();
       turn_pass();
-      wgmma::wait<1>();  // S_j done; P V may still run
-      tile::pin(s);
-      release(k_empty(cur % STAGES));
-      if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
-      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, scale_log2);
       wgmma::wait<0>();
       tile::pin(acc_o);
       tile::pin(pa);
-      release(v_empty(prev % STAGES));
-      tile::rescale_rows(acc_o, alpha);
-      W::pack(s, pa);
+      release(v_empty(lastv % STAGES));
+      it += tiles;
     }
-    // epilogue: the last P V
-    const int lastv = it + tiles - 1;
-    tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
-    tile::pin(acc_o);
-    tile::pin(pa);
-    turn_wait();
-    wgmma::fence();
-    W::issue_pv(acc_o, pa, vbuf(lastv));
-    wgmma::commit();
-    turn_pass();
-    wgmma::wait<0>();
-    tile::pin(acc_o);
-    tile::pin(pa);
-    release(v_empty(lastv % STAGES));
-    it += tiles;
 
     // normalize; stage the warp's own rows (only this warp reads them back), 16-byte rows out
 #pragma unroll
@@ -1207,13 +1237,13 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
   }
 }
 
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2,
-          int ORDER = tile::kExpThenAdd>
-void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
-                   cudaStream_t stream) {
+// SEG: attention_forward_fast_ring_step's launch (seg_heads, seg_kinds: the kernel's)
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG>
+void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                        cudaStream_t stream, int seg_heads, int seg_kinds) {
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, SEG>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   static int sms_of[64] = {};
   int dev = 0;
@@ -1229,8 +1259,17 @@ void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh,
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * bh : q_tiles * bh;  // kPaired: a block takes two tiles at a time
   const dim3 grid = PERSIST ? dim3(std::min(units, sms)) : dim3(q_tiles, bh);
-  kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v);
+  kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v, seg_heads,
+                                                  seg_kinds);
   CUDA_CHECK_LAUNCH();
+}
+
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2,
+          int ORDER = tile::kExpThenAdd>
+void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
+                   cudaStream_t stream) {
+  launch_fwd_ws_with<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, false>(q, k, v, o, lse, bh, n, causal, stream,
+                                                                                 1, 0);
 }
 
 }  // namespace hopper
@@ -1277,6 +1316,39 @@ template void attention_forward_fast<__nv_bfloat16>(const __nv_bfloat16*, const 
                                                     __nv_bfloat16*, float*, int, int, int, bool, cudaStream_t);
 template void attention_forward_fast<__half>(const __half*, const __half*, const __half*, __half*, float*, int, int,
                                              int, bool, cudaStream_t);
+
+template <class T>
+void attention_forward_fast_ring_step(const T* q, const T* k, const T* v, T* o, float* lse, int heads, int n, int d,
+                                      int kinds, cudaStream_t stream) {
+  check_fast_args("attention_forward_fast_ring_step", 2 * heads, n, d);
+  if (kinds < 0 || kinds > 0xff) throw std::invalid_argument("attention_forward_fast_ring_step: kinds takes 8 bits");
+  for (int b = 0; b < 4; ++b)
+    if (((kinds >> (2 * b)) & 3) == 3) throw std::invalid_argument("attention_forward_fast_ring_step: a kind is 0, 1 or 2");
+  // the launcher's persistent tilings (attention_forward_fast); with a diagonal, Q tiles in pairs of
+  // equal work (kPaired), as the launcher takes causal tiles; the masks are the kinds'
+  bool diagonal = false;
+  for (int b = 0; b < 4; ++b) diagonal |= ((kinds >> (2 * b)) & 3) == 2;
+  using hopper::launch_fwd_ws_with;
+  const int bh = 2 * heads;
+  if (d == 128 && diagonal)
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, tile::kExpsFirst, true>(q, k, v, o, lse, bh, n,
+                                                                                               false, stream, heads, kinds);
+  else if (d == 128)
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, tile::kExpsFirst, true>(q, k, v, o, lse, bh, n,
+                                                                                               false, stream, heads, kinds);
+  else if (diagonal)
+    launch_fwd_ws_with<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, true>(q, k, v, o, lse, bh, n,
+                                                                                             false, stream, heads, kinds);
+  else
+    launch_fwd_ws_with<T, 64, 128, 3, true, hopper::kStatic, true, 3, tile::kExpThenAdd, true>(q, k, v, o, lse, bh, n,
+                                                                                             false, stream, heads, kinds);
+}
+
+template void attention_forward_fast_ring_step<__nv_bfloat16>(const __nv_bfloat16*, const __nv_bfloat16*,
+                                                              const __nv_bfloat16*, __nv_bfloat16*, float*, int, int,
+                                                              int, int, cudaStream_t);
+template void attention_forward_fast_ring_step<__half>(const __half*, const __half*, const __half*, __half*, float*,
+                                                       int, int, int, int, cudaStream_t);
 
 template <class T>
 void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,

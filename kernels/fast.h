@@ -55,6 +55,14 @@ template <class T>
 void attention_forward_fast_tiled(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, int d,
                                   bool causal, cudaStream_t stream);
 
+// One step of a zig-zag ring (kernels/ring.cpp) in one launch: q and o hold a GPU's two query
+// chunks and k, v a block's two key chunks, each [2][heads][n][d] (lse [2][heads][n]); query chunk
+// i attends to key chunk j as kinds says, two bits at 2 (2i + j): 0 not at all, 1 every key, 2
+// under the causal mask (the chunks' diagonal). Rows that see no key get O = 0, lse = -inf.
+template <class T>
+void attention_forward_fast_ring_step(const T* q, const T* k, const T* v, T* o, float* lse, int heads, int n, int d,
+                                      int kinds, cudaStream_t stream);
+
 // Gradients of O = softmax(QK^T/sqrt(d)) V given dO, O and lse from the forward.
 // `workspace` needs attention_backward_fast_workspace_bytes (D = rowsum(dO * O) and an fp32 dQ
 // accumulator); its content on entry does not matter.

@@ -64,6 +64,19 @@ void fast_forward(Dtype dt, bool tiled, const void* q, const void* k, const void
   else fast_as<__half>(tiled, q, k, v, o, lse, bh, n, d, causal, s);
 }
 
+void fast_ring_step(Dtype dt, const void* q, const void* k, const void* v, void* o, float* lse, int heads, int n, int d,
+                    int kinds, cudaStream_t s) {
+  if (dt == Dtype::BF16) {
+    using T = __nv_bfloat16;
+    attention_forward_fast_ring_step<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                        static_cast<T*>(o), lse, heads, n, d, kinds, s);
+  } else {
+    using T = __half;
+    attention_forward_fast_ring_step<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                                        static_cast<T*>(o), lse, heads, n, d, kinds, s);
+  }
+}
+
 void fast_backward(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
                    const float* lse, void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal,
                    cudaStream_t s) {
@@ -167,9 +180,9 @@ void RingRun::setup_gpus() {
     x.q = DevBuf(s_.blk * e);
     for (auto& b : x.kv) b = DevBuf(2 * s_.blk * e);
     x.o = DevBuf(s_.blk * e);
-    for (int k = 0; k < s_.streams; ++k) {
-      x.ob[k] = DevBuf(s_.chunk * e);
-      x.lseb[k] = DevBuf(s_.lse_chunk * 4);
+    for (int k = 0; k < s_.streams; ++k) {  // a pair's partial, or a whole step's (--one-launch)
+      x.ob[k] = DevBuf(s_.blk * e);
+      x.lseb[k] = DevBuf(s_.nc * s_.lse_chunk * 4);
     }
     x.lse = DevBuf(s_.nc * s_.lse_chunk * 4);
     for (int k = 0; k < s_.streams; ++k)
@@ -334,10 +347,38 @@ void RingRun::compute_step(int s, int cur, int mode, std::vector<char>& started)
     CUDA_CHECK(cudaEventRecord(x.comp_start[s], cs));
     const int b = ((x.id - s) % P + P) % P;  // the block in hand (sim::ring's schedule)
     cudaEvent_t before = s > 0 && s_.streams > 1 ? x.comp_end[s - 1] : nullptr;
-    forward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), started, cs, s % s_.streams, before);
+    if (step_launch())
+      forward_step_one_launch(x, s, b, static_cast<const char*>(x.kv[cur].get()), cs, s % s_.streams, before);
+    else
+      forward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), started, cs, s % s_.streams, before);
     if (before) CUDA_CHECK(cudaStreamWaitEvent(cs, before, 0));
     CUDA_CHECK(cudaEventRecord(x.comp_end[s], cs));
   }
+}
+
+// --launch step: GPU x's step s with block b in one launch over both query chunks (each pair's kind
+// two bits of `kinds`), then one merge over both; step 0, the GPU's own block, gives every chunk its
+// diagonal, so it writes (O, lse) directly.
+void RingRun::forward_step_one_launch(Gpu& x, int s, int b, const char* kbase, cudaStream_t cs, int slot,
+                                      cudaEvent_t before_merge) {
+  int kinds = 0;
+  for (int i = 0; i < s_.nc; ++i)
+    for (int j = 0; j < s_.nc; ++j) {
+      const auto kind = sim::ring::pair_kind(s_.segs[x.id][i], s_.segs[b][j], opt_.causal);
+      const int code = kind == sim::ring::PairKind::Skip ? 0 : kind == sim::ring::PairKind::Masked ? 2 : 1;
+      kinds |= code << (2 * (2 * i + j));
+    }
+  const char* v = kbase + s_.nc * s_.chunk * s_.e;
+  const int rows = static_cast<int>(s_.c);
+  if (s == 0) {
+    fast_ring_step(s_.dt, x.q.get(), kbase, v, x.o.get(), x.lse.as<float>(), s_.H, rows, s_.D, kinds, cs);
+    return;
+  }
+  fast_ring_step(s_.dt, x.q.get(), kbase, v, x.ob[slot].get(), x.lseb[slot].as<float>(), s_.H, rows, s_.D, kinds, cs);
+  if (before_merge) CUDA_CHECK(cudaStreamWaitEvent(cs, before_merge, 0));
+  ring_merge(x.o.get(), x.lse.as<float>(), x.ob[slot].get(), x.lseb[slot].as<float>(),
+             static_cast<std::int64_t>(s_.nc * s_.lse_chunk), s_.D, s_.dt, cs);
+  CUDA_CHECK_LAUNCH();
 }
 
 // Every (Q chunk, K chunk) pair of GPU x's rows with block b (K then V at kbase) is one call of the
@@ -749,12 +790,13 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
       s.allgather ? sim::ring::allgather_resident_peak(s.cfg, 0, s.backward) : sim_ring.devices()[0].resident_peak;
   std::printf("RESULT method=%s direction=%s gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
               "err_one=%.3g err_ref=%.3g err_lse=%.3g counted=%lld posted=%lld nvlink_tx=%lld nvlink_rx=%lld "
-              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d\n",
+              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d launch=%s\n",
               opt.method.c_str(), s.backward ? "backward" : "forward", P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
               opt.split.c_str(), opt.transport.c_str(), opt.nccl_ctas, v.ok && bytes_ok ? "PASS" : "FAIL", v.err_one,
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
-              eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams);
+              eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
+              opt.launch == "step" && s.zigzag && !s.allgather ? "step" : "pair");
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

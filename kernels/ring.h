@@ -32,6 +32,11 @@
 // --streams 2 (default): steps alternate between two compute streams, so that step s+1's kernels
 // take the SMs step s leaves idle in its last wave; each step's merges (and the backward's dQ
 // conversion) still wait for the step before. --streams 1 is the plain order, for comparison.
+// --launch step (default; the zig-zag forward): a step's pairs in one launch of the fast kernel
+// (attention_forward_fast_ring_step walks each query chunk's key chunks in turn) and one merge for
+// both chunks; --launch pair: a launch and a merge per pair (the contiguous split has one pair a
+// step either way). On 4 x H200 the step launch was 3-7 % faster under the full mask and at
+// N = 128k, and within 1 % at 64k causal (kernels/RESULTS.md, issue 33, 2026-11-27).
 //
 // Prints: validation (against one-GPU attention_forward_fast on all N and a float64 CPU reference
 // on sampled rows; outputs poisoned first), bytes counted by sim/ring.h vs posted to NCCL vs
@@ -59,6 +64,7 @@ struct RingOptions {
   std::string method = "ring";        // ring or allgather (NCCL only)
   bool backward = false;              // the backward after the forward
   int streams = 2;                    // compute streams per GPU: 1, or 2 (steps alternate)
+  std::string launch = "step";        // zig-zag forward: step (a step's pairs in one launch) or pair
   int nccl_ctas = 0;                  // > 0: ncclConfig_t::maxCTAs of every communicator
   int repeats = 5;
   std::uint64_t seed = 1;

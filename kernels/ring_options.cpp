@@ -20,6 +20,7 @@ std::string ring_options_error(const RingOptions& opt, int gpus_present) {
     return "--transport must be auto, nccl or copy";
   if (opt.method != "ring" && opt.method != "allgather") return "--method must be ring or allgather";
   if (opt.streams != 1 && opt.streams != 2) return "--streams must be 1 or 2";
+  if (opt.launch != "step" && opt.launch != "pair") return "--launch must be step or pair";
   if (opt.method == "allgather" && opt.transport == "copy")
     return "--method allgather runs through NCCL's collectives: it takes --transport nccl only";
   if (opt.heads < 1 || opt.heads > 65535) return "--heads must be between 1 and 65535";

@@ -32,8 +32,8 @@ using Clock = std::chrono::steady_clock;
 
 struct Gpu {
   int id = 0;
-  // q, o: [nc][H][c][d]; kv[b]: K then V, each [nc][H][c][d]; lse: [nc][H][c]; ob, lseb: one chunk
-  // (with two compute streams, step s's pairs write ob[s % 2], lseb[s % 2])
+  // q, o: [nc][H][c][d]; kv[b]: K then V, each [nc][H][c][d]; lse: [nc][H][c]; ob, lseb: as o and
+  // lse (with two compute streams, step s's pairs write ob[s % 2], lseb[s % 2])
   DevBuf q, kv[2], o, lse, ob[2], lseb[2];
   // Backward: dO and dQ like q; dkv_w[b] the fp32 dK then dV of the block in hand (this GPU's
   // partials, then plus what arrived), dkv_r[b] what arrives from the GPU before; ws[i] the backward
@@ -58,6 +58,9 @@ int fail(const std::string& what);
 // fastest one-GPU launch (the baseline)
 void fast_forward(Dtype dt, bool tiled, const void* q, const void* k, const void* v, void* o, float* lse, int bh, int n,
                   int d, bool causal, cudaStream_t s);
+// one zig-zag step's pairs in one launch (attention_forward_fast_ring_step; kinds: two bits a pair)
+void fast_ring_step(Dtype dt, const void* q, const void* k, const void* v, void* o, float* lse, int heads, int n, int d,
+                    int kinds, cudaStream_t s);
 void fast_backward(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
                    const float* lse, void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal,
                    cudaStream_t s);
@@ -142,10 +145,14 @@ class RingRun {
   void exchange_nccl(int s, int cur, int nxt, int mode);
   void exchange_copy(int s, int cur, int nxt, int mode);
   cudaStream_t step_stream(const Gpu& x, int s) const { return x.comp[s % s_.streams]; }
+  // --launch step applies to the zig-zag split's two query chunks (one pair a step otherwise)
+  bool step_launch() const { return opt_.launch == "step" && s_.zigzag; }
   void wait_previous_run(Gpu& x, cudaStream_t cs);
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
   void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
                      cudaEvent_t before_merge);
+  void forward_step_one_launch(Gpu& x, int s, int b, const char* kbase, cudaStream_t cs, int slot,
+                               cudaEvent_t before_merge);
   void ring_once(int mode);
   void ring_once_forward(int mode);
   double timed(int mode, int iters);

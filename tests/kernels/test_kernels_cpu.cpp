@@ -900,6 +900,13 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   o.gpus = 2;
   CHECK(ring_options_error(o, 1) == "2 GPUs asked for (--gpus 2), but this machine has only 1 GPU; nothing was run");
   CHECK(ring_options_error(o, 0) == "2 GPUs asked for (--gpus 2), but this machine has no CUDA GPU; nothing was run");
+  // --launch: step (a step's pairs in one launch, the default) or pair
+  CHECK(o.launch == "step");
+  o.launch = "pair";
+  CHECK(ring_options_error(o, 2).empty());
+  o.launch = "steps";
+  CHECK(ring_options_error(o, 2) == "--launch must be step or pair");
+  o = RingOptions{};
   // the backward and the all-gather alternative (issue 33): the options first, then the machine
   o.backward = true;
   CHECK(ring_options_error(o, 2).empty());

@@ -109,6 +109,70 @@ TEST_CASE("an output that was never written fails the check", "[kernels][gpu]") 
 // fp32 by its epilogue), equal one backward over the whole sequence. Chunks of 200 rows (no
 // multiple of any tile), three of them, both masks (causal: pairs above the diagonal skipped, the
 // diagonal pair masked), d = 64 and 128.
+TEST_CASE("a ring step in one launch equals attention over the key chunks its kinds allow", "[kernels][gpu][ring]") {
+  if (!have_gpu()) return;
+  using T = __nv_bfloat16;
+  const int heads = 3, c = 200;  // 200 rows: a partial tile at either size
+  // kinds, two bits at 2 (2i + j): 0 none, 1 every key, 2 the diagonal. A zig-zag step 0 (both
+  // diagonals, chunk 1 sees chunk 0 whole), a later step where chunk 0 sees nothing, the full mask.
+  for (int kinds : {2 | (1 << 4) | (2 << 6), (1 << 4) | (1 << 6), 0x55})
+    for (int d : {64, 128}) {
+      INFO("kinds " << kinds << ", d = " << d);
+      const std::size_t elems = 2ull * heads * c * d;
+      DevBuf q(elems * 2), k(elems * 2), v(elems * 2), o(elems * 2), lse(2ull * heads * c * 4);
+      fill_uniform(q.get(), elems, Dtype::BF16, 21, -2.f, 2.f);
+      fill_uniform(k.get(), elems, Dtype::BF16, 22, -2.f, 2.f);
+      fill_uniform(v.get(), elems, Dtype::BF16, 23, -1.f, 1.f);
+      attention_forward_fast_ring_step<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), heads, c, d, kinds,
+                                          nullptr);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      const auto hq = to_host(q.get(), 0, elems, Dtype::BF16), hk = to_host(k.get(), 0, elems, Dtype::BF16),
+                 hv = to_host(v.get(), 0, elems, Dtype::BF16), ho = to_host(o.get(), 0, elems, Dtype::BF16),
+                 hl = to_host(lse.get(), 0, 2ull * heads * c, Dtype::F32);
+      const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+      double err = 0, norm = 0, lse_err = 0;
+      int empty_rows = 0;
+      for (int i = 0; i < 2; ++i)
+        for (int h = 0; h < heads; ++h)
+          for (int r = 0; r < c; ++r) {
+            const std::size_t row = (static_cast<std::size_t>(i) * heads + h) * c + r;
+            std::vector<double> s, w;
+            std::vector<std::size_t> keys;
+            for (int j = 0; j < 2; ++j) {
+              const int kind = (kinds >> (2 * (2 * i + j))) & 3;
+              for (int key = 0; kind != 0 && key < (kind == 2 ? r + 1 : c); ++key)
+                keys.push_back((static_cast<std::size_t>(j) * heads + h) * c + key);
+            }
+            if (keys.empty()) {  // no key: O = 0, lse = -inf
+              ++empty_rows;
+              CHECK(std::isinf(hl[row]));
+              CHECK(hl[row] < 0);
+              for (int x = 0; x < d; ++x) CHECK(ho[row * d + x] == 0.f);
+              continue;
+            }
+            double mx = -INFINITY;
+            for (std::size_t key : keys) {
+              double dot = 0;
+              for (int x = 0; x < d; ++x) dot += double(hq[row * d + x]) * hk[key * d + x];
+              s.push_back(dot * scale);
+              mx = std::max(mx, dot * scale);
+            }
+            double sum = 0;
+            for (double x : s) sum += std::exp(x - mx);
+            lse_err = std::max(lse_err, std::fabs(hl[row] - (mx + std::log(sum))));
+            for (int x = 0; x < d; ++x) {
+              double want = 0;
+              for (std::size_t kk = 0; kk < keys.size(); ++kk) want += std::exp(s[kk] - mx) / sum * hv[keys[kk] * d + x];
+              err += (ho[row * d + x] - want) * (ho[row * d + x] - want);
+              norm += want * want;
+            }
+          }
+      CHECK(empty_rows == ((kinds & 0xf) == 0 ? heads * c : 0));
+      CHECK(std::sqrt(err / norm) < 1e-2);
+      CHECK(lse_err < 1e-3);
+    }
+}
+
 TEST_CASE("the accumulating backward over chunk pairs equals one backward over the sequence", "[kernels][gpu][ring]") {
   if (!have_gpu()) return;
   using T = __nv_bfloat16;
