@@ -180,7 +180,7 @@ void RingRun::setup_gpus() {
     x.q = DevBuf(s_.blk * e);
     for (auto& b : x.kv) b = DevBuf(2 * s_.blk * e);
     x.o = DevBuf(s_.blk * e);
-    for (int k = 0; k < s_.streams; ++k) {  // a pair's partial, or a whole step's (--one-launch)
+    for (int k = 0; k < s_.streams; ++k) {  // a pair's partial, or a whole step's (--launch step)
       x.ob[k] = DevBuf(s_.blk * e);
       x.lseb[k] = DevBuf(s_.nc * s_.lse_chunk * 4);
     }
