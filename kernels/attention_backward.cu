@@ -134,6 +134,7 @@ and the all-mma.sync kernel for comparison).
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <initializer_list>
 #include <sstream>
 #include <stdexcept>
@@ -1316,6 +1317,65 @@ struct WsBwdConfig {
   static_assert((BR == 64 && D == 128) || (BR == 128 && D == 64), "dQ: one 64 x 64 block per consumer");
   static_assert(kSmem <= 227 * 1024, "shared memory per block");
 };
+// One ring step's pairs for the backward's one launch (attention_backward_fast_ring_step): slot a is
+// key chunk kv_chunk[a], seen by runs[a] query chunks q_chunk[a][r], each under the causal mask
+// (the chunks' diagonal) or not. A kernel argument; plain launches pass it empty.
+struct BwdRingStep {
+  int heads = 0;  // heads per chunk
+  int kv_chunk[2] = {0, 0};
+  int runs[2] = {0, 0};
+  int q_chunk[2][2] = {{0, 0}, {0, 0}};
+  bool masked[2][2] = {{false, false}, {false, false}};
+};
+struct QueryTile {
+  int head, i;  // the query head (a chunk's head in the ring) and the tile
+  bool causal;
+};
+// A block's query tiles in the order it walks them: the plain launch's one run [i_begin, i_end) of
+// its own head; in a ring step up to two runs, one per query chunk that sees the block's key chunk.
+template <bool RING>
+struct QueryRuns {
+  int kv_head;  // the K / V / dK / dV head of the block
+  int head[2], begin[2], len0, total;
+  bool causal[2];
+  __device__ __forceinline__ QueryTile at(int it) const {
+    if constexpr (!RING) return {head[0], begin[0] + it, causal[0]};
+    const bool second = it >= len0;
+    return {second ? head[1] : head[0], second ? begin[1] + it - len0 : begin[0] + it,
+            second ? causal[1] : causal[0]};
+  }
+};
+// Ternaries, not indexing, so that the kernel argument is never copied to local memory.
+template <bool RING, int BR>
+__device__ __forceinline__ QueryRuns<RING> query_runs(const KvBlock& blk, const BwdRingStep& ring, int q_tiles,
+                                                      bool causal) {
+  QueryRuns<RING> r{};
+  if constexpr (!RING) {
+    r.kv_head = r.head[0] = blk.head;
+    r.begin[0] = blk.i_begin;
+    r.len0 = r.total = blk.i_end - blk.i_begin;
+    r.causal[0] = causal;
+    return r;
+  } else {
+    const int a = blk.head / ring.heads, h = blk.head % ring.heads;
+    r.kv_head = (a ? ring.kv_chunk[1] : ring.kv_chunk[0]) * ring.heads + h;
+    const int runs = a ? ring.runs[1] : ring.runs[0];
+    r.total = 0;
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int chunk = a ? ring.q_chunk[1][x] : ring.q_chunk[0][x];
+      const bool masked = a ? ring.masked[1][x] : ring.masked[0][x];
+      r.head[x] = chunk * ring.heads + h;
+      r.causal[x] = masked;
+      r.begin[x] = masked ? blk.kv0 / BR : 0;  // under the mask, the tiles at or past the block's keys
+      const int len = x < runs ? q_tiles - r.begin[x] : 0;
+      if (x == 0) r.len0 = len;
+      r.total += len;
+    }
+    return r;
+  }
+}
+
 // named barriers of version 6 (0 is __syncthreads)
 constexpr int kBarDs = 1;       // 256 consumer threads: dS^T complete
 constexpr int kBarDqFull = 2;   // + c: consumer c (128) arrives, the writer warp (32) syncs
@@ -1339,15 +1399,20 @@ constexpr int kDqBarCount = 128 + 32;
 // other's half of dS^T; the other only signals it and goes on to the next tile, so the two drift
 // apart by one dQ product and one's exponentials run under the other's products (ping-pong), in
 // place of version 6's meeting of both consumers at every tile.
+//
+// RING (version 7 only, attention_backward_fast_ring_step): a block's key tile belongs to key chunk
+// ring.kv_chunk[a] of a ring step and walks the query tiles of each query chunk that sees it, one
+// run after the other, in one pass (QueryRuns); tensors are [chunk][head][n][D], so chunk i's head
+// h is head i * heads + h of the tensor maps, the statistics and the accumulators.
 template <class T, int D, int BR, int BC, int STAGES, bool TRUNC_PDS = false, bool PRE_LEAN = false,
-          bool ALT_DQ = false>
+          bool ALT_DQ = false, bool RING = false>
 __global__ void __launch_bounds__(384, 1)
     attn_bwd_ws_kernel(const float* __restrict__ lse2, const float* __restrict__ dsum, float* __restrict__ dq_acc,
                        T* __restrict__ dk, T* __restrict__ dv, float* __restrict__ dk_acc, float* __restrict__ dv_acc,
                        int acc_mode, int n, int n_pad, int bh, int heads_per_group,
                        bool causal, float scale, float scale_log2, const __grid_constant__ CUtensorMap map_q,
                        const __grid_constant__ CUtensorMap map_do, const __grid_constant__ CUtensorMap map_k,
-                       const __grid_constant__ CUtensorMap map_v) {
+                       const __grid_constant__ CUtensorMap map_v, const BwdRingStep ring) {
   using C = WsBwdConfig<D, BR, BC, STAGES, ALT_DQ>;
   extern __shared__ __align__(128) unsigned char smem[];
   // every shared address is base + a C::kOff* constant (K at 0); the consumers re-read base through
@@ -1359,10 +1424,9 @@ __global__ void __launch_bounds__(384, 1)
   const std::uint32_t epilogue_bar = base + C::kOffBars + 8 * (1 + 2 * STAGES);
 
   const KvBlock blk = kv_block<BR, BC>(n, bh, heads_per_group, causal);
-  const int head = blk.head, kv0 = blk.kv0, i_begin = blk.i_begin, i_end = blk.i_end;
-  advance(static_cast<std::size_t>(head) * n_pad, lse2, dsum);  // (dk, dv: in the epilogue, not held over the loop)
-  // this head's accumulator chunks, one per query tile (i_end = the head's query-tile count)
-  dq_acc += static_cast<std::size_t>(head) * i_end * BR * D;
+  const int kv0 = blk.kv0, q_tiles = (n + BR - 1) / BR;
+  const QueryRuns<RING> runs = query_runs<RING, BR>(blk, ring, q_tiles, causal);
+  const int kv_head = runs.kv_head;  // (dk, dv: advanced in the epilogue, not held over the loop)
 
   if (threadIdx.x == 0) {
     tma::mbar_init(kv_full(base), 1);
@@ -1385,28 +1449,33 @@ __global__ void __launch_bounds__(384, 1)
       tma::mbar_arrive_expect_tx(kv_full(base), 2 * C::kKVBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
       for (int b = 0; b < D / 64; ++b) {
-        tma::load_3d(base + b * BC * 128, &map_k, kv_full(base), b * 64, kv0, head);
-        tma::load_3d(base + C::kOffV + b * BC * 128, &map_v, kv_full(base), b * 64, kv0, head);
+        tma::load_3d(base + b * BC * 128, &map_k, kv_full(base), b * 64, kv0, kv_head);
+        tma::load_3d(base + C::kOffV + b * BC * 128, &map_v, kv_full(base), b * 64, kv0, kv_head);
       }
-      for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+      for (int it = 0; it < runs.total; ++it) {
+        const QueryTile tile = runs.at(it);
+        const int i = tile.i;
+        const std::size_t stats = static_cast<std::size_t>(tile.head) * n_pad + i * BR;
         const int s = it % STAGES;
         const std::uint32_t bar = full(base, s);
         tma::mbar_wait(empty(base, s), ((it / STAGES) & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
         tma::mbar_arrive_expect_tx(bar, 2 * C::kQBytes + C::kStatBytes);
 #pragma unroll
         for (int b = 0; b < D / 64; ++b) {
-          tma::load_3d(base + C::kOffQ + s * C::kQBytes + b * BR * 128, &map_q, bar, b * 64, i * BR, head);
-          tma::load_3d(base + C::kOffDO + s * C::kQBytes + b * BR * 128, &map_do, bar, b * 64, i * BR, head);
+          tma::load_3d(base + C::kOffQ + s * C::kQBytes + b * BR * 128, &map_q, bar, b * 64, i * BR, tile.head);
+          tma::load_3d(base + C::kOffDO + s * C::kQBytes + b * BR * 128, &map_do, bar, b * 64, i * BR, tile.head);
         }
-        tma::copy(base + C::kOffStat + s * C::kStatBytes, lse2 + i * BR, BR * 4, bar);
-        tma::copy(base + C::kOffStat + s * C::kStatBytes + BR * 4, dsum + i * BR, BR * 4, bar);
+        tma::copy(base + C::kOffStat + s * C::kStatBytes, lse2 + stats, BR * 4, bar);
+        tma::copy(base + C::kOffStat + s * C::kStatBytes + BR * 4, dsum + stats, BR * 4, bar);
       }
     } else if (warp == 1 && ALT_DQ) {  // dQ writer: tile it's whole block comes from consumer it % 2
-      for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+      for (int it = 0; it < runs.total; ++it) {
+        const QueryTile tile = runs.at(it);
         const int c = it & 1;
         tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
         if (lane == 0) {
-          tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D,
+          // one accumulator chunk per (head, query tile)
+          tma::reduce_add_f32(dq_acc + (static_cast<std::size_t>(tile.head) * q_tiles + tile.i) * BR * D,
                               base + C::alt_dq_buffer(c), BR * D * 4);
           tma::bulk_commit();
           tma::bulk_wait_read<0>();
@@ -1414,23 +1483,24 @@ __global__ void __launch_bounds__(384, 1)
         __syncwarp();
         // the buffer is free for its next writer: the same consumer two tiles on (a buffer each), or
         // the other one at the next tile (one buffer)
-        if (C::kDQBuffers == 2 && i + 2 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
-        if (C::kDQBuffers == 1 && i + 1 < i_end) tma::named_bar_arrive(kBarDqEmpty + (c ^ 1), kDqBarCount);
+        if (C::kDQBuffers == 2 && it + 2 < runs.total) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+        if (C::kDQBuffers == 1 && it + 1 < runs.total) tma::named_bar_arrive(kBarDqEmpty + (c ^ 1), kDqBarCount);
       }
       if (lane == 0) tma::bulk_wait<0>();
     } else if (warp == 1) {  // dQ writer
-      for (int i = i_begin; i < i_end; ++i) {
+      for (int it = 0; it < runs.total; ++it) {
+        const QueryTile tile = runs.at(it);
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
           tma::named_bar_sync(kBarDqFull + c, kDqBarCount);
           if (lane == 0) {
-            tma::reduce_add_f32(dq_acc + static_cast<std::size_t>(i) * BR * D + c * 64 * 64,
+            tma::reduce_add_f32(dq_acc + (static_cast<std::size_t>(tile.head) * q_tiles + tile.i) * BR * D + c * 64 * 64,
                                 base + C::kOffDQ + c * 64 * 64 * 4, 64 * 64 * 4);
             tma::bulk_commit();
             tma::bulk_wait_read<0>();
           }
           __syncwarp();
-          if (i + 1 < i_end) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
+          if (it + 1 < runs.total) tma::named_bar_arrive(kBarDqEmpty + c, kDqBarCount);
         }
       }
       if (lane == 0) tma::bulk_wait<0>();  // the reductions are done before the block's shared memory goes
@@ -1463,7 +1533,8 @@ __global__ void __launch_bounds__(384, 1)
   };
   tma::mbar_wait(kv_full(base), 0);
 
-  for (int i = i_begin, it = 0; i < i_end; ++i, ++it) {
+  for (int it = 0; it < runs.total; ++it) {
+    const QueryTile tile = runs.at(it);
     const int s_ = it % STAGES;
     std::uint32_t b;
     asm volatile("mov.u32 %0, %1;" : "=r"(b) : "r"(base));
@@ -1471,7 +1542,8 @@ __global__ void __launch_bounds__(384, 1)
     const std::uint32_t ks = b, vs = b + C::kOffV, qs = b + C::kOffQ + s_ * C::kQBytes;
     const std::uint32_t dos = b + C::kOffDO + s_ * C::kQBytes, dss = b + C::kOffDS + (it & 1) * C::kDSBytes;
     const std::uint32_t st_lse = b + C::kOffStat + s_ * C::kStatBytes, st_d = st_lse + BR * 4;
-    const int q0 = i * BR;
+    const int q0 = tile.i * BR;
+    const bool tile_causal = tile.causal;
 
     float s[BR / 2], dp[BR / 2];
     wgmma::fence();
@@ -1484,12 +1556,12 @@ __global__ void __launch_bounds__(384, 1)
     // query q0 + 8j + 2t + e; padding queries have lse2 = +inf). Masked (padding key, or causal
     // key > query, i.e. 8j + e < key - q0 - 2t) where 8j + e < lim[h]: one compare per element
     // against one register per row, which keeps d = 64 within 240 registers.
-    const bool masked = kv0 + BC > n || (causal && kv0 + BC - 1 > q0);
+    const bool masked = kv0 + BC > n || (tile_causal && kv0 + BC - 1 > q0);
     int lim[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int key = key_row + 8 * h;
-      lim[h] = key >= n ? INT_MAX : causal ? key - q0 - 2 * t : INT_MIN;
+      lim[h] = key >= n ? INT_MAX : tile_causal ? key - q0 - 2 * t : INT_MIN;
     }
     auto probabilities = [&](auto mask) {
       constexpr bool kMask = decltype(mask)::value;
@@ -1634,7 +1706,7 @@ __global__ void __launch_bounds__(384, 1)
     wgmma::wait<0>();
     pin(dq);
 
-    if (i > i_begin) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);  // the writer has read the last block
+    if (it > 0) tma::named_bar_sync(kBarDqEmpty + c, kDqBarCount);  // the writer has read the last block
 #pragma unroll
     for (int k4 = 0; k4 < 8; ++k4)
       asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"r"(b + C::kOffDQ + dq_stage + k4 * 2048), "f"(dq[4 * k4]),
@@ -1662,10 +1734,10 @@ __global__ void __launch_bounds__(384, 1)
   tma::mbar_arrive(epilogue_bar);  // dK, dV staged
   tma::mbar_wait(epilogue_bar, 1);
   if (acc_mode == 0) {
-    advance(static_cast<std::size_t>(head) * n * D, dk, dv);
+    advance(static_cast<std::size_t>(kv_head) * n * D, dk, dv);
     store_dkdv<D, BC, 256>(ks, vs, dk, dv, kv0, n, threadIdx.x - 128);
   } else {  // 1: write the fp32 accumulators, 2: add into them
-    advance(static_cast<std::size_t>(head) * n * D, dk_acc, dv_acc);
+    advance(static_cast<std::size_t>(kv_head) * n * D, dk_acc, dv_acc);
     store_dkdv_f32<D, BC, 256, T>(ks, vs, dk_acc, dv_acc, kv0, n, threadIdx.x - 128, acc_mode == 2);
   }
 }
@@ -1705,6 +1777,21 @@ __global__ void __launch_bounds__(256) bwd_ws_dq_kernel(const float* __restrict_
 }
 
 
+// The statistics (D = rowsum(dO * O), lse in log2 units) into the workspace, and its fp32 dQ
+// accumulator zeroed when zero_dq. Workspace layout as launch_bwd_with says.
+template <class T, int D>
+void launch_prep(const T* o, const T* dout, const float* lse, void* workspace, int bh, int n, bool zero_dq,
+                 cudaStream_t stream) {
+  const int n_pad = static_cast<int>(stat_rows(n));
+  float* dq_acc = static_cast<float*>(workspace);
+  float* lse2 = dq_acc + static_cast<std::size_t>(bh) * n_pad * D;
+  float* dsum = lse2 + static_cast<std::size_t>(bh) * n_pad;
+  const long long rows = static_cast<long long>(bh) * n_pad;  // a multiple of 128: whole blocks
+  bwd_fast_prep_kernel<T, D><<<static_cast<unsigned>(rows * (D / 8) / 256), 256, 0, stream>>>(
+      o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows, zero_dq);
+  CUDA_CHECK_LAUNCH();
+}
+
 // Version 6's Q / dO ring depth: 2 (d = 128: 194 KB of shared memory, d = 64: 195 KB); PRODUCTS = 5
 // is version 6 with 3 stages, which fits at d = 128 only (226.6 of 227 KB).
 template <int PRODUCTS>
@@ -1734,10 +1821,7 @@ void launch_bwd_with(const T* q, const T* k, const T* v, const T* o, const T* do
   float* dsum = lse2 + static_cast<std::size_t>(bh) * n_pad;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
 
-  const long long rows = static_cast<long long>(bh) * n_pad;  // a multiple of 128: whole blocks
-  bwd_fast_prep_kernel<T, D><<<static_cast<unsigned>(rows * (D / 8) / 256), 256, 0, stream>>>(
-      o, dout, lse, dq_acc, lse2, dsum, n, n_pad, rows, acc.zero_dq);
-  CUDA_CHECK_LAUNCH();
+  launch_prep<T, D>(o, dout, lse, workspace, bh, n, acc.zero_dq, stream);
 
   const int group = bwd_mma_heads_per_group(n, D, static_cast<int>(sizeof(T)), bh);
   const long long grid = static_cast<long long>(bh) * ((n + BC - 1) / BC);
@@ -1753,7 +1837,7 @@ void launch_bwd_with(const T* q, const T* k, const T* v, const T* o, const T* do
     record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
     kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, dk, dv, acc.dk, acc.dv, acc.mode,
                                                                    n, n_pad, bh, group, causal, scale, scale * kLog2e,
-                                                                   map_q, map_do, map_k, map_v);
+                                                                   map_q, map_do, map_k, map_v, BwdRingStep{});
     CUDA_CHECK_LAUNCH();
     if (!acc.convert_dq) return;
     const int q_tiles = (n + BR - 1) / BR;
@@ -1801,6 +1885,68 @@ __attribute__((noinline)) void launch_bwd(const T* q, const T* k, const T* v, co
                 void* workspace, int bh, int n, bool causal, cudaStream_t stream) {
   launch_bwd_with<T, D, BR, BC, NW, DQ_MT, PRODUCTS>(q, k, v, o, dout, lse, dq, dk, dv, workspace, bh, n, causal, stream,
                                                      BwdAccumulate{});
+}
+
+// Whether a key tile may walk both query chunks of a ring step in one launch: while one head's
+// Q, dO and dQ accumulator of both chunks stay in L2 (under 3/4 of it) the block rereads them
+// from L2. Beyond that they stream from HBM: 2 x 32768 rows at d = 128 (67 MB a head) ran 8 %
+// slower than a launch per chunk on an H200 (60 MB of L2), 2 x 16384 rows (34 MB) 1-4 % faster
+// (kernels/RESULTS.md, issue 33, 2026-11-27).
+inline bool ring_runs_fit_l2(const BwdRingStep& ring, int slots, int n, int d, std::size_t elem_bytes) {
+  int max_runs = 0;
+  for (int a = 0; a < slots; ++a) max_runs = std::max(max_runs, ring.runs[a]);
+  if (max_runs < 2) return true;
+  // FLASHSIM_RING_BWD_SPLIT (tests, A/B runs): 1 a launch per query chunk, 0 one launch, else by size
+  if (const char* env = std::getenv("FLASHSIM_RING_BWD_SPLIT")) {
+    if (std::strcmp(env, "1") == 0) return false;
+    if (std::strcmp(env, "0") == 0) return true;
+  }
+  int dev = 0, l2 = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  const double head_bytes = 2.0 * n * d * (2.0 * static_cast<double>(elem_bytes) + 4.0);
+  return head_bytes <= 0.75 * l2;
+}
+
+// Version 7 over one ring step: one block per key tile of every key chunk some query chunk sees
+// (ring's slots), walking those query chunks' tiles; dK / dV written (acc_mode 1) or added (2) to
+// the fp32 accumulators. The statistics and the dQ accumulator are the ring's, prepared once
+// (launch_prep).
+template <class T, int D, int BR>
+void launch_bwd_ring_step(const T* q, const T* k, const T* v, const T* dout, float* dk_acc, float* dv_acc,
+                          void* workspace, int chunks, int n, const BwdRingStep& ring, int slots, int acc_mode,
+                          cudaStream_t stream) {
+  constexpr int BC = 128, STAGES = ws_stages<8>();
+  using C = WsBwdConfig<D, BR, BC, STAGES, true>;
+  auto kernel = attn_bwd_ws_kernel<T, D, BR, BC, STAGES, false, false, true, true>;
+  const int bh = chunks * ring.heads, n_pad = static_cast<int>(stat_rows(n));
+  float* dq_acc = static_cast<float*>(workspace);
+  float* lse2 = dq_acc + static_cast<std::size_t>(bh) * n_pad * D;
+  float* dsum = lse2 + static_cast<std::size_t>(bh) * n_pad;
+  const float scale = 1.f / std::sqrt(static_cast<float>(D));
+  int max_runs = 0;
+  bool any_masked = false;
+  for (int a = 0; a < slots; ++a) {
+    max_runs = std::max(max_runs, ring.runs[a]);
+    for (int r = 0; r < ring.runs[a]; ++r) any_masked = any_masked || ring.masked[a][r];
+  }
+  // a key block reads the Q and dO of every query chunk it sees: their bytes set the L2 groups
+  const int group = bwd_mma_heads_per_group(static_cast<std::int64_t>(n) * max_runs, D, static_cast<int>(sizeof(T)),
+                                            slots * ring.heads);
+  const long long grid = static_cast<long long>(slots) * ring.heads * ((n + BC - 1) / BC);
+  if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast_ring_step: too many blocks");
+  static std::uint64_t smem_set = 0;
+  if (first_launch_on_this_device(smem_set))
+    CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
+  const CUtensorMap map_q = tma::head_tensor_map(q, bh, n, D, BR), map_do = tma::head_tensor_map(dout, bh, n, D, BR),
+                    map_k = tma::head_tensor_map(k, bh, n, D, BC), map_v = tma::head_tensor_map(v, bh, n, D, BC);
+  record_occupancy(reinterpret_cast<const void*>(kernel), 384, C::kSmem);
+  // causal (the launch order's): the long key tiles of a diagonal first, as in the plain launch
+  kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, nullptr, nullptr, dk_acc, dv_acc,
+                                                                 acc_mode,
+                                                                 n, n_pad, slots * ring.heads, group, any_masked, scale,
+                                                                 scale * kLog2e, map_q, map_do, map_k, map_v, ring);
+  CUDA_CHECK_LAUNCH();
 }
 
 // The launchers' kernel for head dimension d and a version: launch(Tiles<D, BR, PRODUCTS>{}), with
@@ -1911,11 +2057,94 @@ void attention_backward_fast_finish_dq(void* workspace, T* dq, int bh, int n, in
   else convert(bwd_fast::bwd_ws_dq_kernel<T, 128, 64>, 64);
 }
 
+template <class T>
+void attention_backward_fast_ring_prepare(const T* o, const T* dout, const float* lse, void* workspace, int bh, int n,
+                                          int d, cudaStream_t stream) {
+  if (bh < 1 || n < 1 || o == nullptr || dout == nullptr || lse == nullptr || workspace == nullptr)
+    throw std::invalid_argument("attention_backward_fast_ring_prepare: need bh, n >= 1 and buffers");
+  if (d == 64) bwd_fast::launch_prep<T, 64>(o, dout, lse, workspace, bh, n, true, stream);
+  else if (d == 128) bwd_fast::launch_prep<T, 128>(o, dout, lse, workspace, bh, n, true, stream);
+  else throw std::invalid_argument("attention_backward_fast_ring_prepare: head dimension must be 64 or 128");
+}
+
+template <class T>
+void attention_backward_fast_ring_step(const T* q, const T* k, const T* v, const T* dout, float* dk_acc,
+                                       float* dv_acc, void* workspace, int heads, int n, int d, int chunks, int kinds,
+                                       cudaStream_t stream) {
+  const char* what = "attention_backward_fast_ring_step";
+  if (heads < 1 || n < 1) throw std::invalid_argument(std::string(what) + ": need heads >= 1 and n >= 1");
+  if (chunks != 1 && chunks != 2) throw std::invalid_argument(std::string(what) + ": chunks must be 1 or 2");
+  if (d != 64 && d != 128) throw std::invalid_argument(std::string(what) + ": head dimension must be 64 or 128");
+  for (const void* p : {static_cast<const void*>(q), static_cast<const void*>(k), static_cast<const void*>(v),
+                        static_cast<const void*>(dout), static_cast<const void*>(dk_acc),
+                        static_cast<const void*>(dv_acc), static_cast<const void*>(workspace)})
+    if (p == nullptr || reinterpret_cast<std::uintptr_t>(p) % 16 != 0)
+      throw std::invalid_argument(std::string(what) + ": tensors and workspace must be non-null and 16-byte aligned");
+  if (bwd_fast::selected_version() != 7)
+    throw std::invalid_argument(std::string(what) + ": needs version 7 (FLASHSIM_BWD_VERSION selects another)");
+  if (kinds < 0 || kinds >= (1 << (2 * (2 * (chunks - 1) + chunks))))
+    throw std::invalid_argument(std::string(what) + ": kinds has bits past the chunks' pairs");
+  bwd_fast::BwdRingStep ring;
+  ring.heads = heads;
+  int slots = 0;
+  const std::size_t chunk = static_cast<std::size_t>(heads) * n * d;
+  for (int j = 0; j < chunks; ++j) {
+    int runs = 0;
+    for (int i = 0; i < chunks; ++i) {
+      const int code = (kinds >> (2 * (2 * i + j))) & 3;
+      if (code == 3) throw std::invalid_argument(std::string(what) + ": a pair's kind must be 0, 1 or 2");
+      if (code == 0) continue;
+      ring.q_chunk[slots][runs] = i;
+      ring.masked[slots][runs] = code == 2;
+      ++runs;
+    }
+    if (runs == 0) {  // no query sees this key chunk: its gradients are zero
+      CUDA_CHECK(cudaMemsetAsync(dk_acc + j * chunk, 0, chunk * sizeof(float), stream));
+      CUDA_CHECK(cudaMemsetAsync(dv_acc + j * chunk, 0, chunk * sizeof(float), stream));
+      continue;
+    }
+    ring.kv_chunk[slots] = j;
+    ring.runs[slots] = runs;
+    ++slots;
+  }
+  if (slots == 0) return;
+  auto launch = [&](const bwd_fast::BwdRingStep& r, int r_slots, int acc_mode) {
+    if (d == 64)
+      bwd_fast::launch_bwd_ring_step<T, 64, 128>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, r_slots,
+                                                 acc_mode, stream);
+    else
+      bwd_fast::launch_bwd_ring_step<T, 128, 64>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, r_slots,
+                                                 acc_mode, stream);
+  };
+  if (!bwd_fast::ring_runs_fit_l2(ring, slots, n, d, sizeof(T))) {
+    // a launch per query chunk: every slot's first run writes dK / dV, the second runs add to them
+    bwd_fast::BwdRingStep first = ring, second = ring;
+    int second_slots = 0;
+    for (int a = 0; a < slots; ++a) {
+      first.runs[a] = 1;
+      if (ring.runs[a] < 2) continue;
+      second.kv_chunk[second_slots] = ring.kv_chunk[a];
+      second.runs[second_slots] = 1;
+      second.q_chunk[second_slots][0] = ring.q_chunk[a][1];
+      second.masked[second_slots][0] = ring.masked[a][1];
+      ++second_slots;
+    }
+    launch(first, slots, 1);
+    launch(second, second_slots, 2);
+    return;
+  }
+  launch(ring, slots, 1);
+}
+
 #define FLASHSIM_BWD_ACCUMULATE(T)                                                                                    \
   template void attention_backward_fast_accumulate<T>(const T*, const T*, const T*, const T*, const T*, const float*, \
                                                       float*, float*, bool, void*, bool, int, int, int, bool,          \
                                                       cudaStream_t);                                                   \
-  template void attention_backward_fast_finish_dq<T>(void*, T*, int, int, int, cudaStream_t);
+  template void attention_backward_fast_finish_dq<T>(void*, T*, int, int, int, cudaStream_t);                      \
+  template void attention_backward_fast_ring_prepare<T>(const T*, const T*, const float*, void*, int, int, int,      \
+                                                        cudaStream_t);                                               \
+  template void attention_backward_fast_ring_step<T>(const T*, const T*, const T*, const T*, float*, float*, void*, \
+                                                     int, int, int, int, int, cudaStream_t);
 FLASHSIM_BWD_ACCUMULATE(__nv_bfloat16)
 FLASHSIM_BWD_ACCUMULATE(__half)
 #undef FLASHSIM_BWD_ACCUMULATE

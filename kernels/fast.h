@@ -85,4 +85,22 @@ void attention_backward_fast_accumulate(const T* q, const T* k, const T* v, cons
 template <class T>
 void attention_backward_fast_finish_dq(void* workspace, T* dq, int bh, int n, int d, cudaStream_t stream);
 
+// The ring backward with one launch a step (kernels/ring_backward.cpp, --launch step). A GPU's
+// `chunks` query chunks (q, o, dout: [chunks][heads][n][d]; lse: [chunks][heads][n]) stay home for
+// the whole ring, so ring_prepare computes their statistics into the workspace
+// (attention_backward_fast_workspace_bytes(chunks * heads, n, d)) once, with bh = chunks * heads,
+// and zeroes its fp32 dQ accumulator. Each step is then one ring_step over the key block in hand
+// (k, v: [chunks][heads][n][d]); `kinds` says which query chunk sees which key chunk, two bits at
+// 2 (2i + j) as for the forward's step. A key tile sums its dK, dV over every query chunk that
+// sees it in registers and writes them (not adds) to dk_acc, dv_acc (fp32 [chunks][heads][n][d];
+// zeros for a key chunk nobody sees); dQ adds into the accumulator, converted at the end by
+// attention_backward_fast_finish_dq(workspace, dq, chunks * heads, n, d). Version 7 only.
+template <class T>
+void attention_backward_fast_ring_prepare(const T* o, const T* dout, const float* lse, void* workspace, int bh, int n,
+                                          int d, cudaStream_t stream);
+template <class T>
+void attention_backward_fast_ring_step(const T* q, const T* k, const T* v, const T* dout, float* dk_acc,
+                                       float* dv_acc, void* workspace, int heads, int n, int d, int chunks, int kinds,
+                                       cudaStream_t stream);
+
 }  // namespace flashsim::gpu

@@ -693,8 +693,8 @@ CLI::App* add_ring_command(CLI::App& app, RingOptions& ring_opt) {
                    "compute streams per GPU: 2 (steps alternate, so a step's last wave overlaps the next step) or 1")
       ->capture_default_str();
   ring->add_option("--launch", ring_opt.launch,
-                   "zig-zag forward: step (each step's pairs in one launch of the fast kernel, one merge) or pair (a "
-                   "launch and a merge per pair)")
+                   "step (each step's pairs in one launch of the fast kernel: the zig-zag forward, with one merge, "
+                   "and the backward under either split, its statistics prepared once) or pair (a launch per pair)")
       ->capture_default_str();
   ring->add_option("--nccl-ctas", ring_opt.nccl_ctas, "cap NCCL's CTAs (ncclConfig_t::maxCTAs); 0: NCCL's default")
       ->capture_default_str();

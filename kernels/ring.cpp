@@ -356,18 +356,23 @@ void RingRun::compute_step(int s, int cur, int mode, std::vector<char>& started)
   }
 }
 
+int RingRun::step_kinds(int p, int b) const {
+  int kinds = 0;
+  for (int i = 0; i < s_.nc; ++i)
+    for (int j = 0; j < s_.nc; ++j) {
+      const auto kind = sim::ring::pair_kind(s_.segs[p][i], s_.segs[b][j], opt_.causal);
+      const int code = kind == sim::ring::PairKind::Skip ? 0 : kind == sim::ring::PairKind::Masked ? 2 : 1;
+      kinds |= code << (2 * (2 * i + j));
+    }
+  return kinds;
+}
+
 // --launch step: GPU x's step s with block b in one launch over both query chunks (each pair's kind
 // two bits of `kinds`), then one merge over both; step 0, the GPU's own block, gives every chunk its
 // diagonal, so it writes (O, lse) directly.
 void RingRun::forward_step_one_launch(Gpu& x, int s, int b, const char* kbase, cudaStream_t cs, int slot,
                                       cudaEvent_t before_merge) {
-  int kinds = 0;
-  for (int i = 0; i < s_.nc; ++i)
-    for (int j = 0; j < s_.nc; ++j) {
-      const auto kind = sim::ring::pair_kind(s_.segs[x.id][i], s_.segs[b][j], opt_.causal);
-      const int code = kind == sim::ring::PairKind::Skip ? 0 : kind == sim::ring::PairKind::Masked ? 2 : 1;
-      kinds |= code << (2 * (2 * i + j));
-    }
+  const int kinds = step_kinds(x.id, b);
   const char* v = kbase + s_.nc * s_.chunk * s_.e;
   const int rows = static_cast<int>(s_.c);
   if (s == 0) {
@@ -765,6 +770,13 @@ void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, c
 }
 
 // Times, overlap, scaling and the one-line RESULT.
+// What --launch did in this direction: the backward takes the step launch with either split and
+// in the all-gather; the forward only in the zig-zag ring (RingRun::step_launch).
+const char* launch_name(const RingOptions& opt, const Shape& s) {
+  if (s.backward) return opt.launch.c_str();
+  return opt.launch == "step" && s.zigzag && !s.allgather ? "step" : "pair";
+}
+
 void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::RingMachine& sim_ring, const Validation& v,
                    const Timing& t, const Nvlink& nv, bool bytes_ok) {
   const int P = s.P;
@@ -796,7 +808,7 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
               eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
-              opt.launch == "step" && s.zigzag && !s.allgather ? "step" : "pair");
+              launch_name(opt, s));
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

@@ -36,7 +36,10 @@
 // (attention_forward_fast_ring_step walks each query chunk's key chunks in turn) and one merge for
 // both chunks; --launch pair: a launch and a merge per pair (the contiguous split has one pair a
 // step either way). On 4 x H200 the step launch was 3-7 % faster under the full mask and at
-// N = 128k, and within 1 % at 64k causal (kernels/RESULTS.md, issue 33, 2026-11-27).
+// N = 128k, and within 1 % at 64k causal (kernels/RESULTS.md, issue 33, 2026-11-27). The backward's
+// step launch (either split, and the all-gather's blocks) is one kernel over the step's pairs
+// (attention_backward_fast_ring_step: a key tile sums every query chunk that sees it in
+// registers), with the query chunks' statistics computed once per ring, not once per pair.
 //
 // Prints: validation (against one-GPU attention_forward_fast on all N and a float64 CPU reference
 // on sampled rows; outputs poisoned first), bytes counted by sim/ring.h vs posted to NCCL vs

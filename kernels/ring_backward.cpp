@@ -48,20 +48,45 @@ void RingRun::setup_backward() {
     for (auto& b : x.dkv_w) b = DevBuf(2 * s_.blk * 4);
     if (!s_.allgather)
       for (auto& b : x.dkv_r) b = DevBuf(2 * s_.blk * 4);
-    for (int i = 0; i < s_.nc; ++i)
-      x.ws[i] = DevBuf(::flashsim::gpu::attention_backward_fast_workspace_bytes(s_.H, static_cast<int>(s_.c), s_.D));
+    if (backward_step_launch())
+      x.ws[0] = DevBuf(::flashsim::gpu::attention_backward_fast_workspace_bytes(s_.nc * s_.H, static_cast<int>(s_.c), s_.D));
+    else
+      for (int i = 0; i < s_.nc; ++i)
+        x.ws[i] = DevBuf(::flashsim::gpu::attention_backward_fast_workspace_bytes(s_.H, static_cast<int>(s_.c), s_.D));
     if (s_.allgather) x.dkv_all = DevBuf(static_cast<std::size_t>(s_.P) * 2 * s_.blk * 4);
     chunk_copy(x.dout.get(), x.id, gdo_.get(), true);
   }
 }
 
+namespace {
+
+template <class F>
+void with_type(Dtype dt, F f) {
+  if (dt == Dtype::BF16) f(__nv_bfloat16{});
+  else f(__half{});
+}
+
+}  // namespace
+
 // GPU x's pairs with block b (K then V at kbase) on stream cs: dQ added into the chunks' workspaces
-// (zero_dq cleared them at the run's start), dK / dV into dkv (fp32, K part then V part, each
-// [nc][H][c][D]), written by a chunk's first pair, added by the rest, all inside the backward
-// kernel. A K chunk no pair of this step touches gets zeros.
+// (start_dq cleared them at the run's start), dK / dV into dkv (fp32, K part then V part, each
+// [nc][H][c][D]). With the step launch one kernel does every pair of the step, each key tile
+// summing its query chunks in registers; else a launch per pair, a chunk's first pair writing and
+// the rest adding, all inside the backward kernel. A K chunk no pair of this step touches gets zeros.
 void RingRun::backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, cudaStream_t cs) {
   const int nc = s_.nc;
   const std::size_t e = s_.e, chunk = s_.chunk;
+  if (backward_step_launch()) {
+    const int kinds = step_kinds(x.id, b);
+    with_type(s_.dt, [&](auto t) {
+      using T = decltype(t);
+      attention_backward_fast_ring_step<T>(static_cast<const T*>(x.q.get()), reinterpret_cast<const T*>(kbase),
+                                           reinterpret_cast<const T*>(kbase + nc * chunk * e),
+                                           static_cast<const T*>(x.dout.get()), dkv, dkv + nc * chunk, x.ws[0].get(),
+                                           s_.H, static_cast<int>(s_.c), s_.D, nc, kinds, cs);
+    });
+    return;
+  }
   std::vector<char> wrote(static_cast<std::size_t>(nc), 0);
   for (int i = 0; i < nc; ++i)
     for (int j = 0; j < nc; ++j) {
@@ -84,13 +109,27 @@ void RingRun::backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, cudaS
 }
 
 // At a run's start: the query chunks' fp32 dQ accumulators (whole workspaces) to zero. The pairs of
-// every step then add into them, on either stream, with the kernel's reductions.
-void RingRun::zero_dq(Gpu& x, cudaStream_t cs) {
+// every step then add into them, on either stream, with the kernel's reductions. The step launch
+// also computes the chunks' statistics here, once for the ring (the per-pair launches redo them).
+void RingRun::start_dq(Gpu& x, cudaStream_t cs) {
+  if (backward_step_launch()) {
+    with_type(s_.dt, [&](auto t) {
+      using T = decltype(t);
+      attention_backward_fast_ring_prepare<T>(static_cast<const T*>(x.o.get()), static_cast<const T*>(x.dout.get()),
+                                              x.lse.as<float>(), x.ws[0].get(), s_.nc * s_.H,
+                                              static_cast<int>(s_.c), s_.D, cs);
+    });
+    return;
+  }
   for (int i = 0; i < s_.nc; ++i) CUDA_CHECK(cudaMemsetAsync(x.ws[i].get(), 0, x.ws[i].bytes(), cs));
 }
 
 // After the last pair: each query chunk's fp32 dQ (in its workspace) into x.dq, type T.
 void RingRun::finish_dq(Gpu& x, cudaStream_t cs) {
+  if (backward_step_launch()) {
+    fast_backward_finish_dq(s_.dt, x.ws[0].get(), x.dq.get(), s_.nc * s_.H, static_cast<int>(s_.c), s_.D, cs);
+    return;
+  }
   for (int i = 0; i < s_.nc; ++i)
     fast_backward_finish_dq(s_.dt, x.ws[i].get(), static_cast<char*>(x.dq.get()) + i * s_.chunk * s_.e, s_.H,
                             static_cast<int>(s_.c), s_.D, cs);
@@ -170,7 +209,7 @@ void RingRun::ring_once_backward(int mode) {
         }
         if (s == 0) {  // after the run before (its dQ conversion read the workspaces)
           if (runs_ > 0 && s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_end[P - 1], 0));
-          zero_dq(x, cs);
+          start_dq(x, cs);
         }
         CUDA_CHECK(cudaEventRecord(x.comp_start[s], cs));
         // the other stream's first step adds into the workspaces this one just cleared
@@ -232,7 +271,7 @@ void RingRun::allgather_once(int mode) {
                                    : static_cast<const char*>(x.kv_all.get()) + b * kv_elems_ * e;
         if (run_backward_) {
           float* dkv = P > 1 ? x.dkv_all.as<float>() + b * 2 * s_.blk : x.dkv_w[0].as<float>();
-          if (s == 0) zero_dq(x, x.comp[0]);
+          if (s == 0) start_dq(x, x.comp[0]);
           backward_pairs(x, b, kbase, dkv, x.comp[0]);
           if (s == P - 1) finish_dq(x, x.comp[0]);
         } else {

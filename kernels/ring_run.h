@@ -37,7 +37,8 @@ struct Gpu {
   DevBuf q, kv[2], o, lse, ob[2], lseb[2];
   // Backward: dO and dQ like q; dkv_w[b] the fp32 dK then dV of the block in hand (this GPU's
   // partials, then plus what arrived), dkv_r[b] what arrives from the GPU before; ws[i] the backward
-  // kernel's workspace for query chunk i, whose fp32 dQ accumulator sums the chunk's pairs.
+  // kernel's workspace for query chunk i, whose fp32 dQ accumulator sums the chunk's pairs (with
+  // the step launch ws[0] alone, for all chunks).
   DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2];
   // All-gather: every GPU's K/V block ([P][K then V]) and, backward, every block's fp32 dK/dV partials.
   DevBuf kv_all, dkv_all;
@@ -147,6 +148,11 @@ class RingRun {
   cudaStream_t step_stream(const Gpu& x, int s) const { return x.comp[s % s_.streams]; }
   // --launch step applies to the zig-zag split's two query chunks (one pair a step otherwise)
   bool step_launch() const { return opt_.launch == "step" && s_.zigzag; }
+  // the backward's step launch takes either split: its query chunks' statistics are prepared once
+  bool backward_step_launch() const { return opt_.launch == "step"; }
+  // which of GPU p's query chunks sees which of block b's key chunks: two bits at 2 (2i + j), 0 none,
+  // 1 every key, 2 the causal diagonal (the step launches' `kinds`)
+  int step_kinds(int p, int b) const;
   void wait_previous_run(Gpu& x, cudaStream_t cs);
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
   void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
@@ -170,7 +176,7 @@ class RingRun {
   // backward (kernels/ring_backward.cpp)
   void ring_once_backward(int mode);
   void backward_pairs(Gpu& x, int b, const char* kbase, float* dkv, cudaStream_t cs);
-  void zero_dq(Gpu& x, cudaStream_t cs);
+  void start_dq(Gpu& x, cudaStream_t cs);
   void finish_dq(Gpu& x, cudaStream_t cs);
   void exchange_dkv_nccl(int s, int mode);
   void exchange_dkv_copy(int s, int mode);

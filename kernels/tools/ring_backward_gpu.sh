@@ -11,11 +11,16 @@
 #   bound     an exchange-bound size (small N, many GPUs) with the ring's overlap against none
 # RING_BUDGET_S (default 540): runs that would start later are skipped and named in results.txt.
 # HEADS (default 8); TRANSPORT (nccl or copy, default nccl) for the ring runs of p4, p2, allgather, bound.
+# FULL_SPLIT (contiguous or zigzag, default contiguous): the split of p4's and p2's full-mask runs
+# (zigzag gives the forward its one launch a step under the full mask too). LAUNCH_AB=1: p4 and p2
+# also run each backward with --launch pair, right after the default (step) run.
 set -u
 START=$(date +%s)
 BUDGET=${RING_BUDGET_S:-540}
 HEADS=${HEADS:-8}
 TRANSPORT=${TRANSPORT:-nccl}
+FULL_SPLIT=${FULL_SPLIT:-contiguous}
+LAUNCH_AB=${LAUNCH_AB:-0}
 usage="usage: ring_backward_gpu.sh BIN_DIR OUT_DIR SET... (sets: smoke quick p4 p2 streams allgather bound)"
 BIN=${1:?$usage}
 OUT=${2:?$usage}
@@ -57,11 +62,12 @@ table() {
   for n in "$@"; do
     for d in 128 64; do
       for mask in full causal; do
-        local m=() split=contiguous
+        local m=() split=$FULL_SPLIT
         [ $mask = causal ] && m=(--causal) && split=zigzag
         local a=(--gpus "$P" --n "$n" --d "$d" "${m[@]}" --split $split --transport "$TRANSPORT" --repeats 3)
         run "p${P}-n${n}-d${d}-${mask}-$TRANSPORT-fwd" "${a[@]}"
         run "p${P}-n${n}-d${d}-${mask}-$TRANSPORT-bwd" "${a[@]}" --backward
+        [ "$LAUNCH_AB" = 1 ] && run "p${P}-n${n}-d${d}-${mask}-$TRANSPORT-bwd-pair" "${a[@]}" --backward --launch pair
       done
     done
   done

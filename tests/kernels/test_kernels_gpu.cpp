@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 #include "kernels/fast.h"
@@ -250,6 +251,119 @@ TEST_CASE("the accumulating backward over chunk pairs equals one backward over t
         CHECK(std::sqrt(err[g] / norm[g]) < 1e-2);
       }
     }
+}
+
+TEST_CASE("the ring backward in one launch a step equals one backward over the sequence", "[kernels][gpu][ring]") {
+  if (!have_gpu()) return;
+  using T = __nv_bfloat16;
+  const int bh = 2, c = 200, gpus = 2;  // two GPUs' steps on one device; 200 rows: partial tiles
+  // split: a launch per query chunk, as for chunks too long for both to stay in L2
+  for (bool split : {false, true})
+  for (int chunks : {1, 2})  // the contiguous split, and the zig-zag one (GPU p holds chunks p and 3 - p)
+    for (int d : {64, 128})
+      for (bool causal : {false, true}) {
+        if (split && chunks == 1) continue;
+        setenv("FLASHSIM_RING_BWD_SPLIT", split ? "1" : "0", 1);
+        INFO((chunks == 2 ? "zig-zag" : "contiguous") << ", d = " << d << (causal ? ", causal" : ", full")
+                                                      << (split ? ", a launch per query chunk" : ""));
+        const int parts = gpus * chunks, n = parts * c;
+        auto seg = [&](int p, int i) { return i == 0 ? p : parts - 1 - p; };  // sequence chunk i of GPU p
+        const std::size_t all = static_cast<std::size_t>(bh) * n * d, part = static_cast<std::size_t>(bh) * c * d;
+        const std::size_t local = chunks * part;
+        DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), dout(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
+        DevBuf dq(all * 2), dk(all * 2), dv(all * 2), ws(attention_backward_fast_workspace_bytes(bh, n, d));
+        fill_uniform(q.get(), all, Dtype::BF16, 31, -2.f, 2.f);
+        fill_uniform(k.get(), all, Dtype::BF16, 32, -2.f, 2.f);
+        fill_uniform(v.get(), all, Dtype::BF16, 33, -1.f, 1.f);
+        fill_uniform(dout.get(), all, Dtype::BF16, 34, -1.f, 1.f);
+        attention_forward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, d, causal, nullptr);
+        attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(),
+                                   dq.as<T>(), dk.as<T>(), dv.as<T>(), ws.get(), bh, n, d, causal, nullptr);
+        // GPU p's chunks of a [bh][n][cols] tensor as [chunks][bh][c][cols]
+        auto gather = [&](const DevBuf& from, std::size_t elem, int cols, int p) {
+          DevBuf to(chunks * static_cast<std::size_t>(bh) * c * cols * elem);
+          const std::size_t row = cols * elem;
+          for (int i = 0; i < chunks; ++i)
+            CUDA_CHECK(cudaMemcpy2D(static_cast<char*>(to.get()) + i * bh * c * row, c * row,
+                                    static_cast<const char*>(from.get()) + seg(p, i) * c * row, n * row, c * row, bh,
+                                    cudaMemcpyDeviceToDevice));
+          return to;
+        };
+        // the ring's kinds (kernels/ring.cpp RingRun::step_kinds): GPU p's chunk i against block b's chunk j
+        auto kinds_of = [&](int p, int b) {
+          int kinds = 0;
+          for (int i = 0; i < chunks; ++i)
+            for (int j = 0; j < chunks; ++j) {
+              const int qs = seg(p, i), ks = seg(b, j);
+              const int code = !causal || qs > ks ? 1 : qs == ks ? 2 : 0;
+              kinds |= code << (2 * (2 * i + j));
+            }
+          return kinds;
+        };
+        std::vector<std::vector<float>> dq_got(gpus), dk_sum(gpus, std::vector<float>(local, 0.f)),
+            dv_sum(gpus, std::vector<float>(local, 0.f));
+        for (int p = 0; p < gpus; ++p) {
+          const DevBuf qp = gather(q, 2, d, p), op = gather(o, 2, d, p), dop = gather(dout, 2, d, p),
+                       lp = gather(lse, 4, 1, p);
+          DevBuf wsp(attention_backward_fast_workspace_bytes(chunks * bh, c, d)), dqp(local * 2);
+          DevBuf dkp(local * 4), dvp(local * 4);
+          attention_backward_fast_ring_prepare<T>(op.as<T>(), dop.as<T>(), lp.as<float>(), wsp.get(), chunks * bh, c, d,
+                                                  nullptr);
+          for (int b = 0; b < gpus; ++b) {
+            const DevBuf kb = gather(k, 2, d, b), vb = gather(v, 2, d, b);
+            CUDA_CHECK(cudaMemset(dkp.get(), 0xff, local * 4));  // written, not added: NaN would stay
+            CUDA_CHECK(cudaMemset(dvp.get(), 0xff, local * 4));
+            attention_backward_fast_ring_step<T>(qp.as<T>(), kb.as<T>(), vb.as<T>(), dop.as<T>(), dkp.as<float>(),
+                                                 dvp.as<float>(), wsp.get(), bh, c, d, chunks, kinds_of(p, b), nullptr);
+            const auto hk = to_host(dkp.get(), 0, local, Dtype::F32), hv = to_host(dvp.get(), 0, local, Dtype::F32);
+            for (std::size_t x = 0; x < local; ++x) {
+              dk_sum[b][x] += hk[x];
+              dv_sum[b][x] += hv[x];
+            }
+          }
+          attention_backward_fast_finish_dq<T>(wsp.get(), dqp.as<T>(), chunks * bh, c, d, nullptr);
+          dq_got[p] = to_host(dqp.get(), 0, local, Dtype::BF16);
+        }
+        const auto ref_q = to_host(dq.get(), 0, all, Dtype::BF16), ref_k = to_host(dk.get(), 0, all, Dtype::BF16),
+                   ref_v = to_host(dv.get(), 0, all, Dtype::BF16);
+        double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
+        for (int p = 0; p < gpus; ++p)
+          for (int i = 0; i < chunks; ++i)
+            for (int h = 0; h < bh; ++h)
+              for (std::size_t r = 0; r < static_cast<std::size_t>(c) * d; ++r) {
+                const std::size_t at = (static_cast<std::size_t>(h) * n + static_cast<std::size_t>(seg(p, i)) * c) * d + r;
+                const std::size_t loc = (static_cast<std::size_t>(i) * bh + h) * c * d + r;
+                const double got[3] = {dq_got[p][loc], dk_sum[p][loc], dv_sum[p][loc]},
+                             want[3] = {ref_q[at], ref_k[at], ref_v[at]};
+                for (int g = 0; g < 3; ++g) {
+                  err[g] += (got[g] - want[g]) * (got[g] - want[g]);
+                  norm[g] += want[g] * want[g];
+                }
+              }
+        for (int g = 0; g < 3; ++g) {
+          INFO("gradient " << "QKV"[g] << ": relative L2 " << std::sqrt(err[g] / norm[g]));
+          CHECK(norm[g] > 0);
+          CHECK(std::sqrt(err[g] / norm[g]) < 1e-2);
+        }
+      }
+  unsetenv("FLASHSIM_RING_BWD_SPLIT");
+}
+
+TEST_CASE("the ring backward's step launch refuses what it cannot do", "[kernels][gpu][ring]") {
+  if (!have_gpu()) return;
+  using T = __nv_bfloat16;
+  DevBuf buf(1 << 20);
+  const T* t = buf.as<T>();
+  float* f = buf.as<float>();
+  auto step = [&](int chunks, int d, int kinds) {
+    attention_backward_fast_ring_step<T>(t, t, t, t, f, f, buf.get(), 1, 16, d, chunks, kinds, nullptr);
+  };
+  CHECK_THROWS_WITH(step(3, 64, 1), Catch::Contains("chunks must be 1 or 2"));
+  CHECK_THROWS_WITH(step(2, 96, 1), Catch::Contains("head dimension must be 64 or 128"));
+  CHECK_THROWS_WITH(step(1, 64, 1 << 2), Catch::Contains("kinds has bits past the chunks' pairs"));
+  CHECK_THROWS_WITH(step(2, 64, 3), Catch::Contains("a pair's kind must be 0, 1 or 2"));
+  CHECK_NOTHROW(step(2, 64, 0));  // nobody sees anything: both key chunks' gradients are zeros
+  CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 namespace {
