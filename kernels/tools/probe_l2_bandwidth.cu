@@ -150,6 +150,20 @@ __global__ void __launch_bounds__(256, 1) stream_l2_beside_products(std::size_t 
   copied[blockIdx.x] = done;
 }
 
+// The buffer as rows of 64 bf16 (128 bytes), in boxes of `chunk` bytes with the 128-byte swizzle.
+CUtensorMap row_boxes(const flashsim::gpu::DevBuf& buf, int chunk) {
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {64, buf.bytes() / 128};
+  const cuuint64_t strides[1] = {128};
+  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(chunk / 128)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  const CUresult r = tma::tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, buf.get(), dims, strides, box,
+                                               elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: " + std::to_string(r));
+  return map;
+}
+
 struct Config {
   CopyKind kind;
   std::size_t buffer;
@@ -165,18 +179,7 @@ void run(const Config& cfg, int sms, int iters, const std::vector<double>& prese
   flashsim::gpu::DevBuf cycles(sms * sizeof(long long));
   const std::size_t chunks = cfg.buffer / cfg.chunk;
   const int groups = cfg.groups > 0 ? cfg.groups : sms;
-  CUtensorMap map{};
-  if (cfg.kind == kTensor) {
-    const cuuint64_t dims[2] = {64, cfg.buffer / 128};
-    const cuuint64_t strides[1] = {128};
-    const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(cfg.chunk / 128)};
-    const cuuint32_t elem_strides[2] = {1, 1};
-    const CUresult r = tma::tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, buf.get(), dims, strides,
-                                                 box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                 CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-    if (r != CUDA_SUCCESS) throw std::runtime_error("cuTensorMapEncodeTiled failed: " + std::to_string(r));
-  }
+  const CUtensorMap map = cfg.kind == kTensor ? row_boxes(buf, cfg.chunk) : CUtensorMap{};
   auto kernel = cfg.kind == kBulk ? stream_l2<kBulk> : stream_l2<kTensor>;
   CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   auto launch = [&](int n) {
@@ -224,15 +227,7 @@ void run_beside_products(int chunk, int in_flight, int sharing, int sms, const s
   if (smem > kSmemBytes) throw std::invalid_argument("beside products: in_flight x chunk too large");
   flashsim::gpu::DevBuf buf(buffer), cycles(sms * 8), copied(sms * 8), sink(sms * 128 * 4);
   CUDA_CHECK(cudaMemset(buf.get(), 1, buffer));
-  CUtensorMap map{};
-  const cuuint64_t dims[2] = {64, buffer / 128};
-  const cuuint64_t strides[1] = {128};
-  const cuuint32_t box[2] = {64, static_cast<cuuint32_t>(chunk / 128)};
-  const cuuint32_t elem_strides[2] = {1, 1};
-  if (tma::tensor_map_encoder()(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, buf.get(), dims, strides, box, elem_strides,
-                                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    throw std::runtime_error("cuTensorMapEncodeTiled failed");
+  const CUtensorMap map = row_boxes(buf, chunk);
   CUDA_CHECK(cudaFuncSetAttribute(stream_l2_beside_products, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   std::vector<double> per_clk, ghz, gbs;
   cudaEvent_t a, b;

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -47,6 +48,24 @@ void check_against_reference(const std::vector<Spec>& specs, std::uint64_t seed)
     CHECK(r.ok());
   }
 }
+
+// Relative L2 error of dQ, dK, dV over the elements compared.
+struct GradientError {
+  double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
+  void add(std::array<double, 3> got, std::array<double, 3> want) {
+    for (int g = 0; g < 3; ++g) {
+      err[g] += (got[g] - want[g]) * (got[g] - want[g]);
+      norm[g] += want[g] * want[g];
+    }
+  }
+  void check(double tol) const {
+    for (int g = 0; g < 3; ++g) {
+      INFO("gradient " << "QKV"[g] << ": relative L2 " << std::sqrt(err[g] / norm[g]));
+      CHECK(norm[g] > 0);
+      CHECK(std::sqrt(err[g] / norm[g]) < tol);
+    }
+  }
+};
 
 }  // namespace
 
@@ -230,7 +249,7 @@ TEST_CASE("the accumulating backward over chunk pairs equals one backward over t
       CUDA_CHECK(cudaDeviceSynchronize());
       const auto ref_q = to_host(dq.get(), 0, all, Dtype::BF16), ref_k = to_host(dk.get(), 0, all, Dtype::BF16),
                  ref_v = to_host(dv.get(), 0, all, Dtype::BF16);
-      double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
+      GradientError e;
       for (int x = 0; x < chunks; ++x) {
         const auto gq = to_host(dqc[x].get(), 0, part, Dtype::BF16), gk = to_host(dkc[x].get(), 0, part, Dtype::F32),
                    gv = to_host(dvc[x].get(), 0, part, Dtype::F32);
@@ -238,18 +257,10 @@ TEST_CASE("the accumulating backward over chunk pairs equals one backward over t
           for (std::size_t r = 0; r < static_cast<std::size_t>(c) * d; ++r) {
             const std::size_t at = (static_cast<std::size_t>(h) * n + static_cast<std::size_t>(x) * c) * d + r;
             const std::size_t loc = static_cast<std::size_t>(h) * c * d + r;
-            const double got[3] = {gq[loc], gk[loc], gv[loc]}, want[3] = {ref_q[at], ref_k[at], ref_v[at]};
-            for (int g = 0; g < 3; ++g) {
-              err[g] += (got[g] - want[g]) * (got[g] - want[g]);
-              norm[g] += want[g] * want[g];
-            }
+            e.add({gq[loc], gk[loc], gv[loc]}, {ref_q[at], ref_k[at], ref_v[at]});
           }
       }
-      for (int g = 0; g < 3; ++g) {
-        INFO("gradient " << "QKV"[g] << ": relative L2 " << std::sqrt(err[g] / norm[g]));
-        CHECK(norm[g] > 0);
-        CHECK(std::sqrt(err[g] / norm[g]) < 1e-2);
-      }
+      e.check(1e-2);
     }
 }
 
@@ -326,25 +337,16 @@ TEST_CASE("the ring backward in one launch a step equals one backward over the s
         }
         const auto ref_q = to_host(dq.get(), 0, all, Dtype::BF16), ref_k = to_host(dk.get(), 0, all, Dtype::BF16),
                    ref_v = to_host(dv.get(), 0, all, Dtype::BF16);
-        double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
+        GradientError e;
         for (int p = 0; p < gpus; ++p)
           for (int i = 0; i < chunks; ++i)
             for (int h = 0; h < bh; ++h)
               for (std::size_t r = 0; r < static_cast<std::size_t>(c) * d; ++r) {
                 const std::size_t at = (static_cast<std::size_t>(h) * n + static_cast<std::size_t>(seg(p, i)) * c) * d + r;
                 const std::size_t loc = (static_cast<std::size_t>(i) * bh + h) * c * d + r;
-                const double got[3] = {dq_got[p][loc], dk_sum[p][loc], dv_sum[p][loc]},
-                             want[3] = {ref_q[at], ref_k[at], ref_v[at]};
-                for (int g = 0; g < 3; ++g) {
-                  err[g] += (got[g] - want[g]) * (got[g] - want[g]);
-                  norm[g] += want[g] * want[g];
-                }
+                e.add({dq_got[p][loc], dk_sum[p][loc], dv_sum[p][loc]}, {ref_q[at], ref_k[at], ref_v[at]});
               }
-        for (int g = 0; g < 3; ++g) {
-          INFO("gradient " << "QKV"[g] << ": relative L2 " << std::sqrt(err[g] / norm[g]));
-          CHECK(norm[g] > 0);
-          CHECK(std::sqrt(err[g] / norm[g]) < 1e-2);
-        }
+        e.check(1e-2);
       }
   unsetenv("FLASHSIM_RING_BWD_SPLIT");
 }
