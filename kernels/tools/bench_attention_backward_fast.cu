@@ -31,6 +31,13 @@
 //   bench_attention_backward_fast --ab-table [7|8]   the timed shapes at N >= 8192, PRODUCTS 7 (8)
 //                                            and 4 side by side, after full checks of the variant at
 //                                            n = 1, 77, 333
+//   bench_attention_backward_fast --ring-step   the ring backward's step launch against the plain launcher
+//                                            on one GPU (no ring): chunks of 8192, 16384, 32768 rows, 8 heads,
+//                                            d 64 and 128, bf16, full mask; TFLOP/s of the plain launch on
+//                                            [2 x 8] heads, the step over two independent pairs (the same
+//                                            FLOPs), the step over all four pairs (each key tile walks two
+//                                            query chunks) and the same four pairs as per-pair accumulating
+//                                            launches (the ring's --launch pair)
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 and bh = 1, n = 333 only (d 64/128,
 //                                            causal or not, both dtypes; 333 rows reuse the Q / dO
 //                                            ring's stages), for compute-sanitizer memcheck / racecheck
@@ -694,6 +701,64 @@ static int run_checks_and_shapes(int argc, char** argv) {
   return ok ? 0 : 1;
 }
 
+// --ring-step: what the step launch costs per FLOP against the plain launcher, ring effects aside.
+template <class F>
+double median_ms(F f) {
+  cudaEvent_t a, b;
+  CUDA_CHECK(cudaEventCreate(&a));
+  CUDA_CHECK(cudaEventCreate(&b));
+  for (int i = 0; i < 3; ++i) f();
+  std::vector<double> ms;
+  for (int i = 0; i < 20; ++i) {
+    CUDA_CHECK(cudaEventRecord(a));
+    f();
+    CUDA_CHECK(cudaEventRecord(b));
+    CUDA_CHECK(cudaEventSynchronize(b));
+    float t = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
+    ms.push_back(t);
+  }
+  CUDA_CHECK(cudaEventDestroy(a));
+  CUDA_CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+static int run_ring_step() {
+  using T = __nv_bfloat16;
+  const int heads = 8;
+  for (int d : {64, 128})
+    for (int c : {8192, 16384, 32768}) {
+      Problem<T> p(2 * heads, c, d, false, 11);  // [2][heads][c][d]: two query chunks, two key chunks
+      const std::size_t part = static_cast<std::size_t>(heads) * c * d;
+      Buf dk(2 * part * 4), dv(2 * part * 4), ws(fg::attention_backward_fast_workspace_bytes(2 * heads, c, d));
+      Buf ws_pair(fg::attention_backward_fast_workspace_bytes(heads, c, d));
+      fg::attention_backward_fast_ring_prepare<T>(p.o.as<T>(), p.dout.as<T>(), p.lse.as<float>(), ws.p, 2 * heads, c, d,
+                                                  nullptr);
+      auto step = [&](int kinds) {
+        fg::attention_backward_fast_ring_step<T>(p.q.as<T>(), p.k.as<T>(), p.v.as<T>(), p.dout.as<T>(), dk.as<float>(),
+                                                 dv.as<float>(), ws.p, heads, c, d, 2, kinds, nullptr);
+      };
+      auto chunk = [&](const Buf& b, int i) { return b.as<T>() + i * part; };
+      auto pairs = [&] {  // the four pairs as the ring's --launch pair runs them (one workspace, for timing)
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 2; ++j)
+            fg::attention_backward_fast_accumulate<T>(chunk(p.q, i), chunk(p.k, j), chunk(p.v, j), chunk(p.o, i),
+                                                      chunk(p.dout, i), p.lse.as<float>() + i * heads * c,
+                                                      dk.as<float>() + j * part, dv.as<float>() + j * part, i == 0,
+                                                      ws_pair.p, j == 0, heads, c, d, false, nullptr);
+      };
+      const double pair_flop = 10.0 * heads * double(c) * c * d;  // one (query chunk, key chunk) pair
+      const double plain = median_ms([&] { p.backward(); }), two = median_ms([&] { step((1 << 0) | (1 << 6)); }),
+                   four = median_ms([&] { step(0x55); }), four_pairs = median_ms(pairs);
+      std::printf("d = %3d, chunks of %5d rows, %d heads: plain %7.3f ms %5.0f TFLOP/s | step, 2 pairs %7.3f ms %5.0f | "
+                  "step, 4 pairs %7.3f ms %5.0f | 4 pair launches %7.3f ms %5.0f\n",
+                  d, c, heads, plain, 2 * pair_flop / plain * 1e-9, two, 2 * pair_flop / two * 1e-9, four,
+                  4 * pair_flop / four * 1e-9, four_pairs, 4 * pair_flop / four_pairs * 1e-9);
+    }
+  return 0;
+}
+
 static int run_main(int argc, char** argv) {
   const char* mode = argc > 1 ? argv[1] : "";
   auto is = [&](const char* m, int min_argc) { return argc >= min_argc && std::strcmp(mode, m) == 0; };
@@ -704,6 +769,7 @@ static int run_main(int argc, char** argv) {
   if (is("--ab", 6)) return run_ab(argc, argv);
   if (is("--ab-table", 2)) return run_ab_table(argc, argv);
   if (is("--power", 6)) return run_power(argv);
+  if (is("--ring-step", 2)) return run_ring_step();
   return run_checks_and_shapes(argc, argv);
 }
 
