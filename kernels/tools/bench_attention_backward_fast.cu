@@ -35,9 +35,9 @@
 //                                            on one GPU (no ring): chunks of 8192, 16384, 32768 rows, 8 heads,
 //                                            d 64 and 128, bf16, full mask; TFLOP/s of the plain launch on
 //                                            [2 x 8] heads, the step over two independent pairs (the same
-//                                            FLOPs), the step over all four pairs (each key tile walks two
-//                                            query chunks) and the same four pairs as per-pair accumulating
-//                                            launches (the ring's --launch pair)
+//                                            FLOPs), the step over all four pairs (each key tile walking two
+//                                            query chunks, then a launch per query chunk) and the same four
+//                                            pairs as per-pair accumulating launches (the ring's --launch pair)
 //   bench_attention_backward_fast --sanitize bh = 2, n = 100 and bh = 1, n = 333 only (d 64/128,
 //                                            causal or not, both dtypes; 333 rows reuse the Q / dO
 //                                            ring's stages), for compute-sanitizer memcheck / racecheck
@@ -749,12 +749,18 @@ static int run_ring_step() {
                                                       ws_pair.p, j == 0, heads, c, d, false, nullptr);
       };
       const double pair_flop = 10.0 * heads * double(c) * c * d;  // one (query chunk, key chunk) pair
-      const double plain = median_ms([&] { p.backward(); }), two = median_ms([&] { step((1 << 0) | (1 << 6)); }),
-                   four = median_ms([&] { step(0x55); }), four_pairs = median_ms(pairs);
+      const double plain = median_ms([&] { p.backward(); }), two = median_ms([&] { step((1 << 0) | (1 << 6)); });
+      setenv("FLASHSIM_RING_BWD_SPLIT", "0", 1);  // each key tile walks both query chunks
+      const double four = median_ms([&] { step(0x55); });
+      setenv("FLASHSIM_RING_BWD_SPLIT", "1", 1);  // a launch per query chunk
+      const double four_split = median_ms([&] { step(0x55); });
+      unsetenv("FLASHSIM_RING_BWD_SPLIT");
+      const double four_pairs = median_ms(pairs);
       std::printf("d = %3d, chunks of %5d rows, %d heads: plain %7.3f ms %5.0f TFLOP/s | step, 2 pairs %7.3f ms %5.0f | "
-                  "step, 4 pairs %7.3f ms %5.0f | 4 pair launches %7.3f ms %5.0f\n",
+                  "step, 4 pairs, joined %7.3f ms %5.0f | split %7.3f ms %5.0f | 4 pair launches %7.3f ms %5.0f\n",
                   d, c, heads, plain, 2 * pair_flop / plain * 1e-9, two, 2 * pair_flop / two * 1e-9, four,
-                  4 * pair_flop / four * 1e-9, four_pairs, 4 * pair_flop / four_pairs * 1e-9);
+                  4 * pair_flop / four * 1e-9, four_split, 4 * pair_flop / four_split * 1e-9, four_pairs,
+                  4 * pair_flop / four_pairs * 1e-9);
     }
   return 0;
 }
