@@ -77,15 +77,17 @@ __global__ void __launch_bounds__(32, 1) stream_l2(const char* __restrict__ src,
 // the clock a tensor load holds: whether the per-SM limit is bytes per SM clock or per second.
 // The copier issues until the products are done and counts the copies that completed by then.
 constexpr int kGroups = 4096;  // about 2 M clocks
-constexpr int kBBytes = 128 * 128 * 2;
-__global__ void __launch_bounds__(256, 1) stream_l2_beside_products(std::size_t chunks, int chunk, int in_flight,
-                                                                    int groups, long long* cycles, long long* copied,
-                                                                    float* sink,
-                                                                    const __grid_constant__ CUtensorMap map) {
+constexpr int kBBytes = 128 * 128 * 2, kABytes = 64 * 128 * 2;
+// SS: A from shared memory too (a matmul's products), else from registers (the attention forward's
+// P V); WGS warpgroups of products.
+template <bool SS, int WGS>
+__global__ void __launch_bounds__(128 * (WGS + 1), 1)
+    stream_l2_beside_products(std::size_t chunks, int chunk, int in_flight, int groups, long long* cycles,
+                              long long* copied, float* sink, const __grid_constant__ CUtensorMap map) {
   extern __shared__ __align__(1024) unsigned char smem[];
   const std::uint32_t base = (flashsim::gpu::mma::smem_addr(smem) + 1023) & ~1023u;
-  const std::uint32_t b_tile = base + static_cast<std::uint32_t>(in_flight * chunk);
-  const std::uint32_t bars = b_tile + kBBytes, flag = bars + 8 * in_flight;
+  const std::uint32_t b_tile = base + static_cast<std::uint32_t>(in_flight * chunk), a_tile = b_tile + kBBytes;
+  const std::uint32_t bars = a_tile + kABytes, flag = bars + 8 * in_flight;
   if (threadIdx.x == 0) {
     for (int s = 0; s < in_flight; ++s) tma::mbar_init(bars + 8 * s, 1);
     asm volatile("st.shared.b32 [%0], %1;" ::"r"(flag), "r"(0));
@@ -106,9 +108,14 @@ __global__ void __launch_bounds__(256, 1) stream_l2_beside_products(std::size_t 
       for (int i = 0; i < 64; ++i) wg::reg_fence(d[i]);
       wg::fence();
 #pragma unroll
-      for (int kk = 0; kk < 8; ++kk)
-        wg::wgmma_rs<0>(wg::WgmmaN<128>{}, __nv_bfloat16{}, d, a[kk],
-                        wg::desc128(b_tile + (kk / 4) * (128 * 128) + (kk % 4) * 32, 16, 1024), 1);
+      for (int kk = 0; kk < 8; ++kk) {
+        const std::uint64_t desc_b = wg::desc128(b_tile + (kk / 4) * (128 * 128) + (kk % 4) * 32, 16, 1024);
+        if constexpr (SS)
+          wg::wgmma_ss<0>(wg::WgmmaN<128>{}, __nv_bfloat16{}, d,
+                          wg::desc128(a_tile + (kk / 4) * (64 * 128) + (kk % 4) * 32, 16, 1024), desc_b, 1);
+        else
+          wg::wgmma_rs<0>(wg::WgmmaN<128>{}, __nv_bfloat16{}, d, a[kk], desc_b, 1);
+      }
       wg::commit();
       wg::wait<1>();
 #pragma unroll
@@ -118,7 +125,7 @@ __global__ void __launch_bounds__(256, 1) stream_l2_beside_products(std::size_t 
     float acc = 0.f;
 #pragma unroll
     for (int i = 0; i < 64; ++i) acc += d[i];
-    sink[blockIdx.x * 128 + threadIdx.x - 128] = acc;
+    sink[blockIdx.x * 128 * WGS + threadIdx.x - 128] = acc;
     if (threadIdx.x == 128) asm volatile("st.volatile.shared.b32 [%0], %1;" ::"r"(flag), "r"(1) : "memory");
     return;
   }
@@ -220,23 +227,25 @@ void run(const Config& cfg, int sms, int iters, const std::vector<double>& prese
 }
 
 // The beside-products form of run(): per SM bytes a clock at the clock the products hold.
+template <bool SS, int WGS>
 void run_beside_products(int chunk, int in_flight, int sharing, int sms, const std::vector<double>& preset_ghz) {
   const std::size_t buffer = 16u << 20, chunks = buffer / chunk;
   const int groups = (sms + sharing - 1) / sharing;
-  const int smem = in_flight * chunk + kBBytes + 8 * in_flight + 16 + 1024;
+  const int smem = in_flight * chunk + kBBytes + kABytes + 8 * in_flight + 16 + 1024;
   if (smem > kSmemBytes) throw std::invalid_argument("beside products: in_flight x chunk too large");
-  flashsim::gpu::DevBuf buf(buffer), cycles(sms * 8), copied(sms * 8), sink(sms * 128 * 4);
+  flashsim::gpu::DevBuf buf(buffer), cycles(sms * 8), copied(sms * 8), sink(sms * 128 * WGS * 4);
   CUDA_CHECK(cudaMemset(buf.get(), 1, buffer));
   const CUtensorMap map = row_boxes(buf, chunk);
-  CUDA_CHECK(cudaFuncSetAttribute(stream_l2_beside_products, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
+  auto kernel = stream_l2_beside_products<SS, WGS>;
+  CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes));
   std::vector<double> per_clk, ghz, gbs;
   cudaEvent_t a, b;
   CUDA_CHECK(cudaEventCreate(&a));
   CUDA_CHECK(cudaEventCreate(&b));
   for (int rep = 0; rep < 4; ++rep) {  // the first one warms the L2 and the clock
     CUDA_CHECK(cudaEventRecord(a));
-    stream_l2_beside_products<<<sms, 256, kSmemBytes>>>(chunks, chunk, in_flight, groups, cycles.as<long long>(),
-                                                        copied.as<long long>(), sink.as<float>(), map);
+    kernel<<<sms, 128 * (WGS + 1), kSmemBytes>>>(chunks, chunk, in_flight, groups, cycles.as<long long>(),
+                                                 copied.as<long long>(), sink.as<float>(), map);
     CUDA_CHECK_LAUNCH();
     CUDA_CHECK(cudaEventRecord(b));
     CUDA_CHECK(cudaEventSynchronize(b));
@@ -261,9 +270,10 @@ void run_beside_products(int chunk, int in_flight, int sharing, int sms, const s
   std::sort(per_clk.begin(), per_clk.end());
   std::sort(ghz.begin(), ghz.end());
   std::sort(gbs.begin(), gbs.end());
-  std::printf("beside products: tensor chunk %2d KB in flight %d, %3d SMs a chunk: %7.0f GB/s (%5.1f per SM), SM clock "
-              "%.3f GHz, %5.1f B/clk/SM at it",
-              chunk >> 10, in_flight, (sms + groups - 1) / groups, gbs[1], gbs[1] / sms, ghz[1], per_clk[1]);
+  std::printf("beside %d warpgroup%s products (%s): chunk %2d KB in flight %d, %3d SMs a chunk: %7.0f GB/s (%5.1f per SM), "
+              "SM clock %.3f GHz, %5.1f B/clk/SM at it",
+              WGS, WGS > 1 ? "s'" : "'s", SS ? "ss" : "rs", chunk >> 10, in_flight, (sms + groups - 1) / groups, gbs[1],
+              gbs[1] / sms, ghz[1], per_clk[1]);
   for (double p : preset_ghz) std::printf(", %5.1f at %.3f", gbs[1] / sms / p, p);
   std::printf("\n");
 }
@@ -285,7 +295,11 @@ int run_main() {
   // several SMs reading the same lines at once, as a matmul's tiles in one wave share A and B panels
   for (int sharing : {2, 4, 16, 33, 132})
     run({kTensor, l2_sized, 32 << 10, 4, (sms + sharing - 1) / sharing}, sms, 4096, preset_ghz);
-  for (int sharing : {1, 33}) run_beside_products(32 << 10, 4, sharing, sms, preset_ghz);
+  for (int sharing : {1, 33}) {
+    run_beside_products<false, 1>(32 << 10, 4, sharing, sms, preset_ghz);
+    run_beside_products<true, 1>(32 << 10, 4, sharing, sms, preset_ghz);
+    run_beside_products<true, 2>(32 << 10, 4, sharing, sms, preset_ghz);  // a matmul's two consumers
+  }
   run({kBulk, hbm_sized, 32 << 10, 4}, sms, 4096, preset_ghz);       // from HBM, for scale
   run({kTensor, hbm_sized, 32 << 10, 4}, sms, 4096, preset_ghz);
   return 0;
