@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The RESULT lines of `flashsim-gpu ring` runs (ring_backward_gpu.sh's results.txt files) as one
-markdown table: validation, counted / posted / NVLink bytes, times, overlap, scaling.
+markdown table: validation, counted / posted / NVLink bytes, launch form, times, overlap, scaling.
 
     kernels/tools/ring_table.py [--only PREFIX,...] [--default-streams N] RESULTS.txt [...]
 
 A run named twice (a later file repeats a size) keeps its last line. Lines without streams= come
 from binaries before --streams (one compute stream), or from runs named streams1-*; --only PREFIX
 keeps the runs whose names start with one of the comma-separated prefixes; --default-streams N
-names the streams of lines that do not say (binaries before the RESULT line had streams=)."""
+names the streams of lines that do not say (binaries before the RESULT line had streams=). Lines
+without launch= come from binaries before the step launches (a launch per pair)."""
 import sys
 
 
@@ -47,9 +48,10 @@ def main(args):
     for p in paths:
         runs.update({k: v for k, v in parse(p).items() if only is None or k.startswith(only)})
     print("| P | N | d | mask | dir | method | transport | valid (err vs one GPU / float64) | counted = posted B | "
-          "NVLink / counted | streams | run ms | one GPU ms | overlap | scaling |")
-    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    key = lambda kv: (-int(kv["gpus"]), int(kv["n"]), -int(kv["d"]), kv["mask"], kv["direction"], kv["method"])
+          "NVLink / counted | streams | launch | run ms | one GPU ms | overlap | scaling |")
+    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
+    key = lambda kv: (-int(kv["gpus"]), int(kv["n"]), -int(kv["d"]), kv["mask"], kv["direction"], kv["method"],
+                      kv.get("launch", ""))
     for kv in sorted(runs.values(), key=key):
         counted, posted, tx = int(kv["counted"]), int(kv["posted"]), int(kv["nvlink_tx"])
         same = "yes" if counted == posted else "NO"
@@ -57,7 +59,8 @@ def main(args):
         mask = "causal zig-zag" if kv["mask"] == "causal" and kv["split"] == "zigzag" else kv["mask"]
         print(f"| {kv['gpus']} | {int(kv['n']) // 1024}k | {kv['d']} | {mask} | {'bwd' if kv['direction'] == 'backward' else 'fwd'} | {kv['method']} | "
               f"{kv['transport']} | {kv['valid']} ({float(kv['err_one']):.1e} / {float(kv['err_ref']):.1e}) | "
-              f"{counted} ({same}) | {nv} | {kv.get('streams', default_streams)} | {float(kv['ring_ms']):.2f} | {float(kv['one_ms']):.2f} | "
+              f"{counted} ({same}) | {nv} | {kv.get('streams', default_streams)} | {kv.get('launch', 'pair')} | "
+              f"{float(kv['ring_ms']):.2f} | {float(kv['one_ms']):.2f} | "
               f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % |")
     return 0
 
