@@ -1322,10 +1322,16 @@ struct WsBwdConfig {
 // (the chunks' diagonal) or not. A kernel argument; plain launches pass it empty.
 struct BwdRingStep {
   int heads = 0;  // heads per chunk
+  int slots = 0;  // key chunks that some query chunk sees
   int kv_chunk[2] = {0, 0};
   int runs[2] = {0, 0};
   int q_chunk[2][2] = {{0, 0}, {0, 0}};
   bool masked[2][2] = {{false, false}, {false, false}};
+  int max_runs() const {
+    int m = 0;
+    for (int a = 0; a < slots; ++a) m = runs[a] > m ? runs[a] : m;
+    return m;
+  }
 };
 struct QueryTile {
   int head, i;  // the query head (a chunk's head in the ring) and the tile
@@ -1892,10 +1898,8 @@ __attribute__((noinline)) void launch_bwd(const T* q, const T* k, const T* v, co
 // from L2. Beyond that they stream from HBM: 2 x 32768 rows at d = 128 (67 MB a head) ran 8 %
 // slower than a launch per chunk on an H200 (60 MB of L2), 2 x 16384 rows (34 MB) 1-4 % faster
 // (kernels/RESULTS.md, issue 33, 2026-11-27).
-inline bool ring_runs_fit_l2(const BwdRingStep& ring, int slots, int n, int d, std::size_t elem_bytes) {
-  int max_runs = 0;
-  for (int a = 0; a < slots; ++a) max_runs = std::max(max_runs, ring.runs[a]);
-  if (max_runs < 2) return true;
+inline bool ring_runs_fit_l2(const BwdRingStep& ring, int n, int d, std::size_t elem_bytes) {
+  if (ring.max_runs() < 2) return true;
   // FLASHSIM_RING_BWD_SPLIT (tests, A/B runs): 1 a launch per query chunk, 0 one launch, else by size
   if (const char* env = std::getenv("FLASHSIM_RING_BWD_SPLIT")) {
     if (std::strcmp(env, "1") == 0) return false;
@@ -1914,7 +1918,7 @@ inline bool ring_runs_fit_l2(const BwdRingStep& ring, int slots, int n, int d, s
 // (launch_prep).
 template <class T, int D, int BR>
 void launch_bwd_ring_step(const T* q, const T* k, const T* v, const T* dout, float* dk_acc, float* dv_acc,
-                          void* workspace, int chunks, int n, const BwdRingStep& ring, int slots, int acc_mode,
+                          void* workspace, int chunks, int n, const BwdRingStep& ring, int acc_mode,
                           cudaStream_t stream) {
   constexpr int BC = 128, STAGES = ws_stages<8>();
   using C = WsBwdConfig<D, BR, BC, STAGES, true>;
@@ -1924,16 +1928,13 @@ void launch_bwd_ring_step(const T* q, const T* k, const T* v, const T* dout, flo
   float* lse2 = dq_acc + static_cast<std::size_t>(bh) * n_pad * D;
   float* dsum = lse2 + static_cast<std::size_t>(bh) * n_pad;
   const float scale = 1.f / std::sqrt(static_cast<float>(D));
-  int max_runs = 0;
   bool any_masked = false;
-  for (int a = 0; a < slots; ++a) {
-    max_runs = std::max(max_runs, ring.runs[a]);
+  for (int a = 0; a < ring.slots; ++a)
     for (int r = 0; r < ring.runs[a]; ++r) any_masked = any_masked || ring.masked[a][r];
-  }
   // a key block reads the Q and dO of every query chunk it sees: their bytes set the L2 groups
-  const int group = bwd_mma_heads_per_group(static_cast<std::int64_t>(n) * max_runs, D, static_cast<int>(sizeof(T)),
-                                            slots * ring.heads);
-  const long long grid = static_cast<long long>(slots) * ring.heads * ((n + BC - 1) / BC);
+  const int group = bwd_mma_heads_per_group(static_cast<std::int64_t>(n) * ring.max_runs(), D, static_cast<int>(sizeof(T)),
+                                            ring.slots * ring.heads);
+  const long long grid = static_cast<long long>(ring.slots) * ring.heads * ((n + BC - 1) / BC);
   if (grid > 0x7fffffffLL) throw std::invalid_argument("attention_backward_fast_ring_step: too many blocks");
   static std::uint64_t smem_set = 0;
   if (first_launch_on_this_device(smem_set))
@@ -1944,7 +1945,7 @@ void launch_bwd_ring_step(const T* q, const T* k, const T* v, const T* dout, flo
   // causal (the launch order's): the long key tiles of a diagonal first, as in the plain launch
   kernel<<<static_cast<unsigned>(grid), 384, C::kSmem, stream>>>(lse2, dsum, dq_acc, nullptr, nullptr, dk_acc, dv_acc,
                                                                  acc_mode,
-                                                                 n, n_pad, slots * ring.heads, group, any_masked, scale,
+                                                                 n, n_pad, ring.slots * ring.heads, group, any_masked, scale,
                                                                  scale * kLog2e, map_q, map_do, map_k, map_v, ring);
   CUDA_CHECK_LAUNCH();
 }
@@ -2086,7 +2087,6 @@ void attention_backward_fast_ring_step(const T* q, const T* k, const T* v, const
     throw std::invalid_argument(std::string(what) + ": kinds has bits past the chunks' pairs");
   bwd_fast::BwdRingStep ring;
   ring.heads = heads;
-  int slots = 0;
   const std::size_t chunk = static_cast<std::size_t>(heads) * n * d;
   for (int j = 0; j < chunks; ++j) {
     int runs = 0;
@@ -2094,8 +2094,8 @@ void attention_backward_fast_ring_step(const T* q, const T* k, const T* v, const
       const int code = (kinds >> (2 * (2 * i + j))) & 3;
       if (code == 3) throw std::invalid_argument(std::string(what) + ": a pair's kind must be 0, 1 or 2");
       if (code == 0) continue;
-      ring.q_chunk[slots][runs] = i;
-      ring.masked[slots][runs] = code == 2;
+      ring.q_chunk[ring.slots][runs] = i;
+      ring.masked[ring.slots][runs] = code == 2;
       ++runs;
     }
     if (runs == 0) {  // no query sees this key chunk: its gradients are zero
@@ -2103,37 +2103,37 @@ void attention_backward_fast_ring_step(const T* q, const T* k, const T* v, const
       CUDA_CHECK(cudaMemsetAsync(dv_acc + j * chunk, 0, chunk * sizeof(float), stream));
       continue;
     }
-    ring.kv_chunk[slots] = j;
-    ring.runs[slots] = runs;
-    ++slots;
+    ring.kv_chunk[ring.slots] = j;
+    ring.runs[ring.slots] = runs;
+    ++ring.slots;
   }
-  if (slots == 0) return;
-  auto launch = [&](const bwd_fast::BwdRingStep& r, int r_slots, int acc_mode) {
+  if (ring.slots == 0) return;
+  auto launch = [&](const bwd_fast::BwdRingStep& r, int acc_mode) {
     if (d == 64)
-      bwd_fast::launch_bwd_ring_step<T, 64, 128>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, r_slots,
-                                                 acc_mode, stream);
+      bwd_fast::launch_bwd_ring_step<T, 64, 128>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, acc_mode,
+                                                 stream);
     else
-      bwd_fast::launch_bwd_ring_step<T, 128, 64>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, r_slots,
-                                                 acc_mode, stream);
+      bwd_fast::launch_bwd_ring_step<T, 128, 64>(q, k, v, dout, dk_acc, dv_acc, workspace, chunks, n, r, acc_mode,
+                                                 stream);
   };
-  if (!bwd_fast::ring_runs_fit_l2(ring, slots, n, d, sizeof(T))) {
+  if (!bwd_fast::ring_runs_fit_l2(ring, n, d, sizeof(T))) {
     // a launch per query chunk: every slot's first run writes dK / dV, the second runs add to them
     bwd_fast::BwdRingStep first = ring, second = ring;
-    int second_slots = 0;
-    for (int a = 0; a < slots; ++a) {
+    second.slots = 0;
+    for (int a = 0; a < ring.slots; ++a) {
       first.runs[a] = 1;
       if (ring.runs[a] < 2) continue;
-      second.kv_chunk[second_slots] = ring.kv_chunk[a];
-      second.runs[second_slots] = 1;
-      second.q_chunk[second_slots][0] = ring.q_chunk[a][1];
-      second.masked[second_slots][0] = ring.masked[a][1];
-      ++second_slots;
+      second.kv_chunk[second.slots] = ring.kv_chunk[a];
+      second.runs[second.slots] = 1;
+      second.q_chunk[second.slots][0] = ring.q_chunk[a][1];
+      second.masked[second.slots][0] = ring.masked[a][1];
+      ++second.slots;
     }
-    launch(first, slots, 1);
-    launch(second, second_slots, 2);
+    launch(first, 1);
+    launch(second, 2);
     return;
   }
-  launch(ring, slots, 1);
+  launch(ring, 1);
 }
 
 #define FLASHSIM_BWD_ACCUMULATE(T)                                                                                    \

@@ -36,73 +36,56 @@ float ms_between(cudaEvent_t a, cudaEvent_t b) {
 }
 
 namespace {
-
 template <class T>
 using FastFn = void (*)(const T*, const T*, const T*, T*, float*, int, int, int, bool, cudaStream_t);
-
-template <class T>
-void fast_as(bool tiled, const void* q, const void* k, const void* v, void* o, float* lse, int bh, int n, int d,
-             bool causal, cudaStream_t s) {
-  const FastFn<T> f = tiled ? FastFn<T>(&attention_forward_fast_tiled<T>) : FastFn<T>(&attention_forward_fast<T>);
-  f(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<T*>(o), lse, bh, n, d,
-    causal, s);
-}
-
-template <class T>
-void backward_as(const void* q, const void* k, const void* v, const void* o, const void* dout, const float* lse,
-                 void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal, cudaStream_t s) {
-  attention_backward_fast<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                             static_cast<const T*>(o), static_cast<const T*>(dout), lse, static_cast<T*>(dq),
-                             static_cast<T*>(dk), static_cast<T*>(dv), ws, bh, n, d, causal, s);
-}
-
 }  // namespace
 
 void fast_forward(Dtype dt, bool tiled, const void* q, const void* k, const void* v, void* o, float* lse, int bh, int n,
                   int d, bool causal, cudaStream_t s) {
-  if (dt == Dtype::BF16) fast_as<__nv_bfloat16>(tiled, q, k, v, o, lse, bh, n, d, causal, s);
-  else fast_as<__half>(tiled, q, k, v, o, lse, bh, n, d, causal, s);
+  with_type(dt, [&](auto t) {
+    using T = decltype(t);
+    const FastFn<T> f = tiled ? FastFn<T>(&attention_forward_fast_tiled<T>) : FastFn<T>(&attention_forward_fast<T>);
+    f(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v), static_cast<T*>(o), lse, bh, n, d,
+      causal, s);
+  });
 }
 
 void fast_ring_step(Dtype dt, const void* q, const void* k, const void* v, void* o, float* lse, int heads, int n, int d,
                     int kinds, cudaStream_t s) {
-  if (dt == Dtype::BF16) {
-    using T = __nv_bfloat16;
+  with_type(dt, [&](auto t) {
+    using T = decltype(t);
     attention_forward_fast_ring_step<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
                                         static_cast<T*>(o), lse, heads, n, d, kinds, s);
-  } else {
-    using T = __half;
-    attention_forward_fast_ring_step<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                                        static_cast<T*>(o), lse, heads, n, d, kinds, s);
-  }
+  });
 }
 
 void fast_backward(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
                    const float* lse, void* dq, void* dk, void* dv, void* ws, int bh, int n, int d, bool causal,
                    cudaStream_t s) {
-  if (dt == Dtype::BF16) backward_as<__nv_bfloat16>(q, k, v, o, dout, lse, dq, dk, dv, ws, bh, n, d, causal, s);
-  else backward_as<__half>(q, k, v, o, dout, lse, dq, dk, dv, ws, bh, n, d, causal, s);
+  with_type(dt, [&](auto t) {
+    using T = decltype(t);
+    attention_backward_fast<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
+                               static_cast<const T*>(o), static_cast<const T*>(dout), lse, static_cast<T*>(dq),
+                               static_cast<T*>(dk), static_cast<T*>(dv), ws, bh, n, d, causal, s);
+  });
 }
 
 void fast_backward_accumulate(Dtype dt, const void* q, const void* k, const void* v, const void* o, const void* dout,
                               const float* lse, float* dk_acc, float* dv_acc, bool assign_dkv, void* ws, bool first_dq,
                               int bh, int n, int d, bool causal, cudaStream_t s) {
-  if (dt == Dtype::BF16) {
-    using T = __nv_bfloat16;
+  with_type(dt, [&](auto t) {
+    using T = decltype(t);
     attention_backward_fast_accumulate<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
                                           static_cast<const T*>(o), static_cast<const T*>(dout), lse, dk_acc, dv_acc,
                                           assign_dkv, ws, first_dq, bh, n, d, causal, s);
-  } else {
-    using T = __half;
-    attention_backward_fast_accumulate<T>(static_cast<const T*>(q), static_cast<const T*>(k), static_cast<const T*>(v),
-                                          static_cast<const T*>(o), static_cast<const T*>(dout), lse, dk_acc, dv_acc,
-                                          assign_dkv, ws, first_dq, bh, n, d, causal, s);
-  }
+  });
 }
 
 void fast_backward_finish_dq(Dtype dt, void* ws, void* dq, int bh, int n, int d, cudaStream_t s) {
-  if (dt == Dtype::BF16) attention_backward_fast_finish_dq(ws, static_cast<__nv_bfloat16*>(dq), bh, n, d, s);
-  else attention_backward_fast_finish_dq(ws, static_cast<__half*>(dq), bh, n, d, s);
+  with_type(dt, [&](auto t) {
+    using T = decltype(t);
+    attention_backward_fast_finish_dq(ws, static_cast<T*>(dq), bh, n, d, s);
+  });
 }
 
 int fail(const std::string& what) {
@@ -770,13 +753,6 @@ void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, c
 }
 
 // Times, overlap, scaling and the one-line RESULT.
-// What --launch did in this direction: the backward takes the step launch with either split and
-// in the all-gather; the forward only in the zig-zag ring (RingRun::step_launch).
-const char* launch_name(const RingOptions& opt, const Shape& s) {
-  if (s.backward) return opt.launch.c_str();
-  return opt.launch == "step" && s.zigzag && !s.allgather ? "step" : "pair";
-}
-
 void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::RingMachine& sim_ring, const Validation& v,
                    const Timing& t, const Nvlink& nv, bool bytes_ok) {
   const int P = s.P;
@@ -808,7 +784,7 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
               eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
-              launch_name(opt, s));
+              takes_step_launch(opt, s, s.backward) ? "step" : "pair");
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

@@ -58,16 +58,6 @@ void RingRun::setup_backward() {
   }
 }
 
-namespace {
-
-template <class F>
-void with_type(Dtype dt, F f) {
-  if (dt == Dtype::BF16) f(__nv_bfloat16{});
-  else f(__half{});
-}
-
-}  // namespace
-
 // GPU x's pairs with block b (K then V at kbase) on stream cs: dQ added into the chunks' workspaces
 // (start_dq cleared them at the run's start), dK / dV into dkv (fp32, K part then V part, each
 // [nc][H][c][D]). With the step launch one kernel does every pair of the step, each key tile

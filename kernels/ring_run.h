@@ -3,6 +3,8 @@
 // Not an interface: the types here change with the driver.
 #pragma once
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -90,6 +92,20 @@ struct Shape {
   explicit Shape(const RingOptions& opt);
 };
 
+// Whether a direction runs --launch step: the forward in the zig-zag ring only (its two query
+// chunks; one pair a step otherwise), the backward under either split and in the all-gather (its
+// query chunks' statistics are prepared once a ring).
+inline bool takes_step_launch(const RingOptions& opt, const Shape& s, bool backward) {
+  return opt.launch == "step" && (backward || (s.zigzag && !s.allgather));
+}
+
+// f(T{}) with T the run's element type.
+template <class F>
+void with_type(Dtype dt, F f) {
+  if (dt == Dtype::BF16) f(__nv_bfloat16{});
+  else f(__half{});
+}
+
 // What the validation found (ring vs one GPU on all n, ring vs float64 on sampled rows). Backward:
 // the worst of dQ, dK and dV (each a relative L2 over its tensor), per-tensor values in `grads`.
 struct Validation {
@@ -146,10 +162,8 @@ class RingRun {
   void exchange_nccl(int s, int cur, int nxt, int mode);
   void exchange_copy(int s, int cur, int nxt, int mode);
   cudaStream_t step_stream(const Gpu& x, int s) const { return x.comp[s % s_.streams]; }
-  // --launch step applies to the zig-zag split's two query chunks (one pair a step otherwise)
-  bool step_launch() const { return opt_.launch == "step" && s_.zigzag; }
-  // the backward's step launch takes either split: its query chunks' statistics are prepared once
-  bool backward_step_launch() const { return opt_.launch == "step"; }
+  bool step_launch() const { return takes_step_launch(opt_, s_, false); }
+  bool backward_step_launch() const { return takes_step_launch(opt_, s_, true); }
   // which of GPU p's query chunks sees which of block b's key chunks: two bits at 2 (2i + j), 0 none,
   // 1 every key, 2 the causal diagonal (the step launches' `kinds`)
   int step_kinds(int p, int b) const;

@@ -702,26 +702,10 @@ static int run_checks_and_shapes(int argc, char** argv) {
 }
 
 // --ring-step: what the step launch costs per FLOP against the plain launcher, ring effects aside.
+// Median of 20 after 3 warm-ups, as the timed shapes.
 template <class F>
 double median_ms(F f) {
-  cudaEvent_t a, b;
-  CUDA_CHECK(cudaEventCreate(&a));
-  CUDA_CHECK(cudaEventCreate(&b));
-  for (int i = 0; i < 3; ++i) f();
-  std::vector<double> ms;
-  for (int i = 0; i < 20; ++i) {
-    CUDA_CHECK(cudaEventRecord(a));
-    f();
-    CUDA_CHECK(cudaEventRecord(b));
-    CUDA_CHECK(cudaEventSynchronize(b));
-    float t = 0;
-    CUDA_CHECK(cudaEventElapsedTime(&t, a, b));
-    ms.push_back(t);
-  }
-  CUDA_CHECK(cudaEventDestroy(a));
-  CUDA_CHECK(cudaEventDestroy(b));
-  std::sort(ms.begin(), ms.end());
-  return ms[ms.size() / 2];
+  return fg::sorted_times_ms(f, 3, 20)[10];
 }
 
 static int run_ring_step() {

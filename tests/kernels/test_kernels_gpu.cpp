@@ -49,6 +49,14 @@ void check_against_reference(const std::vector<Spec>& specs, std::uint64_t seed)
   }
 }
 
+// A backward's bf16 inputs: Q, K uniform in [-2, 2], V, dO in [-1, 1], seeds seed .. seed + 3.
+void fill_backward_inputs(DevBuf& q, DevBuf& k, DevBuf& v, DevBuf& dout, std::size_t n, std::uint64_t seed) {
+  fill_uniform(q.get(), n, Dtype::BF16, seed, -2.f, 2.f);
+  fill_uniform(k.get(), n, Dtype::BF16, seed + 1, -2.f, 2.f);
+  fill_uniform(v.get(), n, Dtype::BF16, seed + 2, -1.f, 1.f);
+  fill_uniform(dout.get(), n, Dtype::BF16, seed + 3, -1.f, 1.f);
+}
+
 // Relative L2 error of dQ, dK, dV over the elements compared.
 struct GradientError {
   double err[3] = {0, 0, 0}, norm[3] = {0, 0, 0};
@@ -203,10 +211,7 @@ TEST_CASE("the accumulating backward over chunk pairs equals one backward over t
       const std::size_t all = static_cast<std::size_t>(bh) * n * d, part = static_cast<std::size_t>(bh) * c * d;
       DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), dout(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
       DevBuf dq(all * 2), dk(all * 2), dv(all * 2), ws(attention_backward_fast_workspace_bytes(bh, n, d));
-      fill_uniform(q.get(), all, Dtype::BF16, 11, -2.f, 2.f);
-      fill_uniform(k.get(), all, Dtype::BF16, 12, -2.f, 2.f);
-      fill_uniform(v.get(), all, Dtype::BF16, 13, -1.f, 1.f);
-      fill_uniform(dout.get(), all, Dtype::BF16, 14, -1.f, 1.f);
+      fill_backward_inputs(q, k, v, dout, all, 11);
       attention_forward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, d, causal, nullptr);
       attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(), dq.as<T>(),
                                  dk.as<T>(), dv.as<T>(), ws.get(), bh, n, d, causal, nullptr);
@@ -283,10 +288,7 @@ TEST_CASE("the ring backward in one launch a step equals one backward over the s
         const std::size_t local = chunks * part;
         DevBuf q(all * 2), k(all * 2), v(all * 2), o(all * 2), dout(all * 2), lse(static_cast<std::size_t>(bh) * n * 4);
         DevBuf dq(all * 2), dk(all * 2), dv(all * 2), ws(attention_backward_fast_workspace_bytes(bh, n, d));
-        fill_uniform(q.get(), all, Dtype::BF16, 31, -2.f, 2.f);
-        fill_uniform(k.get(), all, Dtype::BF16, 32, -2.f, 2.f);
-        fill_uniform(v.get(), all, Dtype::BF16, 33, -1.f, 1.f);
-        fill_uniform(dout.get(), all, Dtype::BF16, 34, -1.f, 1.f);
+        fill_backward_inputs(q, k, v, dout, all, 31);
         attention_forward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), lse.as<float>(), bh, n, d, causal, nullptr);
         attention_backward_fast<T>(q.as<T>(), k.as<T>(), v.as<T>(), o.as<T>(), dout.as<T>(), lse.as<float>(),
                                    dq.as<T>(), dk.as<T>(), dv.as<T>(), ws.get(), bh, n, d, causal, nullptr);
