@@ -23,6 +23,7 @@ struct TimeArgs {
   int version = 0;
   std::string pingpong, overlap;  // "", "on", "off"
   int key_tile = 0, consumers = 0;  // 0: the launcher's
+  bool sums_on_tensor = false;
   double hbm_bytes = 0;
   std::string trace_out;
 };
@@ -107,6 +108,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   q.intra_overlap = on_off(a.overlap, "--overlap");
   if (a.key_tile) q.key_tile = a.key_tile;
   if (a.consumers) q.consumers = a.consumers;
+  q.sums_on_tensor = a.sums_on_tensor;
   if (!a.trace_out.empty()) {
     std::ofstream out(a.trace_out);
     if (!out) throw std::invalid_argument("cannot write " + a.trace_out);
@@ -146,6 +148,8 @@ void register_time_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(16, 256));
   ta->add_option("--consumers", att->consumers, "Forward version 6: consumer warpgroups, 2 or 3 (64 query rows each); default: the launcher's")
       ->check(CLI::IsMember({2, 3}));
+  ta->add_flag("--sums-on-tensor", att->sums_on_tensor,
+               "Forward version 6: the softmax's row sums as P times ones on the tensor cores, not on the vector unit");
   ta->add_option("--dtype", att->dtype,
                  "bf16 or fp16 (the same rates), or fp8 (forward only: e4m3 Q, K, V and P at the FP8 tensor rate, "
                  "O in bf16)");

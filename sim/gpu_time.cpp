@@ -47,6 +47,8 @@ std::int64_t fwd_steps(const TimeQuery& q, const KernelPlan& p, std::int64_t i) 
   return std::min(tkv, ceil_div(std::min(q.n, (i + 1) * p.br), p.bc));
 }
 
+std::string producer_name(const KernelPlan& p) { return p.warp_specialized ? "producer" : "consumer0"; }
+
 // The forward block over its tiles: a producer stream (warp-specialized) or the consumer's own
 // prefetch, K/V in a ring of `stages` buffers, each consumer on br / consumers rows.
 std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu,
@@ -73,6 +75,15 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
   tx.line(".array V[" + std::to_string(max_steps * p.bc) + "][" + std::to_string(d) + "] tile[" + std::to_string(p.bc) + "][" + std::to_string(d) + "] elem " + e);
   tx.line(".array O[" + std::to_string(rows) + "][" + std::to_string(d) + "] tile[" + std::to_string(brc) + "][" + std::to_string(d) + "] elem " + out_e);
   tx.line(".array L[" + std::to_string(rows) + "] tile[" + std::to_string(brc) + "] elem 4");
+  // sums_on_tensor: 8 columns of ones a key, read once into a register every consumer multiplies;
+  // each consumer's sums in 8 equal columns (one register each), l = their row maximum at the end
+  const std::string ones = R(2 * S + 10 * C);
+  auto sums8 = [&](int c) { return R(2 * S + 10 * C + 1 + c); };
+  if (p.sums_on_tensor) {
+    tx.line(".array U[" + std::to_string(p.bc) + "][8] tile[" + std::to_string(p.bc) + "][8] elem " + e);
+    tx.stream(producer_name(p));
+    tx.line("LOAD U[0][0], " + ones);
+  }
   const int kbase = 0, vbase = S;
   auto K = [&](std::int64_t g) { return R(kbase + static_cast<int>(g % S)); };
   auto V = [&](std::int64_t g) { return R(vbase + static_cast<int>(g % S)); };
@@ -81,7 +92,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
   enum { kQ, kS, kP0, kP1, kO, kM0, kM1, kL, kLt, kAlpha };
   auto P = [&](int c, std::int64_t j) { return reg(c, j % 2 ? kP1 : kP0); };
   auto M = [&](int c, std::int64_t j) { return reg(c, j % 2 ? kM1 : kM0); };
-  const std::string producer = p.warp_specialized ? "producer" : "consumer0";
+  const std::string producer = producer_name(p);
   auto consumer = [&](int c) { return "consumer" + std::to_string(c); };
   std::int64_t g0 = 0;          // global K/V step of the tile's first step
   std::vector<std::int64_t> turn_waits(C, 0);
@@ -101,6 +112,15 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
     // buffers: stages - 1, one less when P V of the step before is still reading its buffer.
     const std::int64_t ahead = std::max(0, p.intra_overlap ? S - 2 : S - 1);
     std::int64_t loaded = 0;
+    // O (+)= P_j V_j, and with sums_on_tensor l (+)= P_j times the ones
+    auto pv = [&](int c, std::int64_t j) {
+      const bool first = j == 0;
+      tx.line(first ? "MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO)
+                    : "MAC " + P(c, j) + ", " + V(g0 + j) + ", " + reg(c, kO) + ", " + reg(c, kO));
+      if (p.sums_on_tensor)
+        tx.line(first ? "MAC_Z " + P(c, 0) + ", " + ones + ", " + sums8(c)
+                      : "MAC " + P(c, j) + ", " + ones + ", " + sums8(c) + ", " + sums8(c));
+    };
     auto load_until = [&](std::int64_t j) {
       for (; loaded <= std::min(j, J - 1); ++loaded) load_step(loaded);
     };
@@ -116,34 +136,35 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         }
         if (p.pingpong && c == 0 && ti == 0 && j == 0) ++turn_waits[0];
         tx.line("MAC_Z " + reg(c, kQ) + ", " + K(g0 + j) + "^T, " + reg(c, kS));
-        if (p.intra_overlap && j >= 1)
-          tx.line((j == 1 ? "MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO)
-                          : "MAC " + P(c, j - 1) + ", " + V(g0 + j - 1) + ", " + reg(c, kO) + ", " + reg(c, kO)));
+        if (p.intra_overlap && j >= 1) pv(c, j - 1);
         if (p.pingpong) tx.line(".arrive turn" + std::to_string((c + 1) % C));
         if (mask) tx.line("MASK " + reg(c, kS) + ", " + reg(c, kS));
         if (j == 0) {
           tx.line("ROWMAX " + reg(c, kS) + ", " + M(c, 0));
           tx.line("EXPD " + reg(c, kS) + ", " + M(c, 0) + ", " + P(c, 0));
-          tx.line("ROWSUM " + P(c, 0) + ", " + reg(c, kL));
-          if (!p.intra_overlap) tx.line("MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO));
+          if (!p.sums_on_tensor) tx.line("ROWSUM " + P(c, 0) + ", " + reg(c, kL));
+          if (!p.intra_overlap) pv(c, 0);
           continue;
         }
         tx.line("ROWMAX " + reg(c, kS) + ", " + M(c, j));
         tx.line("MAX " + M(c, j - 1) + ", " + M(c, j) + ", " + M(c, j));
         tx.line("EXPD " + M(c, j - 1) + ", " + M(c, j) + ", " + reg(c, kAlpha));
         tx.line("EXPD " + reg(c, kS) + ", " + M(c, j) + ", " + P(c, j));
-        tx.line("ROWSUM " + P(c, j) + ", " + reg(c, kLt));
-        tx.line("MUL " + reg(c, kL) + ", " + reg(c, kAlpha) + ", " + reg(c, kL));
-        tx.line("ADD " + reg(c, kL) + ", " + reg(c, kLt) + ", " + reg(c, kL));
+        if (!p.sums_on_tensor) {
+          tx.line("ROWSUM " + P(c, j) + ", " + reg(c, kLt));
+          tx.line("MUL " + reg(c, kL) + ", " + reg(c, kAlpha) + ", " + reg(c, kL));
+          tx.line("ADD " + reg(c, kL) + ", " + reg(c, kLt) + ", " + reg(c, kL));
+        } else {
+          tx.line("MUL " + sums8(c) + ", " + reg(c, kAlpha) + ", " + sums8(c));  // O's 8 extra columns
+        }
         tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
-        if (!p.intra_overlap) tx.line("MAC " + P(c, j) + ", " + V(g0 + j) + ", " + reg(c, kO) + ", " + reg(c, kO));
+        if (!p.intra_overlap) pv(c, j);
       }
     }
     for (int c = 0; c < C; ++c) {
       tx.stream(consumer(c));
-      if (p.intra_overlap)
-        tx.line(J == 1 ? "MAC_Z " + P(c, 0) + ", " + V(g0) + ", " + reg(c, kO)
-                       : "MAC " + P(c, J - 1) + ", " + V(g0 + J - 1) + ", " + reg(c, kO) + ", " + reg(c, kO));
+      if (p.intra_overlap) pv(c, J - 1);
+      if (p.sums_on_tensor) tx.line("ROWMAX " + sums8(c) + ", " + reg(c, kL));
       tx.line("SDIV " + reg(c, kO) + ", " + reg(c, kL) + ", " + reg(c, kO));
       const std::string row = std::to_string(static_cast<std::int64_t>(ti) * C + c);
       tx.line("STORE " + reg(c, kO) + ", O[" + row + "][0]");
@@ -403,6 +424,11 @@ KernelPlan plan_for(const TimeQuery& q) {
         p.name = "version 6: producer + " + std::to_string(p.consumers) + " consumers, " + std::to_string(p.br) + "x" +
                  std::to_string(p.bc) + " tiles" + (p.pingpong ? ", ping-pong" : "") + ", persistent";
       if (q.pingpong) p.pingpong = *q.pingpong && p.consumers > 1;
+      if (q.sums_on_tensor) {
+        if (v != 6) throw std::invalid_argument("the row sums on the tensor cores are version 6's variant");
+        p.sums_on_tensor = true;
+        p.name += ", row sums on the tensor cores";
+      }
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
       break;
     }

@@ -42,6 +42,9 @@ struct TimeQuery {
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
   // (FP8 takes 224 keys from n = 8192, kernels/fp8.h key_tile_for).
   std::optional<int> key_tile, consumers;
+  // Forward version 6: the softmax's row sums on the tensor cores (fp8.h Variant sums_on_tensor): P
+  // times a K/V tile's worth of ones (8 columns) beside P V, no row sum on the vector unit.
+  bool sums_on_tensor = false;
   // HBM bytes of the launch (the L2 model's prediction); default: the compulsory bytes.
   std::optional<double> hbm_bytes;
 };
@@ -55,6 +58,7 @@ struct KernelPlan {
   bool warp_specialized = false, intra_overlap = false, pingpong = false, persistent = false, paired = false;
   int blocks_per_sm = 1;
   int version = 0;
+  bool sums_on_tensor = false;  // forward v6: row sums as P times ones on the tensor unit
 };
 
 struct LaunchPrediction {
