@@ -184,9 +184,7 @@ using tile::fast_exp2;
 using tile::kPaired;
 using tile::kStatic;
 
-// SUMS: the softmax's row sums come from the tensor cores (Mode kSumsOnTensor): every V^T box is
-// followed by 8 rows of e4m3 ones that P V reads as columns 128..135.
-template <int BC, int STAGES, bool SUMS = false>
+template <int BC, int STAGES>
 struct Config {
   static constexpr int kBR = 128;  // two consumer warpgroups of 64 rows
   static constexpr int kThreads = 384;
@@ -197,9 +195,7 @@ struct Config {
   // a V^T tile is whole boxes of d rows x 128 keys (one 128-byte swizzle row each); with BC = 192
   // or 224 the last box also holds the next tile's first keys, loaded and not used
   static constexpr int kVBoxes = (BC + 127) / 128;
-  static constexpr int kVBoxBytes = (kD + (SUMS ? 8 : 0)) * 128;
-  static constexpr int kVBytes = kVBoxBytes * kVBoxes;
-  static constexpr int kVLoadBytes = kD * 128 * kVBoxes;  // what TMA brings of a V^T tile
+  static constexpr int kVBytes = kD * 128 * kVBoxes;
   static constexpr int kBars = 2 + 4 * STAGES;
   static constexpr int kSmem = kQBytes + kOBytes + STAGES * (kKBytes + kVBytes) + 8 * kBars + 1024;
   static_assert(BC % 32 == 0 && BC % kKBlockRows == 0 && BC <= 224, "k32 steps, whole K scale blocks");
@@ -211,18 +207,13 @@ struct Config {
 // What a launch does besides its work: kPlain; kNoExp leaves the exponentials out (a timing
 // diagnostic: how long the loop takes without the special-function unit; wrong output); kTrace
 // records clock64 at the phases of each KV tile for block 0's first Q tile (kernels/fp8.h);
-// kExpsFirst is kPlain with the softmax's exponentials issued before its sums; kSumsOnTensor takes
-// the row sums from P V's extra columns (fp8.h Variant).
-enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2, kExpsFirst = 3, kSumsOnTensor = 4 };
+// kExpsFirst is kPlain with the softmax's exponentials issued before its sums (fp8.h Variant).
+enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2, kExpsFirst = 3 };
 constexpr int kTraceEvents = 6;  // start, products issued, S done, softmax done, P V done, P packed
 
-// One consumer warpgroup's work on a KV tile. SUMS: O has 8 more columns, P times the ones rows
-// after V^T (Config), which hold P's row sums, rescaled with O; the softmax adds nothing.
-template <int BC, bool NO_EXP = false, int ORDER = tile::kExpThenAdd, bool SUMS = false>
+// One consumer warpgroup's work on a KV tile.
+template <int BC, bool NO_EXP = false, int ORDER = tile::kExpThenAdd>
 struct Fp8Tile {
-  static constexpr int kPvN = kD + (SUMS ? 8 : 0);
-  static constexpr int kO = kPvN / 2;  // O's accumulators a thread
-  static constexpr int kVBoxBytes = kPvN * 128;
   // s = Q K^T (both K-major: rows of 128 bytes), Q from registers
   __device__ __forceinline__ static void issue_s(float (&s)[BC / 2], const std::uint32_t (&qa)[kD / 32][4],
                                                  std::uint32_t ks) {
@@ -238,12 +229,12 @@ struct Fp8Tile {
                            wgmma::desc128(ks + kk * 32, 16, 1024), kk > 0);
   }
   // o += P V^T-tile (rows of d, keys contiguous: K-major; 128 keys a box, box b at vs + b d 128)
-  __device__ __forceinline__ static void issue_pv(float (&o)[kO], const std::uint32_t (&pa)[BC / 32][4],
+  __device__ __forceinline__ static void issue_pv(float (&o)[kD / 2], const std::uint32_t (&pa)[BC / 32][4],
                                                   std::uint32_t vs) {
 #pragma unroll
     for (int kk = 0; kk < BC / 32; ++kk)
-      wgmma::wgmma_rs_e4m3(wgmma::WgmmaN<kPvN>{}, o, pa[kk],
-                           wgmma::desc128(vs + (kk / 4) * kVBoxBytes + (kk % 4) * 32, 16, 1024), 1);
+      wgmma::wgmma_rs_e4m3(wgmma::WgmmaN<kD>{}, o, pa[kk],
+                           wgmma::desc128(vs + (kk / 4) * (kD * 128) + (kk % 4) * 32, 16, 1024), 1);
   }
   // masks, then the online softmax in log2 units (factor[b] = scale_log2 * q scale * the scale of
   // K's block b of the tile, 128 keys each): s becomes 2^8 P; returns the factors the old O needs
@@ -284,9 +275,9 @@ struct Fp8Tile {
           const float x = fmaf(s[4 * nt + 2 * h + e], factor[nt / kTilesPerBlock], shift);
           const float p = NO_EXP ? x : fast_exp2(x);
           s[4 * nt + 2 * h + e] = p;
-          if constexpr (!SUMS) sum += p;
+          sum += p;
         }
-      if constexpr (!SUMS) row_sum[h] = row_sum[h] * alpha[h] + sum;
+      row_sum[h] = row_sum[h] * alpha[h] + sum;
     }
     if constexpr (ORDER == tile::kExpsFirst) {
 #pragma unroll
@@ -294,7 +285,7 @@ struct Fp8Tile {
         const float x = fmaf(s[i], factor[i / 4 / kTilesPerBlock], shifts[(i / 2) % 2]);
         s[i] = NO_EXP ? x : fast_exp2(x);
       }
-      if constexpr (!SUMS) tile::add_row_sums<BC>(s, row_sum, alpha);
+      tile::add_row_sums<BC>(s, row_sum, alpha);
     }
   }
   static constexpr float kPShift = 8.f;
@@ -324,10 +315,8 @@ __global__ void __launch_bounds__(384, 1)
                         bool causal, float scale_log2, long long* __restrict__ trace, int trace_tiles,
                         const __grid_constant__ CUtensorMap map_q,
                         const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt) {
-  constexpr bool kSums = MODE == kSumsOnTensor;
-  using C = Config<BC, STAGES, kSums>;
-  using W = Fp8Tile<BC, MODE == kNoExp, MODE == kExpsFirst ? tile::kExpsFirst : tile::kExpThenAdd, kSums>;
-  static_assert(W::kVBoxBytes == C::kVBoxBytes, "one V^T box layout");
+  using C = Config<BC, STAGES>;
+  using W = Fp8Tile<BC, MODE == kNoExp, MODE == kExpsFirst ? tile::kExpsFirst : tile::kExpThenAdd>;
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t qs = (mma::smem_addr(smem_raw) + 1023) & ~1023u, os = qs + C::kQBytes;
   const std::uint32_t ks0 = os + C::kOBytes, vs0 = ks0 + STAGES * C::kKBytes;
@@ -339,14 +328,6 @@ __global__ void __launch_bounds__(384, 1)
   auto v_empty = [&](int s) { return bars + 8 * (2 + 3 * STAGES + s); };
   auto kbuf = [&](int it) { return ks0 + (it % STAGES) * C::kKBytes; };
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kVBytes; };
-  if constexpr (kSums) {
-    // the ones rows after every V^T box (e4m3 1.0 = 0x38), written once: TMA fills only the d rows
-    constexpr int kWords = 8 * 128 / 4;
-    for (int i = threadIdx.x; i < STAGES * C::kVBoxes * kWords; i += blockDim.x)
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vs0 + (i / kWords) * C::kVBoxBytes + kD * 128 + (i % kWords) * 4),
-                   "r"(0x38383838u));
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");  // visible to wgmma's reads
-  }
 
   // persistent blocks over the (head, Q tile) slots; kPaired: a head's heaviest causal tile with
   // its lightest (kStatic runs the full mask only, so its causal order never matters)
@@ -385,10 +366,10 @@ __global__ void __launch_bounds__(384, 1)
         tma::mbar_arrive_expect_tx(k_full(s), C::kKBytes);
         tma::load_3d(kbuf(it), &map_k, k_full(s), 0, j * BC, head);
         tma::mbar_wait(v_empty(s), parity);
-        tma::mbar_arrive_expect_tx(v_full(s), C::kVLoadBytes);
+        tma::mbar_arrive_expect_tx(v_full(s), C::kVBytes);
 #pragma unroll
         for (int b = 0; b < C::kVBoxes; ++b)
-          tma::load_3d(vbuf(it) + b * C::kVBoxBytes, &map_vt, v_full(s), j * BC + 128 * b, 0, head);
+          tma::load_3d(vbuf(it) + b * (kD * 128), &map_vt, v_full(s), j * BC + 128 * b, 0, head);
       }
     }
     return;
@@ -445,9 +426,9 @@ __global__ void __launch_bounds__(384, 1)
       else W::issue_s(s, qa, kb);
     };
 
-    float acc_o[W::kO];
+    float acc_o[kD / 2];
 #pragma unroll
-    for (int i = 0; i < W::kO; ++i) acc_o[i] = 0.f;
+    for (int i = 0; i < kD / 2; ++i) acc_o[i] = 0.f;
     float row_max[2] = {-INFINITY, -INFINITY}, row_sum[2] = {0.f, 0.f}, alpha[2];
     std::uint32_t pa[BC / 32][4];
 
@@ -525,14 +506,9 @@ __global__ void __launch_bounds__(384, 1)
     const float sv = v_scale[head];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      float l;
-      if constexpr (kSums) {
-        l = acc_o[kD / 2 + 2 * h];  // column 128 + 2 t4: every ones row sums the whole row
-      } else {
-        l = row_sum[h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-      }
+      float l = row_sum[h];
+      l += __shfl_xor_sync(0xffffffffu, l, 1);
+      l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? sv / l : 0.f;
       const int r = row_w + g + 8 * h;
 #pragma unroll
@@ -583,7 +559,7 @@ CUtensorMap byte_tensor_map(const std::uint8_t* p, int inner, int mid, int outer
 template <int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int MODE>
 void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
             long long* trace = nullptr, int trace_tiles = 0) {
-  using C = Config<BC, STAGES, MODE == kSumsOnTensor>;
+  using C = Config<BC, STAGES>;
   auto kernel = attn_fwd_fp8_kernel<BC, STAGES, PINGPONG, SCHED, QSMEM, MODE>;
   static std::uint64_t smem_set = 0;
   static int sms_of[64] = {};
@@ -707,13 +683,7 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
     throw std::invalid_argument("fp8::attention_forward: operands not laid out by fp8::operands_in");
   const Variant v = variant;
   const int key_tile = key_tile_for(ops.n, v);
-  if (v.sums_on_tensor) {
-    if (v.pingpong || v.qsmem || v.no_exponentials || v.exps_first)
-      throw std::invalid_argument("fp8::attention_forward: sums_on_tensor goes with the key tile alone");
-    if (key_tile == 224) launch_masked<false, true, kSumsOnTensor, 224>(ops, o, lse, causal, stream);
-    else if (key_tile == 192) launch_masked<false, false, kSumsOnTensor, 192>(ops, o, lse, causal, stream);
-    else launch_masked<false, false, kSumsOnTensor>(ops, o, lse, causal, stream);
-  } else if (v.exps_first) {
+  if (v.exps_first) {
     if (v.pingpong || v.qsmem || v.no_exponentials)
       throw std::invalid_argument("fp8::attention_forward: exps_first goes with the key tile alone");
     if (key_tile == 224) launch_masked<false, true, kExpsFirst, 224>(ops, o, lse, causal, stream);

@@ -55,10 +55,6 @@ struct Variant {
   bool no_exponentials = false;
   int key_tile = 0;  // keys a KV tile: 128, 192 or 224 (FA3 takes 224 for FP8 at d = 128); 0: key_tile_for's choice
   bool exps_first = false;  // the softmax issues a tile's exponentials before its sums (tile::kExpsFirst)
-  // The softmax's row sums on the tensor cores: P V takes 8 more columns, P times rows of ones, so
-  // the sums are of the e4m3 P that O sums (the checks' emulation: OutputCheck's rounded_sums) and
-  // the softmax's FADD chain goes. Any key tile; not with the other switches.
-  bool sums_on_tensor = false;
 };
 // The key tile a launch of `variant` takes at sequence length n: variant.key_tile if set, else
 // fp8_ref.h default_key_tile(n); ping-pong, qsmem and no_exponentials run 128 only. The checks' emulation

@@ -101,8 +101,7 @@ float Dequantized::k(int h, int i, int c) const { return k8[at(*this, h, i, c)] 
 float Dequantized::v(int h, int i, int c) const { return v8[at(*this, h, i, c)] * v_scale[h]; }
 
 void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
-                                 const std::vector<std::int64_t>& rows, float* o, float* lse, float* s_abs,
-                                 bool rounded_sums) {
+                                 const std::vector<std::int64_t>& rows, float* o, float* lse, float* s_abs) {
   if (bc < kKBlockRows || bc % kKBlockRows != 0)
     throw std::invalid_argument("attention_fp8_emulated_rows: bc must be a positive multiple of kKBlockRows");
   const int n = x.n, d = x.d;
@@ -144,8 +143,8 @@ void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, in
       for (int kk = 0; kk < bc; ++kk) {
         if (s[kk] == -INFINITY) continue;
         const double p = std::exp2(s[kk] - base + kShift);
+        l += p;
         const double pq = e4m3_to_float(float_to_e4m3(static_cast<float>(p)));
-        l += rounded_sums ? pq : p;
         for (int c = 0; c < d; ++c) acc[c] += pq * x.v8[at(x, head, j0 + kk, c)];
       }
       m = m_new;
@@ -271,7 +270,7 @@ void OutputCheck::add_head(const Dequantized& x, int head, bool causal, const st
                            const float* o, const float* lse) {
   const int d = x.d;
   std::vector<float> eo(rows.size() * d), el(rows.size()), sa(rows.size());
-  attention_fp8_emulated_rows(x, head, causal, bc_, rows, eo.data(), el.data(), sa.data(), rounded_sums_);
+  attention_fp8_emulated_rows(x, head, causal, bc_, rows, eo.data(), el.data(), sa.data());
   for (int i = 0; i < x.n; ++i)
     for (int c = 0; c < d; ++c) e_.vmax = std::max(e_.vmax, std::fabs(static_cast<double>(x.v(head, i, c))));
   for (std::size_t r = 0; r < rows.size(); ++r) {

@@ -57,10 +57,9 @@ struct Dequantized {
 // O accumulated from the quantized P and unscaled V, scaled at the end. o: rows x d, lse: rows.
 // s_abs (optional, rows): the row's largest sum of |products| of a score, sum_c |q_c k_c| / sqrt(d)
 // over its visible keys: the scale of the rounding in the tensor cores' FP8 sums (fp8_lse_tolerance).
-// rounded_sums: the row sum l adds the e4m3 P that O adds (fp8.h Variant sums_on_tensor), not P.
 void attention_fp8_emulated_rows(const Dequantized& x, int head, bool causal, int bc,
                                  const std::vector<std::int64_t>& rows, float* o, float* lse,
-                                 float* s_abs = nullptr, bool rounded_sums = false);
+                                 float* s_abs = nullptr);
 
 // What a row's logsumexp may differ by between the kernel and the double emulation: the FP8 tensor
 // cores sum products with about 14 significant bits, not fp32's 24 (DeepSeek-V3 technical report,
@@ -103,7 +102,7 @@ struct OutputErrors {
 };
 class OutputCheck {
  public:
-  explicit OutputCheck(int key_tile = 128, bool rounded_sums = false) : bc_(key_tile), rounded_sums_(rounded_sums) {}
+  explicit OutputCheck(int key_tile = 128) : bc_(key_tile) {}
   // One head: o (n x d) and lse (n) as the kernel wrote them, as floats; rows: those compared.
   void add_head(const Dequantized& x, int head, bool causal, const std::vector<std::int64_t>& rows, const float* o,
                 const float* lse);
@@ -111,7 +110,6 @@ class OutputCheck {
 
  private:
   int bc_;
-  bool rounded_sums_;
   OutputErrors e_;
   double sq_ = 0;
   std::size_t count_ = 0;

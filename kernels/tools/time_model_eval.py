@@ -157,6 +157,15 @@ PAIRS = [
      attention(16384, 128, 16, "--key-tile", "144"), 0.96, "2026-11-26 (0.948-0.974)"),
     ("forward d=128 N=4096 causal: exps first over exp-then-add", attention(4096, 128, 64, "--causal"),
      attention(4096, 128, 64, "--causal"), 618.3 / 587.4, "2026-11-27 H100 call 1 (1.02-1.05)"),
+    # kernels/RESULTS.md, "FP8: the row sums on the tensor cores" (2026-11-27; predicted before the run)
+    ("FP8 d=128 N=16384: row sums on the tensor cores", attention(16384, 128, 16, "--dtype", "fp8"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--sums-on-tensor"), 1.009, "2026-11-27 (1.00-1.01)"),
+    ("FP8 d=128 N=16384: the same, 128-key tiles", attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "128"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--key-tile", "128", "--sums-on-tensor"), 1.016, "2026-11-27"),
+    ("FP8 d=128 N=16384 causal: the same, 128-key tiles",
+     attention(16384, 128, 16, "--causal", "--dtype", "fp8", "--key-tile", "128"),
+     attention(16384, 128, 16, "--causal", "--dtype", "fp8", "--key-tile", "128", "--sums-on-tensor"), 1.039,
+     "2026-11-27"),
 ]
 
 
