@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""The time model's cycles against the SM cycles ncu measured at its locked clock
+(kernels/tools/ncu_cycles.sh), shape by shape: the model's per-cycle figures checked with the
+clock taken out (issue 32). Measured: sm__cycles_elapsed.max of the profiled launches (median);
+model: `flashsim time attention ... --json` "cycles" (the longest SM) and its tensor unit's busy
+fraction beside ncu's tensor-pipe activity.
+Usage: cycles_vs_model.py FLASHSIM GPU DIR   (DIR: ncu_cycles.sh's output; GPU: h100 or h200)
+"""
+import csv
+import io
+import json
+import statistics
+import subprocess
+import sys
+
+# ncu_cycles.sh's sizes, in its order: heads x n x d
+SIZES = [(16, 16384, 128), (32, 16384, 64), (32, 8192, 128), (64, 8192, 64), (64, 4096, 128), (128, 4096, 64),
+         (20, 5120, 128), (14, 9216, 64)]
+TENSOR = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+
+
+def fail(message):
+    print(message, file=sys.stderr)
+    sys.exit(2)
+
+
+def launches(path):
+    lines = open(path).read().splitlines()
+    start = next(i for i, l in enumerate(lines) if l.startswith('"ID"'))
+    out = {}
+    for r in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        e = out.setdefault(int(r["ID"]), {"kernel": r["Kernel Name"]})
+        e[r["Metric Name"]] = float(r["Metric Value"].replace(",", ""))
+    return [out[k] for k in sorted(out)]
+
+
+def model(flashsim, gpu, args):
+    j = json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
+                                  capture_output=True, text=True).stdout)
+    return j["cycles"], j["units"]["tensor"]["busy_fraction"], j["bound"]
+
+
+def main():
+    if len(sys.argv) != 4:
+        fail(__doc__)
+    flashsim, gpu, folder = sys.argv[1:]
+    rows = []
+    for mask in ("no", "yes"):
+        ls = launches(f"{folder}/attn-causal-{mask}.csv")
+        fwd = [l for l in ls[:4 * len(SIZES)]]
+        rest = ls[4 * len(SIZES):]
+        for i, (h, n, d) in enumerate(SIZES):
+            extra = ["--causal"] if mask == "yes" else []
+            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [f"--n", str(n), "--d", str(d), "--heads", str(h), *extra]))
+            bwd = [l for l in rest[5 * i + 1:5 * i + 5]]  # each backward size: its forward, then 4 backward launches
+            rows.append(("bwd", h, n, d, mask, bwd, [f"--n", str(n), "--d", str(d), "--heads", str(h), "--backward", *extra]))
+    try:
+        fp8 = launches(f"{folder}/fp8.csv")
+        rows.append(("fp8", 16, 16384, 128, "no", fp8, ["--n", "16384", "--d", "128", "--heads", "16", "--dtype", "fp8"]))
+    except FileNotFoundError:
+        pass
+    print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
+          f"{'tensor meas':>11s} {'model':>6s}  bound")
+    ratios = []
+    for kind, h, n, d, mask, ls, args in rows:
+        names = {l["kernel"].split("<")[0].split("::")[-1] for l in ls}
+        cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
+        busy = statistics.median(l[TENSOR] for l in ls)
+        mc, mb, bound = model(flashsim, gpu, args)
+        ratios.append(cyc / mc)
+        print(f"{kind:4s} {h:3d}x{n:5d}x{d:<3d}  {'causal' if mask == 'yes' else 'full':6s} {cyc / 1e6:9.3f} {mc / 1e6:10.3f} "
+              f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(sorted(names))})")
+    print(f"meas/model cycles: {min(ratios):.2f}-{max(ratios):.2f}, geometric mean {statistics.geometric_mean(ratios):.2f} "
+          f"over {len(ratios)} rows")
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except FileNotFoundError as e:
+        fail(f"cycles_vs_model.py: no such file: {e.filename}")
+    except (subprocess.CalledProcessError, StopIteration, KeyError) as e:
+        fail(f"cycles_vs_model.py: not ncu_cycles.sh's output, or flashsim failed: {e}")
