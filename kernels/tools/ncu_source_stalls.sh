@@ -9,10 +9,8 @@
 set -u
 bin=${1:?usage: ncu_source_stalls.sh BIN_DIR OUT_DIR}
 out=${2:?usage: ncu_source_stalls.sh BIN_DIR OUT_DIR}
-command -v ncu > /dev/null || { echo "ncu_source_stalls.sh: ncu is not on the PATH" >&2; exit 2; }
-mkdir -p "$out"
-for d in /usr/local/cuda/extras/CUPTI/lib64 $(dirname "$(find / -name 'libcupti.so.13' 2>/dev/null | head -1)" 2>/dev/null); do
-  [ -d "$d" ] && export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$d"; done
+. "$(dirname "$0")/ncu_common.sh"
+ncu_setup ncu_source_stalls.sh "$out"
 sections=(--section SourceCounters --section WarpStateStats --section SpeedOfLight)
 profile() {  # NAME KERNEL_REGEX SKIP COMMAND...
   local name=$1 regex=$2 skip=$3; shift 3
