@@ -40,36 +40,45 @@ def model(flashsim, gpu, args):
     return j["cycles"], j["units"]["tensor"]["busy_fraction"], j["bound"]
 
 
-def main():
-    if len(sys.argv) != 4:
-        fail(__doc__)
-    flashsim, gpu, folder = sys.argv[1:]
+def compare_rows(flashsim, gpu, folder):
+    """One row per kernel and shape: (kind, heads, n, d, mask, measured cycles, model cycles,
+    measured tensor busy %, model tensor busy fraction, model bound, kernel names)."""
     rows = []
     for mask in ("no", "yes"):
         ls = launches(f"{folder}/attn-causal-{mask}.csv")
-        fwd = [l for l in ls[:4 * len(SIZES)]]
-        rest = ls[4 * len(SIZES):]
+        fwd, rest = ls[:4 * len(SIZES)], ls[4 * len(SIZES):]
+        extra = ["--causal"] if mask == "yes" else []
         for i, (h, n, d) in enumerate(SIZES):
-            extra = ["--causal"] if mask == "yes" else []
-            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [f"--n", str(n), "--d", str(d), "--heads", str(h), *extra]))
-            bwd = [l for l in rest[5 * i + 1:5 * i + 5]]  # each backward size: its forward, then 4 backward launches
-            rows.append(("bwd", h, n, d, mask, bwd, [f"--n", str(n), "--d", str(d), "--heads", str(h), "--backward", *extra]))
+            shape = ["--n", str(n), "--d", str(d), "--heads", str(h), *extra]
+            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], shape))
+            # each backward size: its forward (the inputs), then 4 backward launches
+            rows.append(("bwd", h, n, d, mask, rest[5 * i + 1:5 * i + 5], [*shape, "--backward"]))
     try:
         fp8 = launches(f"{folder}/fp8.csv")
         rows.append(("fp8", 16, 16384, 128, "no", fp8, ["--n", "16384", "--d", "128", "--heads", "16", "--dtype", "fp8"]))
     except FileNotFoundError:
         pass
-    print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
-          f"{'tensor meas':>11s} {'model':>6s}  bound")
-    ratios = []
+    out = []
     for kind, h, n, d, mask, ls, args in rows:
-        names = {l["kernel"].split("<")[0].split("::")[-1] for l in ls}
+        names = sorted({l["kernel"].split("<")[0].split("::")[-1] for l in ls})
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
         mc, mb, bound = model(flashsim, gpu, args)
+        out.append((kind, h, n, d, mask, cyc, mc, busy, mb, bound, names))
+    return out
+
+
+def main():
+    if len(sys.argv) != 4:
+        fail(__doc__)
+    flashsim, gpu, folder = sys.argv[1:]
+    print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
+          f"{'tensor meas':>11s} {'model':>6s}  bound")
+    ratios = []
+    for kind, h, n, d, mask, cyc, mc, busy, mb, bound, names in compare_rows(flashsim, gpu, folder):
         ratios.append(cyc / mc)
         print(f"{kind:4s} {h:3d}x{n:5d}x{d:<3d}  {'causal' if mask == 'yes' else 'full':6s} {cyc / 1e6:9.3f} {mc / 1e6:10.3f} "
-              f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(sorted(names))})")
+              f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(names)})")
     print(f"meas/model cycles: {min(ratios):.2f}-{max(ratios):.2f}, geometric mean {statistics.geometric_mean(ratios):.2f} "
           f"over {len(ratios)} rows")
 

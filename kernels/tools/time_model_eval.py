@@ -9,7 +9,9 @@ Replays `flashsim time` on
   - the calls of 2026-11-27 (after the model's figures were set): four bench_kernels CSVs and
     `compare` at four unseen sizes on each GPU;
 and prints how many rows are within 15 % (|meas/pred - 1| <= 0.15), then the measured pairs of
-kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio.
+kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio, then the model's
+cycles against the SM cycles ncu measured at its locked clock (kernels/tools/cycles_vs_model.py),
+which take the clock out of the comparison.
 
   kernels/tools/time_model_eval.py [FLASHSIM] [-v]
   kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
@@ -214,6 +216,18 @@ def main():
             tf[pp, ov] = flops / p["predicted_ms"] / 1e9
     print("FA3 ablation on the tile machine (H100 preset, TFLOP/s): both %.0f, ping-pong only %.0f, overlap only %.0f, "
           "neither %.0f" % (tf["on", "on"], tf["on", "off"], tf["off", "on"], tf["off", "off"]))
+    # the model's cycles at a clock ncu locks (2026-11-27): no power-cap clock in the comparison
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from cycles_vs_model import compare_rows
+    for gpu in ("h100", "h200"):
+        folder = os.path.join(RES, "2026-11-27-cycles-locked-clock", f"{gpu}-cyc")
+        q = [r[5] / r[6] for r in compare_rows(FLASHSIM, gpu, folder)]
+        gm = 1.0
+        for x in q:
+            gm *= x ** (1 / len(q))
+        print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
+              f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "
+              f"the kernels hold a higher clock than the preset's)")
 
 
 if __name__ == "__main__":
