@@ -201,6 +201,30 @@ TEST_CASE("flashsim time: JSON keys, bound, and bad input exits 2", "[timing][cl
   CHECK(test::run_flashsim("time attention --n 4096 --d 64 --backward --version 3").status == 2);
 }
 
+TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timing][cli]") {
+  auto number = [](const std::string& json, const std::string& key) {
+    const auto at = json.find("\"" + key + "\": ");
+    REQUIRE(at != std::string::npos);
+    return std::stod(json.substr(at + key.size() + 4));
+  };
+  const std::string q = "time attention --n 8192 --d 128 --heads 8 --gpu h100 --json";
+  auto preset = test::run_flashsim(q);
+  REQUIRE(preset.status == 0);
+  const double mhz = 1000 * number(preset.out, "clock_ghz");  // the preset's, about 1476
+  CHECK(mhz == Approx(1476).epsilon(0.001));
+  auto same = test::run_flashsim(q + " --clock-mhz " + std::to_string(mhz));
+  auto half = test::run_flashsim(q + " --clock-mhz " + std::to_string(mhz / 2));
+  REQUIRE((same.status == 0 && half.status == 0));
+  CHECK(number(same.out, "predicted_ms") == Approx(number(preset.out, "predicted_ms")).epsilon(1e-5));
+  CHECK(number(half.out, "cycles") == Approx(number(preset.out, "cycles")));
+  CHECK(number(half.out, "sm_ms") == Approx(2 * number(preset.out, "sm_ms")).epsilon(1e-5));
+  for (const char* bad : {"0.5", "-1000", "9000"}) {
+    auto r = test::run_flashsim(q + " --clock-mhz " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.out.find("--clock-mhz must be between 100 and 5000") != std::string::npos);
+  }
+}
+
 TEST_CASE("the time model on the FA3 ablation: the overlap helps, ping-pong adds nothing", "[timing][fa3]") {
   // d = 128, N = 8192. With products taken in issue order two consumers drift apart on their own,
   // so the turns of ping-pong change nothing (as measured on this project's kernels: 0.98-1.00,
