@@ -4,7 +4,10 @@
 clock taken out (issue 32). Measured: sm__cycles_elapsed.max of the profiled launches (median);
 model: `flashsim time attention ... --json` "cycles" (the longest SM) and its tensor unit's busy
 fraction beside ncu's tensor-pipe activity.
-Usage: cycles_vs_model.py FLASHSIM GPU DIR   (DIR: ncu_cycles.sh's output; GPU: h100 or h200)
+Usage: cycles_vs_model.py FLASHSIM GPU DIR [--bench CSV]
+  DIR: ncu_cycles.sh's output; GPU: h100 or h200; CSV: a bench_kernels CSV of the same GPU, whose
+  bf16 rows of the same shapes get the SM clock their measured times imply (the measured cycles
+  over the time; the backward's time less the model's two small launches).
 """
 import csv
 import io
@@ -68,19 +71,54 @@ def compare_rows(flashsim, gpu, folder):
     return out
 
 
+def bench_times(path):
+    """(kind, heads, n, d, mask) -> ms of a bench_kernels CSV's bf16 attention rows."""
+    out = {}
+    for r in csv.DictReader(open(path)):
+        if r["dtype"] != "bf16" or r["op"] not in ("attn-fwd", "attn-bwd"):
+            continue
+        h, n, d = (int(x) for x in r["shape"].split("x"))
+        out[("bwd" if r["op"] == "attn-bwd" else "fwd", h, n, d, "yes" if r["mask"] == "causal" else "no")] = float(r["ms"])
+    return out
+
+
+def small_launches_ms(flashsim, gpu, h, n, d, mask):
+    args = ["--n", str(n), "--d", str(d), "--heads", str(h), "--backward"] + (["--causal"] if mask == "yes" else [])
+    return json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
+                                     capture_output=True, text=True).stdout)["extra_ms"]
+
+
 def main():
-    if len(sys.argv) != 4:
+    args = sys.argv[1:]
+    bench = None
+    if "--bench" in args:
+        i = args.index("--bench")
+        if i + 1 >= len(args):
+            fail(__doc__)
+        bench = bench_times(args[i + 1])
+        del args[i:i + 2]
+    if len(args) != 3:
         fail(__doc__)
-    flashsim, gpu, folder = sys.argv[1:]
+    flashsim, gpu, folder = args
     print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
-          f"{'tensor meas':>11s} {'model':>6s}  bound")
-    ratios = []
+          f"{'tensor meas':>11s} {'model':>6s}  bound" + ("  (bench ms -> implied MHz)" if bench else ""))
+    ratios, clocks = [], {"fwd": [], "bwd": []}
     for kind, h, n, d, mask, cyc, mc, busy, mb, bound, names in compare_rows(flashsim, gpu, folder):
         ratios.append(cyc / mc)
-        print(f"{kind:4s} {h:3d}x{n:5d}x{d:<3d}  {'causal' if mask == 'yes' else 'full':6s} {cyc / 1e6:9.3f} {mc / 1e6:10.3f} "
-              f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(names)})")
+        line = (f"{kind:4s} {h:3d}x{n:5d}x{d:<3d}  {'causal' if mask == 'yes' else 'full':6s} {cyc / 1e6:9.3f} {mc / 1e6:10.3f} "
+                f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(names)})")
+        ms = bench.get((kind, h, n, d, mask)) if bench else None
+        if ms is not None:
+            kernel_ms = ms - (small_launches_ms(flashsim, gpu, h, n, d, mask) if kind == "bwd" else 0)
+            mhz = cyc / kernel_ms / 1e3
+            clocks[kind].append(mhz)
+            line += f"  ({ms:.3f} ms -> {mhz:.0f} MHz)"
+        print(line)
     print(f"meas/model cycles: {min(ratios):.2f}-{max(ratios):.2f}, geometric mean {statistics.geometric_mean(ratios):.2f} "
           f"over {len(ratios)} rows")
+    for kind, c in clocks.items():
+        if c:
+            print(f"implied clock, {kind}: {min(c):.0f}-{max(c):.0f} MHz, median {statistics.median(c):.0f} over {len(c)} rows")
 
 
 if __name__ == "__main__":
@@ -88,5 +126,5 @@ if __name__ == "__main__":
         main()
     except FileNotFoundError as e:
         fail(f"cycles_vs_model.py: no such file: {e.filename}")
-    except (subprocess.CalledProcessError, StopIteration, KeyError) as e:
+    except (subprocess.CalledProcessError, StopIteration, KeyError, ValueError) as e:
         fail(f"cycles_vs_model.py: not ncu_cycles.sh's output, or flashsim failed: {e}")
