@@ -7,10 +7,12 @@ Roles: a warp-specialized kernel's consumer and producer code lie after their se
 retry loops) belong to the role whose branch jumps there; what comes before both is "setup".
 A sample is charged to the instruction the warp waits to issue, so a wait for a product shows up
 at WARPGROUP.DEPBAR, a wait for an exponential at the instruction that reads it.
-Usage: sass_stalls.py FILE-sass.csv [...]   (one table per file)
+Usage: sass_stalls.py [--top N] FILE-sass.csv [...]   (one table per file; --top N: also each
+role's N instructions with the most samples, with their address, text and leading stall reasons)
 """
 import csv
 import re
+import signal
 import sys
 from collections import defaultdict
 
@@ -47,21 +49,12 @@ def klass(op):
     return "integer/other"
 
 
-def analyze(path):
-    rows = list(csv.reader(open(path)))
-    kernel = rows[0][1] if rows and rows[0] and rows[0][0] == "Kernel Name" else "?"
-    hdr, data = rows[1], rows[2:]
-    col = {h: i for i, h in enumerate(hdr)}
-    reasons = [h for h in hdr if h.startswith("stall_") and "(Not Issued)" not in h]
-    addr = [int(r[col["Address"]], 16) for r in data]
-    src = [r[col["Source"]].strip() for r in data]
-    samples = [int(r[col["Warp Stall Sampling (All Samples)"]] or 0) for r in data]
-    execd = [int(r[col["Instructions Executed"]] or 0) for r in data]
-    # roles in address order
-    role = ["setup"] * len(data)
+def assign_roles(src, addr):
+    """The warp role of each instruction (see the module's text)."""
+    role = ["setup"] * len(src)
     marks = sorted((i, "consumer" if "TRY_ALLOC" in s else "producer") for i, s in enumerate(src) if "USETMAXREG" in s)
     plain_exits = [i for i, s in enumerate(src) if s == "EXIT"]
-    main_end = plain_exits[-1] if plain_exits else len(data) - 1
+    main_end = plain_exits[-1] if plain_exits else len(src) - 1
     for k, (i, r) in enumerate(marks):
         end = marks[k + 1][0] if k + 1 < len(marks) else main_end + 1
         for j in range(i, end):
@@ -78,17 +71,36 @@ def analyze(path):
             if t is not None and t > main_end and t not in stub_role:
                 stub_role[t] = role[i]
     current = "stub"
-    for j in range(main_end + 1, len(data)):
+    for j in range(main_end + 1, len(src)):
         current = stub_role.get(j, current)
         role[j] = current
+    return role
+
+
+def leading_reasons(counts, reasons, total, n=3):
+    top = sorted(((counts[r], r) for r in reasons), reverse=True)[:n]
+    return ", ".join(f"{r[6:]} {100 * v / total:.0f}%" for v, r in top if v > 0)
+
+
+def analyze(path, top_n=0):
+    rows = list(csv.reader(open(path)))
+    kernel = rows[0][1] if rows and rows[0] and rows[0][0] == "Kernel Name" else "?"
+    hdr, data = rows[1], rows[2:]
+    col = {h: i for i, h in enumerate(hdr)}
+    reasons = [h for h in hdr if h.startswith("stall_") and "(Not Issued)" not in h]
+    addr = [int(r[col["Address"]], 16) for r in data]
+    src = [r[col["Source"]].strip() for r in data]
+    samples = [int(r[col["Warp Stall Sampling (All Samples)"]] or 0) for r in data]
+    execd = [int(r[col["Instructions Executed"]] or 0) for r in data]
+    per = [{x: (int(r[col[x]]) if r[col[x]] not in ("", "-") else 0) for x in reasons} for r in data]
+    role = assign_roles(src, addr)
     table = defaultdict(lambda: defaultdict(float))
-    for j, r in enumerate(data):
-        key = (role[j], klass(opcode(src[j])))
-        table[key]["samples"] += samples[j]
-        table[key]["executed"] += execd[j]
+    for j in range(len(data)):
+        t = table[(role[j], klass(opcode(src[j])))]
+        t["samples"] += samples[j]
+        t["executed"] += execd[j]
         for reason in reasons:
-            v = r[col[reason]]
-            table[key][reason] += int(v) if v not in ("", "-") else 0
+            t[reason] += per[j][reason]
     total = sum(samples)
     print(f"== {path}\n   {kernel[:150]}\n   {total} samples")
     for who in ("consumer", "producer", "setup", "all", "stub"):
@@ -99,17 +111,29 @@ def analyze(path):
         print(f"   {who}: {role_total} samples ({100 * role_total / total:.1f} %)")
         for k in sorted(keys, key=lambda k: -table[k]["samples"]):
             t = table[k]
-            top = sorted(((t[r], r) for r in reasons), reverse=True)[:3]
-            tops = ", ".join(f"{r[6:]} {100 * v / t['samples']:.0f}%" for v, r in top if v > 0)
-            print(f"     {k[1]:22s} {100 * t['samples'] / role_total:5.1f} %  warp-instr {t['executed']:12.0f}  [{tops}]")
+            print(f"     {k[1]:22s} {100 * t['samples'] / role_total:5.1f} %  warp-instr {t['executed']:12.0f}  "
+                  f"[{leading_reasons(t, reasons, t['samples'])}]")
+        if top_n > 0:
+            mine = sorted((j for j in range(len(data)) if role[j] == who and samples[j] > 0), key=lambda j: -samples[j])
+            for j in mine[:top_n]:
+                print(f"       top {hex(addr[j])} {src[j][:56]:56s} {100 * samples[j] / role_total:5.1f} %  "
+                      f"[{leading_reasons(per[j], reasons, samples[j], 2)}]")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) < 2:
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when the reader (head) stops early
+    args = sys.argv[1:]
+    top_n = 0
+    if args[:1] == ["--top"]:
+        if len(args) < 2 or not args[1].isdigit():
+            fail(__doc__)
+        top_n = int(args[1])
+        args = args[2:]
+    if not args:
         fail(__doc__)
-    for p in sys.argv[1:]:
+    for p in args:
         try:
-            analyze(p)
+            analyze(p, top_n)
         except FileNotFoundError:
             fail(f"sass_stalls.py: no such file: {p}")
         except (IndexError, KeyError, ValueError) as e:
