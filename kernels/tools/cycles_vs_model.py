@@ -15,6 +15,7 @@ import json
 import statistics
 import subprocess
 import sys
+from collections import namedtuple
 
 # ncu_cycles.sh's sizes, in its order: heads x n x d
 SIZES = [(16, 16384, 128), (32, 16384, 64), (32, 8192, 128), (64, 8192, 64), (64, 4096, 128), (128, 4096, 64),
@@ -38,14 +39,17 @@ def launches(path):
 
 
 def model(flashsim, gpu, args):
-    j = json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
-                                  capture_output=True, text=True).stdout)
-    return j["cycles"], j["units"]["tensor"]["busy_fraction"], j["bound"]
+    return json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
+                                     capture_output=True, text=True).stdout)
+
+
+# One kernel and shape: measured cycles and tensor-pipe busy %, the model's cycles, tensor busy
+# fraction, bound and small launches (the backward's D and dQ conversion, ms).
+Row = namedtuple("Row", "kind heads n d mask cycles model_cycles busy model_busy bound extra_ms names")
 
 
 def compare_rows(flashsim, gpu, folder):
-    """One row per kernel and shape: (kind, heads, n, d, mask, measured cycles, model cycles,
-    measured tensor busy %, model tensor busy fraction, model bound, kernel names)."""
+    """One Row per kernel and shape."""
     rows = []
     for mask in ("no", "yes"):
         ls = launches(f"{folder}/attn-causal-{mask}.csv")
@@ -66,8 +70,9 @@ def compare_rows(flashsim, gpu, folder):
         names = sorted({l["kernel"].split("<")[0].split("::")[-1] for l in ls})
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
-        mc, mb, bound = model(flashsim, gpu, args)
-        out.append((kind, h, n, d, mask, cyc, mc, busy, mb, bound, names))
+        j = model(flashsim, gpu, args)
+        out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
+                       j["extra_ms"], names))
     return out
 
 
@@ -80,12 +85,6 @@ def bench_times(path):
         h, n, d = (int(x) for x in r["shape"].split("x"))
         out[("bwd" if r["op"] == "attn-bwd" else "fwd", h, n, d, "yes" if r["mask"] == "causal" else "no")] = float(r["ms"])
     return out
-
-
-def small_launches_ms(flashsim, gpu, h, n, d, mask):
-    args = ["--n", str(n), "--d", str(d), "--heads", str(h), "--backward"] + (["--causal"] if mask == "yes" else [])
-    return json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
-                                     capture_output=True, text=True).stdout)["extra_ms"]
 
 
 def main():
@@ -103,15 +102,15 @@ def main():
     print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
           f"{'tensor meas':>11s} {'model':>6s}  bound" + ("  (bench ms -> implied MHz)" if bench else ""))
     ratios, clocks = [], {"fwd": [], "bwd": []}
-    for kind, h, n, d, mask, cyc, mc, busy, mb, bound, names in compare_rows(flashsim, gpu, folder):
-        ratios.append(cyc / mc)
-        line = (f"{kind:4s} {h:3d}x{n:5d}x{d:<3d}  {'causal' if mask == 'yes' else 'full':6s} {cyc / 1e6:9.3f} {mc / 1e6:10.3f} "
-                f"{cyc / mc:10.2f} {busy:10.1f}% {100 * mb:5.0f}%  {bound}  ({', '.join(names)})")
-        ms = bench.get((kind, h, n, d, mask)) if bench else None
+    for r in compare_rows(flashsim, gpu, folder):
+        ratios.append(r.cycles / r.model_cycles)
+        line = (f"{r.kind:4s} {r.heads:3d}x{r.n:5d}x{r.d:<3d}  {'causal' if r.mask == 'yes' else 'full':6s} "
+                f"{r.cycles / 1e6:9.3f} {r.model_cycles / 1e6:10.3f} {r.cycles / r.model_cycles:10.2f} {r.busy:10.1f}% "
+                f"{100 * r.model_busy:5.0f}%  {r.bound}  ({', '.join(r.names)})")
+        ms = bench.get((r.kind, r.heads, r.n, r.d, r.mask)) if bench else None
         if ms is not None:
-            kernel_ms = ms - (small_launches_ms(flashsim, gpu, h, n, d, mask) if kind == "bwd" else 0)
-            mhz = cyc / kernel_ms / 1e3
-            clocks[kind].append(mhz)
+            mhz = r.cycles / (ms - r.extra_ms) / 1e3  # the forward's extra_ms is 0
+            clocks[r.kind].append(mhz)
             line += f"  ({ms:.3f} ms -> {mhz:.0f} MHz)"
         print(line)
     print(f"meas/model cycles: {min(ratios):.2f}-{max(ratios):.2f}, geometric mean {statistics.geometric_mean(ratios):.2f} "

@@ -22,6 +22,7 @@ which take the clock out of the comparison.
 import csv
 import json
 import os
+import statistics
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -221,10 +222,8 @@ def main():
     from cycles_vs_model import compare_rows
     for gpu in ("h100", "h200"):
         folder = os.path.join(RES, "2026-11-27-cycles-locked-clock", f"{gpu}-cyc")
-        q = [r[5] / r[6] for r in compare_rows(FLASHSIM, gpu, folder)]
-        gm = 1.0
-        for x in q:
-            gm *= x ** (1 / len(q))
+        q = [r.cycles / r.model_cycles for r in compare_rows(FLASHSIM, gpu, folder)]
+        gm = statistics.geometric_mean(q)
         print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
               f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "
               f"the kernels hold a higher clock than the preset's)")

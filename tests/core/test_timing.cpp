@@ -10,6 +10,7 @@
 #include "sim/machine.h"
 #include "sim/gpu_time.h"
 #include "sim/timing.h"
+#include "tests/json_check.h"
 
 using namespace flashsim;
 
@@ -203,9 +204,7 @@ TEST_CASE("flashsim time: JSON keys, bound, and bad input exits 2", "[timing][cl
 
 TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timing][cli]") {
   auto number = [](const std::string& json, const std::string& key) {
-    const auto at = json.find("\"" + key + "\": ");
-    REQUIRE(at != std::string::npos);
-    return std::stod(json.substr(at + key.size() + 4));
+    return test::JsonReader(json).document().at(key).number;
   };
   const std::string q = "time attention --n 8192 --d 128 --heads 8 --gpu h100 --json";
   auto preset = test::run_flashsim(q);
