@@ -343,3 +343,23 @@ TEST_CASE("the FP8 forward: the products at twice the rate, the same exponential
   CHECK(r.status == 0);
   CHECK(r.out.find("\"predicted_ms\"") != std::string::npos);
 }
+
+TEST_CASE("the time model with the row sums on the tensor unit: 8 more columns of P V and no row sum", "[timing][fp8]") {
+  sim::TimeQuery q;
+  q.n = 4096;
+  q.d = 128;
+  q.heads = 8;
+  q.fp8 = true;
+  q.elem_bytes = 1;
+  q.key_tile = 128;
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  const sim::LaunchPrediction plain = sim::predict_time(q, g);
+  q.sums_on_tensor = true;
+  const sim::LaunchPrediction sums = sim::predict_time(q, g);
+  const auto tensor = static_cast<std::size_t>(isa::Unit::Tensor), vector = static_cast<std::size_t>(isa::Unit::Vector);
+  // a tile's products: S (d = 128 deep) and P V (128 columns), now P V over 136: (128 + 136) / 256
+  CHECK(sums.units[tensor].busy_cycles == Approx(plain.units[tensor].busy_cycles * 264.0 / 256.0).epsilon(1e-6));
+  CHECK(sums.units[vector].busy_cycles < plain.units[vector].busy_cycles);
+  CHECK(sums.plan.name.find("row sums on the tensor cores") != std::string::npos);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --version 5 --sums-on-tensor").status == 2);
+}
