@@ -699,6 +699,10 @@ CLI::App* add_ring_command(CLI::App& app, RingOptions& ring_opt) {
   ring->add_option("--nccl-ctas", ring_opt.nccl_ctas, "cap NCCL's CTAs (ncclConfig_t::maxCTAs); 0: NCCL's default")
       ->capture_default_str();
   ring->add_option("--repeats", ring_opt.repeats, "timed batches (median)")->check(CLI::Range(1, 1000))->capture_default_str();
+  ring->add_option("--settle-ms", ring_opt.settle_ms,
+                   "before each timed batch, run that mode untimed this long (ms) so that every GPU's clock "
+                   "settles at the mode's power; 0: no settling")
+      ->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
   return ring;
 }

@@ -631,8 +631,21 @@ Timing RingRun::time_modes() {
   std::vector<double> t_ring, t_comp, t_comm, t_one;
   t.step_comp.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
   t.step_comm.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
+  // Under the 700 W cap a GPU's clock follows its power over about the last 100 ms: a GPU that idled
+  // through the one-GPU batch runs its next batch up to 7 % faster than GPU 0, which did not
+  // (nvidia-smi at 20 ms, 2 x H200, 2026-11-27). Each batch therefore follows untimed runs of its
+  // own mode, so that every mode is timed at the clock it holds when it runs on its own.
+  const auto settle_iters = [&](double ms) {
+    return opt_.settle_ms > 0 ? std::clamp(static_cast<int>(std::ceil(opt_.settle_ms / std::max(ms, 1e-3))), 1, 1000) : 0;
+  };
+  const int settle_ring = settle_iters(w_ring), settle_comp = settle_iters(w_comp), settle_comm = settle_iters(w_comm),
+            settle_one = settle_iters(w_one);
+  const auto settled = [&](int mode, int settle, int iters) {
+    if (settle > 0) timed(mode, settle);
+    return timed(mode, iters);
+  };
   for (int rep = 0; rep < opt_.repeats; ++rep) {
-    t_ring.push_back(timed(0, t.it_ring));
+    t_ring.push_back(settled(0, settle_ring, t.it_ring));
     for (auto& x : g_) {  // the events hold the batch's last ring
       CUDA_CHECK(cudaSetDevice(x.id));
       for (int s = 0; s < P; ++s) {
@@ -640,8 +653,9 @@ Timing RingRun::time_modes() {
         t.step_comm[x.id][s] += step_exchange_ms(x, s) / opt_.repeats;
       }
     }
-    t_comp.push_back(timed(1, t.it_comp));
-    if (P > 1) t_comm.push_back(timed(2, t.it_comm));
+    t_comp.push_back(settled(1, settle_comp, t.it_comp));
+    if (P > 1) t_comm.push_back(settled(2, settle_comm, t.it_comm));
+    if (settle_one > 0) timed_one(settle_one);
     t_one.push_back(timed_one(t.it_one));
   }
   t.ring = median(t_ring), t.comp = median(t_comp), t.comm = median(t_comm), t.one = median(t_one);
@@ -763,10 +777,12 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
   const double flop = (s.backward ? 10.0 : 4.0) * s.H * double(s.N) * double(s.N) * s.D * (opt.causal ? 0.5 : 1.0);
   const char* what = s.allgather ? "all-gather" : "ring";
   const double eff = t.one / (P * t.ring);
-  std::printf("\n%s times (median of %d batches; runs per batch: %s %d, compute %d, exchange %d, one GPU %d):\n"
+  std::printf("\n%s times (median of %d batches; runs per batch: %s %d, compute %d, exchange %d, one GPU %d; each "
+              "batch after %d ms of its mode untimed):\n"
               "  %s %.3f ms, compute only %.3f ms, exchange only %.3f ms (%.0f GB/s per GPU sent), one GPU on all n "
               "%.3f ms\n  %s %.0f TFLOP/s per GPU, one GPU %.0f TFLOP/s\n",
-              s.backward ? "backward" : "forward", opt.repeats, what, t.it_ring, t.it_comp, t.it_comm, t.it_one, what, t.ring, t.comp, t.comm, link_gbs, t.one, what,
+              s.backward ? "backward" : "forward", opt.repeats, what, t.it_ring, t.it_comp, t.it_comm, t.it_one,
+              opt.settle_ms, what, t.ring, t.comp, t.comm, link_gbs, t.one, what,
               flop / (t.ring * 1e-3) / P / 1e12, flop / (t.one * 1e-3) / 1e12);
   std::printf("overlap: %.3f ms of the %.3f ms exchange hidden = %.0f%% (hidden = compute + exchange - ring)\n", hidden,
               t.comm, 100 * overlap);

@@ -70,6 +70,9 @@ struct RingOptions {
   std::string launch = "step";        // zig-zag forward: step (a step's pairs in one launch) or pair
   int nccl_ctas = 0;                  // > 0: ncclConfig_t::maxCTAs of every communicator
   int repeats = 5;
+  // before each timed batch, that mode runs untimed for at least this long, so that each GPU's
+  // clock has settled at the mode's power (0: no settling, the measurement before 2026-11-27)
+  int settle_ms = 200;
   std::uint64_t seed = 1;
 };
 

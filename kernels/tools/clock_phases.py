@@ -3,7 +3,9 @@
 of nvidia-smi's samples (every 20 ms) inside the phase whose power is above a floor (the phase's
 set-up and checks run near idle power and are left out).
 Usage: clock_phases.py SMI_CSV PHASES_TXT [--floor WATTS]   (default floor 350 W)
-  SMI_CSV: nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,... --format=csv,noheader -lms 20
+  SMI_CSV: nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,... --format=csv,noheader -lms 20,
+           or --query-gpu=timestamp,index,clocks.sm,power.draw,... on a machine of several GPUs
+           (then each phase has a line per GPU)
   PHASES_TXT: lines "NAME start|end EPOCH_SECONDS" (UTC)
 """
 import datetime
@@ -17,11 +19,13 @@ def fail(message):
 
 
 def samples(path):
+    """(epoch seconds, GPU index or None, MHz, W) per line"""
     out = []
     for line in open(path):
         f = [x.strip() for x in line.split(",")]
         t = datetime.datetime.strptime(f[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=datetime.timezone.utc)
-        out.append((t.timestamp(), float(f[1].split()[0]), float(f[2].split()[0])))
+        gpu = int(f.pop(1)) if f[1].isdigit() else None  # a bare integer is the index column
+        out.append((t.timestamp(), gpu, float(f[1].split()[0]), float(f[2].split()[0])))
     return out
 
 
@@ -43,14 +47,17 @@ def main():
     if len(args) != 2:
         fail(__doc__)
     smi = samples(args[0])
+    gpus = sorted({s[1] for s in smi}, key=lambda g: -1 if g is None else g)
     for name, edges in phases(args[1]).items():
-        inside = [s for s in smi if edges["start"] <= s[0] <= edges["end"]]
-        busy = [s for s in inside if s[2] > floor]
-        if not busy:
-            print(f"{name:10s} {len(inside)} samples, none above {floor:.0f} W (too short to reach the power cap)")
-            continue
-        print(f"{name:10s} {statistics.median(s[1] for s in busy):6.0f} MHz at {statistics.median(s[2] for s in busy):5.0f} W "
-              f"({len(busy)} of {len(inside)} samples above {floor:.0f} W)")
+        for gpu in gpus:
+            label = name if gpu is None else f"{name} GPU {gpu}"
+            inside = [s for s in smi if s[1] == gpu and edges["start"] <= s[0] <= edges["end"]]
+            busy = [s for s in inside if s[3] > floor]
+            if not busy:
+                print(f"{label:10s} {len(inside)} samples, none above {floor:.0f} W (too short to reach the power cap)")
+                continue
+            print(f"{label:10s} {statistics.median(s[2] for s in busy):6.0f} MHz at "
+                  f"{statistics.median(s[3] for s in busy):5.0f} W ({len(busy)} of {len(inside)} samples above {floor:.0f} W)")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@
 #   bound     an exchange-bound size (small N, many GPUs) with the ring's overlap against none
 # RING_BUDGET_S (default 540): runs that would start later are skipped and named in results.txt.
 # HEADS (default 8); TRANSPORT (nccl or copy, default nccl) for the ring runs of p4, p2, allgather, bound.
+# RING_ARGS: more options for every `flashsim-gpu ring` run (e.g. "--settle-ms 0").
 # FULL_SPLIT (contiguous or zigzag, default contiguous): the split of p4's and p2's full-mask runs
 # (zigzag gives the forward its one launch a step under the full mask too). LAUNCH_AB=1: p4 and p2
 # also run each backward with --launch pair, right after the default (step) run.
@@ -47,7 +48,9 @@ run() {  # run NAME ARGS... : one run, its log, its RESULT line
     return
   fi
   local t0=$(date +%s.%N)
-  timeout 120 "$G" ring --heads "$HEADS" "$@" > "$OUT/logs/$name.txt" 2>&1
+  echo "# started $(date -u +%Y/%m/%d\ %H:%M:%S.%3N) UTC" > "$OUT/logs/$name.txt"
+  # shellcheck disable=SC2086  # RING_ARGS is a list of options
+  timeout 120 "$G" ring --heads "$HEADS" "$@" ${RING_ARGS:-} >> "$OUT/logs/$name.txt" 2>&1
   local rc=$?
   local t1=$(date +%s.%N)
   echo "rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" >> "$OUT/logs/$name.txt"

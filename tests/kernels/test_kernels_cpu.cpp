@@ -956,6 +956,8 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   CHECK(with([](RingOptions& r) { r.transport = "shm"; }) == "--transport must be auto, nccl or copy");
   CHECK(with([](RingOptions& r) { r.heads = 0; }) == "--heads must be between 1 and 65535");
   CHECK(with([](RingOptions& r) { r.nccl_ctas = -1; }) == "--nccl-ctas must be 0 (NCCL's default) or more");
+  CHECK(with([](RingOptions& r) { r.settle_ms = -1; }) == "--settle-ms must be between 0 and 10000");
+  CHECK(with([](RingOptions& r) { r.settle_ms = 10001; }) == "--settle-ms must be between 0 and 10000");
 }
 
 // ---- time beside measurement (issue 32, item 4) ------------------------------------------------
