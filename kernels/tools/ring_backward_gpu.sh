@@ -12,6 +12,9 @@
 # RING_BUDGET_S (default 540): runs that would start later are skipped and named in results.txt.
 # HEADS (default 8); TRANSPORT (nccl or copy, default nccl) for the ring runs of p4, p2, allgather, bound.
 # RING_ARGS: more options for every `flashsim-gpu ring` run (e.g. "--settle-ms 0").
+# CLOCKS=1: nvidia-smi samples every GPU's SM clock and power every 20 ms (OUT/smi.csv); at the end
+# OUT/phases.txt holds each run's start and end and OUT/clocks.txt each GPU's median clock and
+# power during each run (tools/clock_phases.py).
 # FULL_SPLIT (contiguous or zigzag, default contiguous): the split of p4's and p2's full-mask runs
 # (zigzag gives the forward its one launch a step under the full mask too). LAUNCH_AB=1: p4 and p2
 # also run each backward with --launch pair, right after the default (step) run.
@@ -39,6 +42,12 @@ done
 G="$BIN/flashsim-gpu"
 RES="$OUT/results.txt"
 touch "$RES"
+SMI_PID=
+if [ "${CLOCKS:-0}" = 1 ]; then
+  nvidia-smi --query-gpu=timestamp,index,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+    --format=csv,noheader -lms 20 > "$OUT/smi.csv" 2>&1 &
+  SMI_PID=$!
+fi
 
 run() {  # run NAME ARGS... : one run, its log, its RESULT line
   local name=$1
@@ -48,11 +57,13 @@ run() {  # run NAME ARGS... : one run, its log, its RESULT line
     return
   fi
   local t0=$(date +%s.%N)
+  [ -n "$SMI_PID" ] && echo "$name start $t0" >> "$OUT/phases.txt"
   echo "# started $(date -u +%Y/%m/%d\ %H:%M:%S.%3N) UTC" > "$OUT/logs/$name.txt"
   # shellcheck disable=SC2086  # RING_ARGS is a list of options
   timeout 120 "$G" ring --heads "$HEADS" "$@" ${RING_ARGS:-} >> "$OUT/logs/$name.txt" 2>&1
   local rc=$?
   local t1=$(date +%s.%N)
+  [ -n "$SMI_PID" ] && echo "$name end $t1" >> "$OUT/phases.txt"
   echo "rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" >> "$OUT/logs/$name.txt"
   local line=$(grep '^RESULT' "$OUT/logs/$name.txt")
   echo "$name rc=$rc ${line:-NO RESULT: $(tail -3 "$OUT/logs/$name.txt" | tr '\n' ' ')}" | tee -a "$RES"
@@ -137,4 +148,9 @@ for set in "$@"; do
     *) echo "unknown set $set" >&2; exit 2 ;;
   esac
 done
+if [ -n "$SMI_PID" ]; then
+  kill "$SMI_PID"
+  wait "$SMI_PID" 2>/dev/null
+  python3 "$(dirname "$0")/clock_phases.py" "$OUT/smi.csv" "$OUT/phases.txt" > "$OUT/clocks.txt" 2>&1
+fi
 echo "done in $(( $(date +%s) - START )) s" | tee -a "$RES"
