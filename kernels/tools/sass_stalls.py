@@ -7,8 +7,10 @@ Roles: a warp-specialized kernel's consumer and producer code lie after their se
 retry loops) belong to the role whose branch jumps there; what comes before both is "setup".
 A sample is charged to the instruction the warp waits to issue, so a wait for a product shows up
 at WARPGROUP.DEPBAR, a wait for an exponential at the instruction that reads it.
-Usage: sass_stalls.py [--top N] FILE-sass.csv [...]   (one table per file; --top N: also each
-role's N instructions with the most samples, with their address, text and leading stall reasons)
+Usage: sass_stalls.py [--top N] [--opcodes N] FILE-sass.csv [...]   (one table per file; --top N:
+also each role's N instructions with the most samples, with their address, text and leading stall
+reasons; --opcodes N: under each class its N most executed opcodes, with their executed
+warp-instructions and samples)
 """
 import csv
 import re
@@ -82,7 +84,7 @@ def leading_reasons(counts, reasons, total, n=3):
     return ", ".join(f"{r[6:]} {100 * v / total:.0f}%" for v, r in top if v > 0)
 
 
-def analyze(path, top_n=0):
+def analyze(path, top_n=0, opcodes_n=0):
     rows = list(csv.reader(open(path)))
     kernel = rows[0][1] if rows and rows[0] and rows[0][0] == "Kernel Name" else "?"
     hdr, data = rows[1], rows[2:]
@@ -95,8 +97,12 @@ def analyze(path, top_n=0):
     per = [{x: (int(r[col[x]]) if r[col[x]] not in ("", "-") else 0) for x in reasons} for r in data]
     role = assign_roles(src, addr)
     table = defaultdict(lambda: defaultdict(float))
+    ops = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # (role, class) -> opcode -> [executed, samples]
     for j in range(len(data)):
-        t = table[(role[j], klass(opcode(src[j])))]
+        op = opcode(src[j])
+        ops[(role[j], klass(op))][op][0] += execd[j]
+        ops[(role[j], klass(op))][op][1] += samples[j]
+        t = table[(role[j], klass(op))]
         t["samples"] += samples[j]
         t["executed"] += execd[j]
         for reason in reasons:
@@ -113,6 +119,9 @@ def analyze(path, top_n=0):
             t = table[k]
             print(f"     {k[1]:22s} {100 * t['samples'] / role_total:5.1f} %  warp-instr {t['executed']:12.0f}  "
                   f"[{leading_reasons(t, reasons, t['samples'])}]")
+            for op, (n, smp) in sorted(ops[k].items(), key=lambda kv: -kv[1][0])[:opcodes_n]:
+                share = 100 * n / t["executed"] if t["executed"] else 0.0
+                print(f"         {op:32s} warp-instr {n:12.0f} ({share:5.1f} %)  samples {smp}")
         if top_n > 0:
             mine = sorted((j for j in range(len(data)) if role[j] == who and samples[j] > 0), key=lambda j: -samples[j])
             for j in mine[:top_n]:
@@ -123,17 +132,17 @@ def analyze(path, top_n=0):
 if __name__ == "__main__":
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when the reader (head) stops early
     args = sys.argv[1:]
-    top_n = 0
-    if args[:1] == ["--top"]:
+    counts = {"--top": 0, "--opcodes": 0}
+    while args[:1] and args[0] in counts:
         if len(args) < 2 or not args[1].isdigit():
             fail(__doc__)
-        top_n = int(args[1])
+        counts[args[0]] = int(args[1])
         args = args[2:]
     if not args:
         fail(__doc__)
     for p in args:
         try:
-            analyze(p, top_n)
+            analyze(p, counts["--top"], counts["--opcodes"])
         except FileNotFoundError:
             fail(f"sass_stalls.py: no such file: {p}")
         except (IndexError, KeyError, ValueError) as e:
