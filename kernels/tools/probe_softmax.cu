@@ -14,6 +14,11 @@
 // (or a fixed count without products), and count what they finished in their own SM clocks
 // (clock64). H100 and H200, 2026-11-27: 4094 FLOP/clk/SM; a softmax 744 clocks alone, 1206 beside
 // products; exp2 13.5 (f16x2: 13.9) a clock per SM with one warpgroup, 9.0 (9.5) beside products.
+// The "waited for" cases issue each group of eight products (512 clocks of work at the per-clock
+// peak) only once the one before is done: their clocks a group minus the pipelined cases' give the
+// round trip the time model's tensor latency stands for (its preset, 128, is an order of magnitude
+// from the literature; a sweep of it moves the model's cycles, docs/TIME_MODEL.md). Added
+// 2026-11-27, not yet run on a GPU.
 // CMake builds it as probe_softmax; by hand:
 //   nvcc -O3 -std=c++20 -I. -gencode arch=compute_90a,code=sm_90a -o probe_softmax kernels/tools/probe_softmax.cu
 #include <cuda_bf16.h>
@@ -33,7 +38,11 @@ namespace {
 namespace wg = flashsim::gpu::wgmma;
 namespace tile = flashsim::gpu::tile;
 
-enum Products { kNoProducts = 0, kProductsSS = 1, kProductsRS = 2 };
+// ...Serial: each group is waited for (wgmma wait 0) before the next is issued, as a consumer waits
+// for its S before the softmax: clocks a group minus the pipelined ones are the round trip
+enum Products { kNoProducts = 0, kProductsSS = 1, kProductsRS = 2, kProductsSSSerial = 3, kProductsRSSerial = 4 };
+__host__ __device__ constexpr bool a_in_smem(int products) { return products == kProductsSS || products == kProductsSSSerial; }
+__host__ __device__ constexpr bool serial(int products) { return products == kProductsSSSerial || products == kProductsRSSerial; }
 enum Work { kIdle = 0, kSoftmaxExpThenAdd = 1, kSoftmaxExpsFirst = 2, kExp2Chains = 3, kExp2HalfChains = 4 };
 
 constexpr int kBC = 128;                        // keys a score tile
@@ -71,14 +80,15 @@ __device__ long long run_products(std::uint32_t base, float* sink) {
 #pragma unroll
     for (int kk = 0; kk < 8; ++kk) {
       const std::uint64_t desc_b = wg::desc128(bbase + (kk / 4) * (kBC * 128) + (kk % 4) * 32, 16, 1024);
-      if constexpr (PRODUCTS == kProductsSS)
+      if constexpr (a_in_smem(PRODUCTS))
         wg::wgmma_ss<0>(wg::WgmmaN<kBC>{}, __nv_bfloat16{}, d, wg::desc128(base + (kk / 4) * (64 * 128) + (kk % 4) * 32, 16, 1024),
                         desc_b, 1);
       else
         wg::wgmma_rs<0>(wg::WgmmaN<kBC>{}, __nv_bfloat16{}, d, a[kk], desc_b, 1);
     }
     wg::commit();
-    wg::wait<1>();
+    if constexpr (serial(PRODUCTS)) wg::wait<0>();
+    else wg::wait<1>();
     tile::pin(d);
     ++groups;
   }
@@ -213,10 +223,12 @@ Kernel kernel_of() {
   return probe_kernel<P, W>;
 }
 Kernel pick(int products, int work) {
-  const Kernel table[3][5] = {
+  const Kernel table[5][5] = {
       {kernel_of<0, 0>(), kernel_of<0, 1>(), kernel_of<0, 2>(), kernel_of<0, 3>(), kernel_of<0, 4>()},
       {kernel_of<1, 0>(), kernel_of<1, 1>(), kernel_of<1, 2>(), kernel_of<1, 3>(), kernel_of<1, 4>()},
       {kernel_of<2, 0>(), kernel_of<2, 1>(), kernel_of<2, 2>(), kernel_of<2, 3>(), kernel_of<2, 4>()},
+      {kernel_of<3, 0>(), nullptr, nullptr, nullptr, nullptr},
+      {kernel_of<4, 0>(), kernel_of<4, 1>(), nullptr, nullptr, nullptr},
   };
   return table[products][work];
 }
@@ -231,9 +243,10 @@ int run_main() {
   if (check(cudaMalloc(&sink, static_cast<size_t>(sms) * 384 * sizeof(float)), "cudaMalloc") ||
       check(cudaMalloc(&counts, static_cast<size_t>(sms) * 6 * sizeof(long long)), "cudaMalloc"))
     return 1;
-  for (int p = 0; p < 3; ++p)
+  for (int p = 0; p < 5; ++p)
     for (int w = 0; w < 5; ++w)
-      if (check(cudaFuncSetAttribute(pick(p, w), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem"))
+      if (pick(p, w) &&
+          check(cudaFuncSetAttribute(pick(p, w), cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem"))
         return 1;
   const Case cases[] = {
       {kProductsSS, kIdle, 0, "products (A in smem) alone"},
@@ -255,9 +268,12 @@ int run_main() {
       {kProductsSS, kSoftmaxExpsFirst, 1, "products (smem) + softmax exps-first"},
       {kProductsRS, kSoftmaxExpsFirst, 1, "products (regs) + softmax exps-first"},
       {kProductsRS, kSoftmaxExpsFirst, 2, "products (regs) + 2 softmax exps-first"},
+      {kProductsSSSerial, kIdle, 0, "products (smem), each group waited for"},
+      {kProductsRSSerial, kIdle, 0, "products (regs), each group waited for"},
+      {kProductsRSSerial, kSoftmaxExpThenAdd, 1, "products (regs) waited for + softmax"},
   };
   std::printf("device: %s, %d SMs; %d product groups a launch, means over the SMs\n", prop.name, sms, kGroups);
-  std::printf("%-44s %16s %22s %16s\n", "case", "FLOP/clk/SM", "softmax clk/tile/wg", "exp2/clk/SM");
+  std::printf("%-44s %16s %14s %22s %16s\n", "case", "FLOP/clk/SM", "clk/group", "softmax clk/tile/wg", "exp2/clk/SM");
   std::vector<long long> host(static_cast<size_t>(sms) * 6);
   for (const Case& c : cases) {
     Kernel k = pick(c.products, c.work);
@@ -265,10 +281,13 @@ int run_main() {
     if (check(cudaDeviceSynchronize(), "kernel")) return 1;
     if (check(cudaMemcpy(host.data(), counts, host.size() * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy"))
       return 1;
-    double flops_per_clk = 0, softmax_clk = 0, exp2_per_clk = 0;
+    double flops_per_clk = 0, group_clk = 0, softmax_clk = 0, exp2_per_clk = 0;
     for (int b = 0; b < sms; ++b) {
       const long long* g = &host[static_cast<size_t>(b) * 6];
-      if (c.products != kNoProducts) flops_per_clk += static_cast<double>(g[0]) * kGroupFlops / static_cast<double>(g[1]);
+      if (c.products != kNoProducts) {
+        flops_per_clk += static_cast<double>(g[0]) * kGroupFlops / static_cast<double>(g[1]);
+        group_clk += static_cast<double>(g[1]) / static_cast<double>(g[0]);
+      }
       for (int w = 1; w <= c.workers; ++w) {
         const double items = static_cast<double>(g[2 * w]), clocks = static_cast<double>(g[2 * w + 1]);
         if (c.work == kExp2Chains) exp2_per_clk += items * 16 * 128 / clocks;
@@ -277,14 +296,15 @@ int run_main() {
       }
     }
     auto cell = [](double v, bool on) {
-      static char buf[4][32];
+      static char buf[8][32];
       static int k = 0;
-      char* b = buf[k++ % 4];
+      char* b = buf[k++ % 8];
       if (on) std::snprintf(b, 32, "%.1f", v);
       else std::snprintf(b, 32, "-");
       return b;
     };
-    std::printf("%-44s %16s %22s %16s\n", c.name, cell(flops_per_clk / sms, c.products != kNoProducts),
+    std::printf("%-44s %16s %14s %22s %16s\n", c.name, cell(flops_per_clk / sms, c.products != kNoProducts),
+                cell(group_clk / sms, c.products != kNoProducts),
                 cell(softmax_clk / sms, c.work == kSoftmaxExpThenAdd || c.work == kSoftmaxExpsFirst),
                 cell(exp2_per_clk / sms, c.work == kExp2Chains || c.work == kExp2HalfChains));
   }
