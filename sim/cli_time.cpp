@@ -6,6 +6,8 @@
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "sim/cli.h"
 #include "sim/gpu_time.h"
@@ -26,6 +28,7 @@ struct TimeArgs {
   bool sums_on_tensor = false;
   double hbm_bytes = 0;
   double clock_mhz = 0;  // 0: the preset's
+  std::vector<std::string> unit_overrides;  // --unit NAME:rate=R,latency=L
   std::string trace_out;
 };
 
@@ -40,6 +43,37 @@ std::optional<bool> on_off(const std::string& v, const char* option) {
   if (v == "on") return true;
   if (v == "off") return false;
   throw std::invalid_argument(std::string(option) + " takes on or off, not '" + v + "'");
+}
+
+// --unit NAME:rate=R,latency=L (either or both): one unit's figures over the preset's, as a
+// trace's `.unit` line would set them
+void apply_unit_override(isa::GpuPreset& g, const std::string& spec) {
+  const std::string usage = "--unit takes NAME:rate=R,latency=L (e.g. tensor:latency=384), not '" + spec + "'";
+  const std::size_t colon = spec.find(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == spec.size()) throw std::invalid_argument(usage);
+  const std::string name = spec.substr(0, colon);
+  const auto u = isa::find_unit(name);
+  if (!u) throw std::invalid_argument("--unit: unknown unit '" + name + "' (units: memory, tensor, special, vector)");
+  isa::UnitRate& r = g.units[static_cast<std::size_t>(*u)];
+  std::istringstream fields(spec.substr(colon + 1));
+  for (std::string field; std::getline(fields, field, ',');) {
+    const std::size_t eq = field.find('=');
+    const std::string key = field.substr(0, eq);
+    if (eq == std::string::npos || (key != "rate" && key != "latency")) throw std::invalid_argument(usage);
+    std::size_t used = 0;
+    double v = 0;
+    try {
+      v = std::stod(field.substr(eq + 1), &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != field.size() - eq - 1) throw std::invalid_argument(usage);
+    if (key == "rate" && !(v > 0 && v < 1e12))
+      throw std::invalid_argument("--unit: a unit's rate must be positive (work per cycle), not " + field.substr(eq + 1));
+    if (key == "latency" && !(v >= 0 && v < 1e9))
+      throw std::invalid_argument("--unit: a unit's latency must be between 0 and 1e9 cycles, not " + field.substr(eq + 1));
+    (key == "rate" ? r.rate : r.latency) = v;
+  }
 }
 
 std::string json_number(double v) {
@@ -57,6 +91,11 @@ std::string fixed(double v, int digits) {
 void print_text(const sim::TimeQuery& q, const sim::LaunchPrediction& p, const isa::GpuPreset& g, const std::string& what) {
   std::cout << what << " on " << g.name << " (" << g.description << ")\n";
   std::cout << "kernel      " << p.plan.name << "\n";
+  const isa::GpuPreset* named = isa::find_gpu_preset(g.name);
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u)
+    if (named && !(g.units[u] == named->units[u]))
+      std::cout << "--unit      " << isa::kUnitNames[u] << " rate " << g.units[u].rate << " latency " << g.units[u].latency
+                << " (the preset's: rate " << named->units[u].rate << " latency " << named->units[u].latency << ")\n";
   std::cout << "predicted   " << fixed(p.predicted_ms, 4) << " ms  (SMs " << fixed(p.sm_ms, 4) << " ms, HBM "
             << fixed(p.hbm_ms, 4) << " ms for " << fixed(p.hbm_bytes / (1 << 20), 1) << " MiB"
             << (p.extra_ms > 0 ? ", small launches " + fixed(p.extra_ms, 4) + " ms" : "") << ")\n";
@@ -78,7 +117,11 @@ void print_text(const sim::TimeQuery& q, const sim::LaunchPrediction& p, const i
 void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
   std::ostringstream os;
   os << "{\"gpu\": \"" << g.name << "\", \"kernel\": " << sim::json_string(p.plan.name) << ", \"version\": " << p.plan.version
-     << ", \"clock_ghz\": " << json_number(g.clock_ghz)
+     << ", \"clock_ghz\": " << json_number(g.clock_ghz) << ", \"unit_figures\": {";
+  for (std::size_t u = 0; u < isa::kUnitCount; ++u)
+    os << (u ? ", " : "") << "\"" << isa::kUnitNames[u] << "\": {\"rate\": " << json_number(g.units[u].rate)
+       << ", \"latency\": " << json_number(g.units[u].latency) << "}";
+  os << "}"
      << ", \"predicted_ms\": " << json_number(p.predicted_ms) << ", \"sm_ms\": " << json_number(p.sm_ms)
      << ", \"hbm_ms\": " << json_number(p.hbm_ms) << ", \"extra_ms\": " << json_number(p.extra_ms)
      << ", \"hbm_bytes\": " << json_number(p.hbm_bytes) << ", \"cycles\": " << json_number(p.cycles)
@@ -103,6 +146,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
       throw std::invalid_argument("--clock-mhz must be between 100 and 5000, not " + fixed(a.clock_mhz, 1));
     g.clock_ghz = a.clock_mhz / 1000;
   }
+  for (const std::string& spec : a.unit_overrides) apply_unit_override(g, spec);
   if (a.dtype != "bf16" && a.dtype != "fp16" && a.dtype != "fp8")
     throw std::invalid_argument("--dtype takes bf16, fp16 or fp8, not '" + a.dtype + "'");
   if (a.dtype == "fp8") {
@@ -134,6 +178,9 @@ void common_options(CLI::App* c, TimeArgs& a) {
   c->add_option("--clock-mhz", a.clock_mhz,
                  "SM clock the cycles count at, in MHz (default: the preset's, a GEMM's clock under the power cap; "
                  "the fast attention kernels hold 1550-1830 on an H100, kernels/RESULTS.md)");
+  c->add_option("--unit", a.unit_overrides,
+                 "One unit's figures over the preset's, as a trace's .unit line: NAME:rate=R,latency=L (either or both; "
+                 "e.g. tensor:latency=384); repeatable. The FP8 forward keeps the preset's FP8 tensor rate");
   c->add_option("--hbm-bytes", a.hbm_bytes, "HBM bytes of the launch (e.g. the L2 model's prediction); default: compulsory bytes");
   c->add_option("--trace", a.trace_out, "Write the timed trace of the busiest SM's block here (flashsim run / the viewer take it)");
 }

@@ -25,6 +25,19 @@ class TraceText {
     current_ = name;
   }
   std::string str() const { return os_.str(); }
+  // `.units NAME`, then a `.unit` line for each unit whose figures differ from the named preset's
+  // (`flashsim time --unit`), so that the trace carries the figures the prediction used
+  void units(const isa::GpuPreset& gpu) {
+    line(".units " + std::string(gpu.name));
+    const isa::GpuPreset* named = isa::find_gpu_preset(gpu.name);
+    for (std::size_t u = 0; u < isa::kUnitCount; ++u) {
+      if (named && gpu.units[u] == named->units[u]) continue;
+      std::ostringstream os;
+      os.precision(10);
+      os << ".unit " << isa::kUnitNames[u] << " rate=" << gpu.units[u].rate << " latency=" << gpu.units[u].latency;
+      line(os.str());
+    }
+  }
 
  private:
   std::ostringstream os_;
@@ -61,7 +74,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
   TraceText tx;
   tx.line("# attention forward block: " + p.name + ", d = " + std::to_string(d) + ", " +
           std::to_string(tiles.size()) + " tile(s)");
-  tx.line(".units " + std::string(gpu.name));
+  tx.units(gpu);
   if (q.fp8) {  // e4m3 products at the FP8 rate; the other units as the preset has them
     std::ostringstream unit;
     unit.precision(10);
@@ -193,7 +206,7 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
   TraceText tx;
   tx.line("# attention backward block: " + p.name + ", d = " + std::to_string(d) + ", " + std::to_string(steps) +
           " query tile(s)");
-  tx.line(".units " + std::string(gpu.name));
+  tx.units(gpu);
   const std::string e = std::to_string(q.elem_bytes);
   auto arr = [&](const std::string& name, std::int64_t r, std::int64_t tr, std::int64_t cols, std::int64_t tc,
                  const std::string& eb) {
@@ -289,7 +302,7 @@ std::string matmul_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gpu
   const std::int64_t bmc = p.br / C, bk = 64;
   TraceText tx;
   tx.line("# matmul block: " + p.name + ", " + std::to_string(tiles) + " tile(s) of " + std::to_string(ksteps) + " k-steps");
-  tx.line(".units " + std::string(gpu.name));
+  tx.units(gpu);
   const std::string e = std::to_string(q.elem_bytes);
   tx.line(".array A[" + std::to_string(tiles * p.br) + "][" + std::to_string(ksteps * bk) + "] tile[" + std::to_string(bmc) + "][" + std::to_string(bk) + "] elem " + e);
   tx.line(".array B[" + std::to_string(ksteps * bk) + "][" + std::to_string(p.bc) + "] tile[" + std::to_string(bk) + "][" + std::to_string(p.bc) + "] elem " + e);
@@ -324,7 +337,7 @@ std::string matmul_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gpu
 std::string softmax_trace(const isa::GpuPreset& gpu, std::int64_t rows, std::int64_t cols) {
   TraceText tx;
   tx.line("# online softmax block: " + std::to_string(rows) + " row(s) of " + std::to_string(cols) + " columns");
-  tx.line(".units " + std::string(gpu.name));
+  tx.units(gpu);
   tx.line(".array X[" + std::to_string(rows) + "][" + std::to_string(cols) + "] tile[1][" + std::to_string(cols) + "] elem 4");
   tx.line(".array Y[" + std::to_string(rows) + "][" + std::to_string(cols) + "] tile[1][" + std::to_string(cols) + "] elem 4");
   for (std::int64_t r = 0; r < rows; ++r) {

@@ -4,10 +4,11 @@
 clock taken out (issue 32). Measured: sm__cycles_elapsed.max of the profiled launches (median);
 model: `flashsim time attention ... --json` "cycles" (the longest SM) and its tensor unit's busy
 fraction beside ncu's tensor-pipe activity.
-Usage: cycles_vs_model.py FLASHSIM GPU DIR [--bench CSV]
+Usage: cycles_vs_model.py FLASHSIM GPU DIR [--bench CSV] [--unit NAME:rate=R,latency=L ...]
   DIR: ncu_cycles.sh's output; GPU: h100 or h200; CSV: a bench_kernels CSV of the same GPU, whose
   bf16 rows of the same shapes get the SM clock their measured times imply (the measured cycles
-  over the time; the backward's time less the model's two small launches).
+  over the time; the backward's time less the model's two small launches). --unit (repeatable) is
+  passed to flashsim: a unit's figures over the preset's.
 """
 import csv
 import io
@@ -38,9 +39,9 @@ def launches(path):
     return [out[k] for k in sorted(out)]
 
 
-def model(flashsim, gpu, args):
-    return json.loads(subprocess.run([flashsim, "time", "attention", *args, "--gpu", gpu, "--json"], check=True,
-                                     capture_output=True, text=True).stdout)
+def model(flashsim, gpu, args, units=()):
+    return json.loads(subprocess.run([flashsim, "time", "attention", *args, *units, "--gpu", gpu, "--json"],
+                                     check=True, capture_output=True, text=True).stdout)
 
 
 # One kernel and shape: measured cycles and tensor-pipe busy %, the model's cycles, tensor busy
@@ -48,8 +49,8 @@ def model(flashsim, gpu, args):
 Row = namedtuple("Row", "kind heads n d mask cycles model_cycles busy model_busy bound extra_ms names")
 
 
-def compare_rows(flashsim, gpu, folder):
-    """One Row per kernel and shape."""
+def compare_rows(flashsim, gpu, folder, units=()):
+    """One Row per kernel and shape; units: --unit options for flashsim."""
     rows = []
     for mask in ("no", "yes"):
         ls = launches(f"{folder}/attn-causal-{mask}.csv")
@@ -70,7 +71,7 @@ def compare_rows(flashsim, gpu, folder):
         names = sorted({l["kernel"].split("<")[0].split("::")[-1] for l in ls})
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
-        j = model(flashsim, gpu, args)
+        j = model(flashsim, gpu, args, units)
         out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
                        j["extra_ms"], names))
     return out
@@ -89,6 +90,13 @@ def bench_times(path):
 
 def main():
     args = sys.argv[1:]
+    units = []
+    while "--unit" in args:
+        i = args.index("--unit")
+        if i + 1 >= len(args):
+            fail(__doc__)
+        units += args[i:i + 2]
+        del args[i:i + 2]
     bench = None
     if "--bench" in args:
         i = args.index("--bench")
@@ -102,7 +110,7 @@ def main():
     print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
           f"{'tensor meas':>11s} {'model':>6s}  bound" + ("  (bench ms -> implied MHz)" if bench else ""))
     ratios, clocks = [], {"fwd": [], "bwd": []}
-    for r in compare_rows(flashsim, gpu, folder):
+    for r in compare_rows(flashsim, gpu, folder, units):
         ratios.append(r.cycles / r.model_cycles)
         line = (f"{r.kind:4s} {r.heads:3d}x{r.n:5d}x{r.d:<3d}  {'causal' if r.mask == 'yes' else 'full':6s} "
                 f"{r.cycles / 1e6:9.3f} {r.model_cycles / 1e6:10.3f} {r.cycles / r.model_cycles:10.2f} {r.busy:10.1f}% "

@@ -13,8 +13,10 @@ kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio,
 cycles against the SM cycles ncu measured at its locked clock (kernels/tools/cycles_vs_model.py),
 which take the clock out of the comparison.
 
-  kernels/tools/time_model_eval.py [FLASHSIM] [-v]
+  kernels/tools/time_model_eval.py [FLASHSIM] [-v] [--unit NAME:rate=R,latency=L ...]
   kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
+  --unit (repeatable): passed to every `flashsim time` call, a unit's figures over the preset's
+      (what-if studies, e.g. the tensor latency swept in results/2026-11-27-tensor-latency-sweep/)
       one stored bench_kernels CSV row by row (bf16; attention from N = 1024, matmul, softmax): the
       measured ms, the prediction and meas/pred; V: the backward version its binary ran at d = 64
       (6 before 2026-11-26's version 7 there; default: the model's, 7)
@@ -28,6 +30,14 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 ARGS = [a for a in sys.argv[1:] if a != "-v"]
+UNITS = []  # --unit SPEC pairs, passed on to flashsim
+while "--unit" in ARGS:
+    i = ARGS.index("--unit")
+    if i + 1 >= len(ARGS):
+        print("usage: --unit NAME:rate=R,latency=L (e.g. tensor:latency=384)", file=sys.stderr)
+        sys.exit(2)
+    UNITS += ARGS[i:i + 2]
+    del ARGS[i:i + 2]
 REPLAY = None
 BWD_D64 = None
 if "--bwd-d64-version" in ARGS:
@@ -51,8 +61,8 @@ _cache = {}
 def predict(args, gpu):
     key = (tuple(args), gpu)
     if key not in _cache:
-        out = subprocess.run([FLASHSIM, "time", *args, "--gpu", gpu, "--json"], capture_output=True, text=True,
-                             check=True).stdout
+        out = subprocess.run([FLASHSIM, "time", *args, *UNITS, "--gpu", gpu, "--json"], capture_output=True,
+                             text=True, check=True).stdout
         _cache[key] = json.loads(out)
     return _cache[key]
 
@@ -222,7 +232,7 @@ def main():
     from cycles_vs_model import compare_rows
     for gpu in ("h100", "h200"):
         folder = os.path.join(RES, "2026-11-27-cycles-locked-clock", f"{gpu}-cyc")
-        q = [r.cycles / r.model_cycles for r in compare_rows(FLASHSIM, gpu, folder)]
+        q = [r.cycles / r.model_cycles for r in compare_rows(FLASHSIM, gpu, folder, UNITS)]
         gm = statistics.geometric_mean(q)
         print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
               f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "

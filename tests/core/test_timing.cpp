@@ -4,6 +4,9 @@
 
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "isa/assembler.h"
 #include "main_helpers.h"
@@ -11,6 +14,7 @@
 #include "sim/gpu_time.h"
 #include "sim/timing.h"
 #include "tests/json_check.h"
+#include "tests/scratch_dir.h"
 
 using namespace flashsim;
 
@@ -221,6 +225,41 @@ TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timin
     auto r = test::run_flashsim(q + " --clock-mhz " + bad);
     CHECK(r.status == 2);
     CHECK(r.out.find("--clock-mhz must be between 100 and 5000") != std::string::npos);
+  }
+}
+
+TEST_CASE("flashsim time --unit: a unit's figures over the preset's", "[timing][cli]") {
+  auto number = [](const std::string& json, const std::string& key) {
+    return test::JsonReader(json).document().at(key).number;
+  };
+  // The FA2 order on one 128-row tile (version 2, nothing overlapped) waits for each of its two
+  // products, S = Q K^T and P V, one after the other: 1000 more cycles of tensor latency are 2000
+  // more cycles, and the preset's own figure changes nothing.
+  const std::string q = "time attention --n 64 --d 64 --version 2 --gpu h100 --json";
+  auto preset = test::run_flashsim(q);
+  auto same = test::run_flashsim(q + " --unit tensor:latency=128");
+  auto longer = test::run_flashsim(q + " --unit tensor:latency=1128");
+  REQUIRE((preset.status == 0 && same.status == 0 && longer.status == 0));
+  CHECK(number(same.out, "cycles") == number(preset.out, "cycles"));
+  CHECK(number(longer.out, "cycles") == Approx(number(preset.out, "cycles") + 2000));
+  CHECK(test::JsonReader(longer.out).document().at("unit_figures").at("tensor").at("latency").number == 1128);
+  // the trace written beside the prediction carries the override as a .unit line
+  test::ScratchDir dir;
+  const std::string trace = dir.path("fa2.fsa");
+  REQUIRE(test::run_flashsim(q + " --unit special:rate=8 --trace " + trace).status == 0);
+  std::ifstream in(trace);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find(".units h100\n.unit special rate=8 latency=20\n") != std::string::npos);
+  for (const auto& [bad, message] : std::vector<std::pair<std::string, std::string>>{
+           {"tensor", "--unit takes NAME:rate=R,latency=L"},
+           {"warp:rate=1", "unknown unit 'warp'"},
+           {"tensor:rate=0", "a unit's rate must be positive"},
+           {"tensor:latency=-5", "a unit's latency must be between 0 and 1e9"},
+           {"tensor:speed=2", "--unit takes NAME:rate=R,latency=L"},
+           {"tensor:rate=4k", "--unit takes NAME:rate=R,latency=L"}}) {
+    auto r = test::run_flashsim(q + " --unit " + bad);
+    CHECK(r.status == 2);
+    CHECK(r.out.find(message) != std::string::npos);
   }
 }
 
