@@ -794,13 +794,14 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
       s.allgather ? sim::ring::allgather_resident_peak(s.cfg, 0, s.backward) : sim_ring.devices()[0].resident_peak;
   std::printf("RESULT method=%s direction=%s gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
               "err_one=%.3g err_ref=%.3g err_lse=%.3g counted=%lld posted=%lld nvlink_tx=%lld nvlink_rx=%lld "
-              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d launch=%s\n",
+              "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d launch=%s "
+              "settle_ms=%d\n",
               opt.method.c_str(), s.backward ? "backward" : "forward", P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
               opt.split.c_str(), opt.transport.c_str(), opt.nccl_ctas, v.ok && bytes_ok ? "PASS" : "FAIL", v.err_one,
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
               eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
-              takes_step_launch(opt, s, s.backward) ? "step" : "pair");
+              takes_step_launch(opt, s, s.backward) ? "step" : "pair", opt.settle_ms);
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

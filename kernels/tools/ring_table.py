@@ -2,13 +2,16 @@
 """The RESULT lines of `flashsim-gpu ring` runs (ring_backward_gpu.sh's results.txt files) as one
 markdown table: validation, counted / posted / NVLink bytes, launch form, times, overlap, scaling.
 
-    kernels/tools/ring_table.py [--only PREFIX,...] [--default-streams N] RESULTS.txt [...]
+    kernels/tools/ring_table.py [--only PREFIX,...] [--default-streams N] [--default-settle MS] RESULTS.txt [...]
 
 A run named twice (a later file repeats a size) keeps its last line. Lines without streams= come
 from binaries before --streams (one compute stream), or from runs named streams1-*; --only PREFIX
 keeps the runs whose names start with one of the comma-separated prefixes; --default-streams N
 names the streams of lines that do not say (binaries before the RESULT line had streams=). Lines
-without launch= come from binaries before the step launches (a launch per pair)."""
+without launch= come from binaries before the step launches (a launch per pair). The last column is
+the ms of untimed runs before each timed batch (`ring --settle-ms`); --default-settle MS names it
+for lines that do not say, else "-" (no settling before 2026-11-27's `ecfe3f6`; 200 ms in its runs,
+which did not print it yet)."""
 import sys
 
 
@@ -27,12 +30,14 @@ def parse(path):
 
 
 def main(args):
-    only, default_streams = None, "-"
-    while len(args) >= 2 and args[0] in ("--only", "--default-streams"):
+    only, default_streams, default_settle = None, "-", "-"
+    while len(args) >= 2 and args[0] in ("--only", "--default-streams", "--default-settle"):
         if args[0] == "--only":
             only = tuple(args[1].split(","))
-        else:
+        elif args[0] == "--default-streams":
             default_streams = args[1]
+        else:
+            default_settle = args[1]
         args = args[2:]
     paths = args
     if not paths:
@@ -48,8 +53,8 @@ def main(args):
     for p in paths:
         runs.update({k: v for k, v in parse(p).items() if only is None or k.startswith(only)})
     print("| P | N | d | mask | dir | method | transport | valid (err vs one GPU / float64) | counted = posted B | "
-          "NVLink / counted | streams | launch | run ms | one GPU ms | overlap | scaling |")
-    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|")
+          "NVLink / counted | streams | launch | run ms | one GPU ms | overlap | scaling | settle ms |")
+    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
     key = lambda kv: (-int(kv["gpus"]), int(kv["n"]), -int(kv["d"]), kv["mask"], kv["direction"], kv["method"],
                       kv.get("launch", ""))
     for kv in sorted(runs.values(), key=key):
@@ -61,7 +66,7 @@ def main(args):
               f"{kv['transport']} | {kv['valid']} ({float(kv['err_one']):.1e} / {float(kv['err_ref']):.1e}) | "
               f"{counted} ({same}) | {nv} | {kv.get('streams', default_streams)} | {kv.get('launch', 'pair')} | "
               f"{float(kv['ring_ms']):.2f} | {float(kv['one_ms']):.2f} | "
-              f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % |")
+              f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % | {kv.get('settle_ms', default_settle)} |")
     return 0
 
 
