@@ -24,6 +24,7 @@ assemble, assemble_file      text -> Program (AssemblerError carries file, line,
 Machine                      step, step_back, run, run_to_breakpoint, registers, counters, trace
 run                          assemble a file, run it, return the Machine
 traffic                      counted HBM bytes of a tile schedule (with the L2 model)
+predict_time                 the time model's prediction for a fast kernel (units that overlap)
 gen                          the trace generators
 lesson_check, lessons        the curriculum's checker
 cli                          any ``flashsim`` command, in-process: (exit_code, stdout, stderr)
@@ -61,7 +62,7 @@ else:
 
 __all__ = [
     "AssemblerError", "MachineFault", "Program", "Machine", "Verdict", "assemble", "assemble_file", "run",
-    "traffic", "gen", "lesson_check", "lessons", "lessons_root", "cli", "FlashsimCommandError",
+    "traffic", "predict_time", "gen", "lesson_check", "lessons", "lessons_root", "cli", "FlashsimCommandError",
 ]
 
 
@@ -129,6 +130,21 @@ def traffic(kind: str = "attention", **options: Any) -> Dict[str, Any]:
     """
     args = ["traffic", kind] + _options(options, {"arrays": "--no-arrays"}) + ["--json"]
     return _json.loads(_checked(args))
+
+
+def predict_time(kind: str = "attention", **options: Any) -> Dict[str, Any]:
+    """The time model's prediction for a fast kernel, as ``flashsim time KIND ... --json`` prints it.
+
+    ``kind`` is ``"attention"``, ``"matmul"`` or ``"softmax"``; keyword arguments are the command's
+    options with ``_`` for ``-``: ``n=16384, d=128, heads=16, causal=True, backward=True,
+    version=6, gpu="h200", dtype="fp8", clock_mhz=1700, unit=["tensor:latency=384"]`` (a list gives
+    the option once per item) ... ``flashsim.cli(["time", KIND, "--help"])`` lists them all.
+
+    Returns the parsed JSON: ``predicted_ms``, ``cycles``, ``bound``, ``clock_ghz``, ``units``
+    ({name: {busy_cycles, busy_fraction}}), ``unit_figures`` ({name: {rate, latency}}), ``plan`` ...
+    Raises FlashsimCommandError for options the command rejects.
+    """
+    return _json.loads(_checked(["time", kind] + _options(options) + ["--json"]))
 
 
 def gen(kind: str, **options: Any) -> str:

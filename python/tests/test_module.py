@@ -179,6 +179,31 @@ def test_traffic_bad_option():
     assert e.value.exit_code == 2 and "fa7" in str(e.value)
 
 
+@pytest.mark.parametrize("kind, cli_args, kwargs", [
+    ("attention", ["--n", "8192", "--d", "128", "--heads", "8"], dict(n=8192, d=128, heads=8)),
+    ("attention", ["--n", "4096", "--d", "64", "--causal", "--backward", "--gpu", "h200"],
+     dict(n=4096, d=64, causal=True, backward=True, gpu="h200")),
+    ("matmul", ["--m", "4096", "--n", "4096", "--k", "4096"], dict(m=4096, n=4096, k=4096)),
+    ("softmax", ["--rows", "4096", "--cols", "8192"], dict(rows=4096, cols=8192)),
+])
+def test_predict_time_equals_cli(flashsim_exe, kind, cli_args, kwargs):
+    rc, out, err = flashsim_exe("time", kind, *cli_args, "--json")
+    assert rc == 0, err
+    assert flashsim.predict_time(kind, **kwargs) == json.loads(out)
+
+
+def test_predict_time_unit_override():
+    # the FA2 order on one tile waits for both of its products: 1000 more cycles of tensor latency
+    # are 2000 more cycles (the CLI's test_core case, through the module)
+    base = flashsim.predict_time("attention", n=64, d=64, version=2)
+    slow = flashsim.predict_time("attention", n=64, d=64, version=2, unit=["tensor:latency=1128"])
+    assert slow["cycles"] == pytest.approx(base["cycles"] + 2000)
+    assert slow["unit_figures"]["tensor"]["latency"] == 1128 and base["unit_figures"]["tensor"]["latency"] == 128
+    with pytest.raises(flashsim.FlashsimCommandError) as e:
+        flashsim.predict_time("attention", n=64, unit=["warp:rate=1"])
+    assert e.value.exit_code == 2 and "unknown unit 'warp'" in str(e.value)
+
+
 @pytest.mark.parametrize("kind, args", [
     ("matmul", ["--n", "4", "--regs", "12", "--schedule", "outer"]),
     ("attention", ["--schedule", "fa1", "--n", "256", "--d", "64"]),
