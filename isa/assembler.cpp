@@ -955,8 +955,7 @@ bool Assembler::timing_directive(const std::string& word, std::size_t col, Curso
       c.expect('=', "'=' after the option name");
       std::size_t vat = (c.skip_space(), c.col());
       double v = c.number();
-      if (key == "rate" && !(v > 0 && v < 1e12)) c.fail_at(vat, "a unit's rate must be positive (work per cycle)");
-      if (key == "latency" && !(v >= 0 && v < 1e9)) c.fail_at(vat, "a unit's latency must be between 0 and 1e9 cycles");
+      if (const std::string why = unit_figure_error(key, v); !why.empty()) c.fail_at(vat, why);
       (key == "rate" ? r.rate : r.latency) = v;
       any = true;
     }

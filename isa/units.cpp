@@ -81,6 +81,12 @@ std::optional<Unit> find_unit(std::string_view name) {
   return std::nullopt;
 }
 
+std::string unit_figure_error(std::string_view key, double value) {
+  if (key == "rate" && !(value > 0 && value < 1e12)) return "a unit's rate must be positive (work per cycle)";
+  if (key == "latency" && !(value >= 0 && value < 1e9)) return "a unit's latency must be between 0 and 1e9 cycles";
+  return {};
+}
+
 std::span<const GpuPreset> gpu_presets() { return kPresets; }
 
 const GpuPreset* find_gpu_preset(std::string_view name) {

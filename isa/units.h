@@ -41,6 +41,9 @@ constexpr Unit unit_of(Opcode op) {
 constexpr bool unit_is_async(Unit u) { return u == Unit::Memory || u == Unit::Tensor; }
 constexpr std::string_view unit_name(Unit u) { return kUnitNames[static_cast<std::size_t>(u)]; }
 std::optional<Unit> find_unit(std::string_view name);
+// Why `value` cannot be a unit's `rate` or `latency` (a `.unit` line, `flashsim time --unit`), or
+// "" when it can: a rate is positive work a cycle, a latency between 0 and 1e9 cycles.
+std::string unit_figure_error(std::string_view key, double value);
 
 struct UnitRate {
   double rate = 1;     // work per cycle (unit's own measure: bytes, FLOPs or elements)

@@ -631,7 +631,7 @@ Timing RingRun::time_modes() {
   std::vector<double> t_ring, t_comp, t_comm, t_one;
   t.step_comp.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
   t.step_comm.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
-  // Under the 700 W cap a GPU's clock follows its power over about the last 100 ms: a GPU that idled
+  // Under the 700 W cap a GPU's clock follows its power over the last few hundred ms: a GPU that idled
   // through the one-GPU batch runs its next batch up to 7 % faster than GPU 0, which did not
   // (nvidia-smi at 20 ms, 2 x H200, 2026-11-27). Each batch therefore follows untimed runs of its
   // own mode, so that every mode is timed at the clock it holds when it runs on its own.

@@ -68,10 +68,8 @@ void apply_unit_override(isa::GpuPreset& g, const std::string& spec) {
       used = 0;
     }
     if (used == 0 || used != field.size() - eq - 1) throw std::invalid_argument(usage);
-    if (key == "rate" && !(v > 0 && v < 1e12))
-      throw std::invalid_argument("--unit: a unit's rate must be positive (work per cycle), not " + field.substr(eq + 1));
-    if (key == "latency" && !(v >= 0 && v < 1e9))
-      throw std::invalid_argument("--unit: a unit's latency must be between 0 and 1e9 cycles, not " + field.substr(eq + 1));
+    if (const std::string why = isa::unit_figure_error(key, v); !why.empty())
+      throw std::invalid_argument("--unit: " + why + ", not " + field.substr(eq + 1));
     (key == "rate" ? r.rate : r.latency) = v;
   }
 }
