@@ -100,6 +100,15 @@ const GpuPreset* find_gpu_preset(std::string_view name) {
   return nullptr;
 }
 
+std::vector<std::pair<Unit, UnitRate>> units_changed_from_preset(const GpuPreset& gpu) {
+  const GpuPreset* named = find_gpu_preset(gpu.name);
+  std::vector<std::pair<Unit, UnitRate>> out;
+  for (std::size_t u = 0; u < kUnitCount; ++u)
+    if (!named || !(gpu.units[u] == named->units[u]))
+      out.emplace_back(static_cast<Unit>(u), named ? named->units[u] : gpu.units[u]);
+  return out;
+}
+
 std::string gpu_preset_names() {
   std::string s;
   for (const GpuPreset& p : kPresets) s += (s.empty() ? "" : ", ") + std::string(p.name);

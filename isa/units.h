@@ -9,6 +9,8 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
+#include <utility>
 
 #include "isa/isa.h"
 
@@ -67,6 +69,9 @@ struct GpuPreset {
 };
 std::span<const GpuPreset> gpu_presets();
 const GpuPreset* find_gpu_preset(std::string_view name);
+// The units whose figures in `gpu` differ from its named preset's (`flashsim time --unit`), with
+// the preset's figures; every unit when the name is no preset's.
+std::vector<std::pair<Unit, UnitRate>> units_changed_from_preset(const GpuPreset& gpu);
 std::string gpu_preset_names();  // "h100, h200"
 
 // Where each figure of the presets comes from (docs and `flashsim time --sources`).

@@ -89,11 +89,11 @@ std::string fixed(double v, int digits) {
 void print_text(const sim::TimeQuery& q, const sim::LaunchPrediction& p, const isa::GpuPreset& g, const std::string& what) {
   std::cout << what << " on " << g.name << " (" << g.description << ")\n";
   std::cout << "kernel      " << p.plan.name << "\n";
-  const isa::GpuPreset* named = isa::find_gpu_preset(g.name);
-  for (std::size_t u = 0; u < isa::kUnitCount; ++u)
-    if (named && !(g.units[u] == named->units[u]))
-      std::cout << "--unit      " << isa::kUnitNames[u] << " rate " << g.units[u].rate << " latency " << g.units[u].latency
-                << " (the preset's: rate " << named->units[u].rate << " latency " << named->units[u].latency << ")\n";
+  for (const auto& [unit, preset] : isa::units_changed_from_preset(g)) {
+    const isa::UnitRate& r = g.units[static_cast<std::size_t>(unit)];
+    std::cout << "--unit      " << isa::unit_name(unit) << " rate " << r.rate << " latency " << r.latency
+              << " (the preset's: rate " << preset.rate << " latency " << preset.latency << ")\n";
+  }
   std::cout << "predicted   " << fixed(p.predicted_ms, 4) << " ms  (SMs " << fixed(p.sm_ms, 4) << " ms, HBM "
             << fixed(p.hbm_ms, 4) << " ms for " << fixed(p.hbm_bytes / (1 << 20), 1) << " MiB"
             << (p.extra_ms > 0 ? ", small launches " + fixed(p.extra_ms, 4) + " ms" : "") << ")\n";

@@ -29,12 +29,11 @@ class TraceText {
   // (`flashsim time --unit`), so that the trace carries the figures the prediction used
   void units(const isa::GpuPreset& gpu) {
     line(".units " + std::string(gpu.name));
-    const isa::GpuPreset* named = isa::find_gpu_preset(gpu.name);
-    for (std::size_t u = 0; u < isa::kUnitCount; ++u) {
-      if (named && gpu.units[u] == named->units[u]) continue;
+    for (const auto& [unit, preset] : isa::units_changed_from_preset(gpu)) {
+      const isa::UnitRate& r = gpu.units[static_cast<std::size_t>(unit)];
       std::ostringstream os;
       os.precision(10);
-      os << ".unit " << isa::kUnitNames[u] << " rate=" << gpu.units[u].rate << " latency=" << gpu.units[u].latency;
+      os << ".unit " << isa::unit_name(unit) << " rate=" << r.rate << " latency=" << r.latency;
       line(os.str());
     }
   }

@@ -77,6 +77,19 @@ def compare_rows(flashsim, gpu, folder, units=()):
     return out
 
 
+def pop_options(args, name, usage=__doc__):
+    """Removes every `name VALUE` pair from args; returns the values (usage and exit 2 when one lacks
+    a value)."""
+    values = []
+    while name in args:
+        i = args.index(name)
+        if i + 1 >= len(args):
+            fail(usage)
+        values.append(args[i + 1])
+        del args[i:i + 2]
+    return values
+
+
 def bench_times(path):
     """(kind, heads, n, d, mask) -> ms of a bench_kernels CSV's bf16 attention rows."""
     out = {}
@@ -90,20 +103,9 @@ def bench_times(path):
 
 def main():
     args = sys.argv[1:]
-    units = []
-    while "--unit" in args:
-        i = args.index("--unit")
-        if i + 1 >= len(args):
-            fail(__doc__)
-        units += args[i:i + 2]
-        del args[i:i + 2]
-    bench = None
-    if "--bench" in args:
-        i = args.index("--bench")
-        if i + 1 >= len(args):
-            fail(__doc__)
-        bench = bench_times(args[i + 1])
-        del args[i:i + 2]
+    units = [opt for spec in pop_options(args, "--unit") for opt in ("--unit", spec)]
+    bench_csv = pop_options(args, "--bench")
+    bench = bench_times(bench_csv[-1]) if bench_csv else None
     if len(args) != 3:
         fail(__doc__)
     flashsim, gpu, folder = args

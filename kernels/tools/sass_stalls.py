@@ -100,9 +100,10 @@ def analyze(path, top_n=0, opcodes_n=0):
     ops = defaultdict(lambda: defaultdict(lambda: [0, 0]))  # (role, class) -> opcode -> [executed, samples]
     for j in range(len(data)):
         op = opcode(src[j])
-        ops[(role[j], klass(op))][op][0] += execd[j]
-        ops[(role[j], klass(op))][op][1] += samples[j]
-        t = table[(role[j], klass(op))]
+        key = (role[j], klass(op))
+        ops[key][op][0] += execd[j]
+        ops[key][op][1] += samples[j]
+        t = table[key]
         t["samples"] += samples[j]
         t["executed"] += execd[j]
         for reason in reasons:

@@ -15,11 +15,11 @@ which take the clock out of the comparison.
 
   kernels/tools/time_model_eval.py [FLASHSIM] [-v] [--unit NAME:rate=R,latency=L ...]
   kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
-  --unit (repeatable): passed to every `flashsim time` call, a unit's figures over the preset's
-      (what-if studies, e.g. the tensor latency swept in results/2026-11-27-tensor-latency-sweep/)
       one stored bench_kernels CSV row by row (bf16; attention from N = 1024, matmul, softmax): the
       measured ms, the prediction and meas/pred; V: the backward version its binary ran at d = 64
       (6 before 2026-11-26's version 7 there; default: the model's, 7)
+  --unit (repeatable): passed to every `flashsim time` call, a unit's figures over the preset's
+      (what-if studies, e.g. the tensor latency swept in results/2026-11-27-tensor-latency-sweep/)
 """
 import csv
 import json
@@ -29,15 +29,10 @@ import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 
+import cycles_vs_model
+
 ARGS = [a for a in sys.argv[1:] if a != "-v"]
-UNITS = []  # --unit SPEC pairs, passed on to flashsim
-while "--unit" in ARGS:
-    i = ARGS.index("--unit")
-    if i + 1 >= len(ARGS):
-        print("usage: --unit NAME:rate=R,latency=L (e.g. tensor:latency=384)", file=sys.stderr)
-        sys.exit(2)
-    UNITS += ARGS[i:i + 2]
-    del ARGS[i:i + 2]
+UNITS = [opt for spec in cycles_vs_model.pop_options(ARGS, "--unit", __doc__) for opt in ("--unit", spec)]  # for flashsim
 REPLAY = None
 BWD_D64 = None
 if "--bwd-d64-version" in ARGS:
@@ -229,10 +224,9 @@ def main():
           "neither %.0f" % (tf["on", "on"], tf["on", "off"], tf["off", "on"], tf["off", "off"]))
     # the model's cycles at a clock ncu locks (2026-11-27): no power-cap clock in the comparison
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from cycles_vs_model import compare_rows
     for gpu in ("h100", "h200"):
         folder = os.path.join(RES, "2026-11-27-cycles-locked-clock", f"{gpu}-cyc")
-        q = [r.cycles / r.model_cycles for r in compare_rows(FLASHSIM, gpu, folder, UNITS)]
+        q = [r.cycles / r.model_cycles for r in cycles_vs_model.compare_rows(FLASHSIM, gpu, folder, UNITS)]
         gm = statistics.geometric_mean(q)
         print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
               f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "

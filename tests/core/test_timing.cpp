@@ -38,6 +38,17 @@ sim::TimingResult time_text(const std::string& body, const std::string& header =
 // The two loads issue at cycles 0 and 1 (a stream issues one asynchronous instruction a cycle)
 // and move their bytes in no time.
 double cycles(const std::string& body, const std::string& header = kHeader) { return time_text(body, header).cycles; }
+
+// An attention forward query at d = 128 (bf16 unless fp8: e4m3 Q, K, V and P).
+sim::TimeQuery forward_d128(std::int64_t n, std::int64_t heads, bool fp8) {
+  sim::TimeQuery q;
+  q.n = n;
+  q.d = 128;
+  q.heads = heads;
+  q.fp8 = fp8;
+  q.elem_bytes = fp8 ? 1 : 2;
+  return q;
+}
 }  // namespace
 
 TEST_CASE("two independent instructions on different units overlap", "[timing]") {
@@ -299,12 +310,7 @@ TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7
 }
 
 TEST_CASE("forward version 6's tile variants: key tiles and consumers", "[timing]") {
-  sim::TimeQuery q;
-  q.n = 16384;
-  q.d = 128;
-  q.heads = 16;
-  q.fp8 = true;
-  q.elem_bytes = 1;
+  sim::TimeQuery q = forward_d128(16384, 16, true);
   // the FP8 launcher: 224 keys from n = 8192, 128 below
   CHECK(sim::plan_for(q).bc == 224);
   q.n = 4096;
@@ -351,10 +357,7 @@ TEST_CASE("the FP8 forward: the products at twice the rate, the same exponential
   const isa::GpuPreset& h100 = *isa::find_gpu_preset("h100");
   // the preset's FP8 rate: the datasheet's 1978.9 against 989.4 dense bf16 TFLOP/s, the same scaling
   CHECK(h100.tensor_fp8_rate == Approx(2 * h100.units[static_cast<int>(isa::Unit::Tensor)].rate).epsilon(1e-3));
-  sim::TimeQuery q;
-  q.n = 8192;
-  q.d = 128;
-  q.heads = 4;
+  sim::TimeQuery q = forward_d128(8192, 4, false);
   const auto bf16 = sim::predict_time(q, h100);
   q.fp8 = true;
   q.elem_bytes = 1;
@@ -384,12 +387,7 @@ TEST_CASE("the FP8 forward: the products at twice the rate, the same exponential
 }
 
 TEST_CASE("the time model with the row sums on the tensor unit: 8 more columns of P V and no row sum", "[timing][fp8]") {
-  sim::TimeQuery q;
-  q.n = 4096;
-  q.d = 128;
-  q.heads = 8;
-  q.fp8 = true;
-  q.elem_bytes = 1;
+  sim::TimeQuery q = forward_d128(4096, 8, true);
   q.key_tile = 128;
   const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
   const sim::LaunchPrediction plain = sim::predict_time(q, g);
