@@ -24,19 +24,23 @@ constexpr double l2_bytes_per_clk(double ghz) { return 8986e9 / (144 * ghz * 1e9
 // probe_softmax: one warpgroup's softmax of a 64 x 128 tile takes 744 clocks alone and 1206 while
 // another warpgroup's products (A in registers) run at their full rate (H100 and H200, 2026-11-27)
 constexpr double kBesideTensor = 0.62;
+// probe_softmax: a group of eight m64n128k16 products waited for before the next is issued takes
+// 569 clocks with A in registers and 576 with A in shared memory, against 512 kept in flight: a
+// round trip of 57 and 64 clocks, 60 their mean (H100, 2026-11-27, kernels/tools/tensor_round_trip.py)
+constexpr double kTensorLatency = 60;
 
 constexpr std::array<GpuPreset, 2> kPresets{{
     {"h100", "NVIDIA H100 SXM5 80GB (132 SMs, 50 MB L2, HBM3)", 132, kH100ClockGhz, kSimtClockGhz, 50ull << 20, 3.0e12,
      228u << 10,
      {{{l2_bytes_per_clk(kH100ClockGhz), 500},
-       {kTensorPerClk, 128},
+       {kTensorPerClk, kTensorLatency},
        {16, 20},
        {128, 4}}},
      2 * kTensorPerClk, kBesideTensor},
     {"h200", "NVIDIA H200 SXM 141GB (132 SMs, 60 MB L2, HBM3e)", 132, kH200ClockGhz, kSimtClockGhz, 60ull << 20, 4.3e12,
      228u << 10,
      {{{l2_bytes_per_clk(kH200ClockGhz), 500},
-       {kTensorPerClk, 128},
+       {kTensorPerClk, kTensorLatency},
        {16, 20},
        {128, 4}}},
      2 * kTensorPerClk, kBesideTensor},
@@ -55,7 +59,10 @@ constexpr std::array<PresetSource, 14> kSources{{
      "warpgroup issuing m64n128k16 products (H100 and H200, 2026-11-27)"},
     {"tensor (fp8 e4m3 dense, the FP8 forward)", "8192 FLOP/clk/SM", "8192 FLOP/clk/SM",
      "the datasheet's 1978.9 dense FP8 TFLOP/s, twice the bf16 rate per clock: not measured here"},
-    {"tensor latency", "128 cycles", "128 cycles", "wgmma round trip, order of magnitude of Luo et al., arXiv 2402.13499 (2024)"},
+    {"tensor latency", "60 cycles", "60 cycles",
+     "measured: a group of eight m64n128k16 products waited for before the next is issued takes 57 (A in registers) and 64 "
+     "(A in shared memory) clocks longer than one kept in flight (kernels/tools/probe_softmax.cu and tensor_round_trip.py, "
+     "H100, 2026-11-27); the H200 is the same SM"},
     {"special function (exp2, log2, rcp)", "16 /clk/SM", "16 /clk/SM",
      "CUDA C++ Programming Guide, arithmetic instruction throughput, compute capability 9.0 (x 132 SMs x 1.83 GHz = 3.9 T/s, "
      "the FlashAttention-3 paper's figure)"},

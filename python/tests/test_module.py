@@ -196,9 +196,9 @@ def test_predict_time_unit_override():
     # the FA2 order on one tile waits for both of its products: 1000 more cycles of tensor latency
     # are 2000 more cycles (the CLI's test_core case, through the module)
     base = flashsim.predict_time("attention", n=64, d=64, version=2)
-    slow = flashsim.predict_time("attention", n=64, d=64, version=2, unit=["tensor:latency=1128"])
+    slow = flashsim.predict_time("attention", n=64, d=64, version=2, unit=["tensor:latency=1060"])
     assert slow["cycles"] == pytest.approx(base["cycles"] + 2000)
-    assert slow["unit_figures"]["tensor"]["latency"] == 1128 and base["unit_figures"]["tensor"]["latency"] == 128
+    assert slow["unit_figures"]["tensor"]["latency"] == 1060 and base["unit_figures"]["tensor"]["latency"] == 60
     with pytest.raises(flashsim.FlashsimCommandError) as e:
         flashsim.predict_time("attention", n=64, unit=["warp:rate=1"])
     assert e.value.exit_code == 2 and "unknown unit 'warp'" in str(e.value)

@@ -248,12 +248,12 @@ TEST_CASE("flashsim time --unit: a unit's figures over the preset's", "[timing][
   // more cycles, and the preset's own figure changes nothing.
   const std::string q = "time attention --n 64 --d 64 --version 2 --gpu h100 --json";
   auto preset = test::run_flashsim(q);
-  auto same = test::run_flashsim(q + " --unit tensor:latency=128");
-  auto longer = test::run_flashsim(q + " --unit tensor:latency=1128");
+  auto same = test::run_flashsim(q + " --unit tensor:latency=60");
+  auto longer = test::run_flashsim(q + " --unit tensor:latency=1060");
   REQUIRE((preset.status == 0 && same.status == 0 && longer.status == 0));
   CHECK(number(same.out, "cycles") == number(preset.out, "cycles"));
   CHECK(number(longer.out, "cycles") == Approx(number(preset.out, "cycles") + 2000));
-  CHECK(test::JsonReader(longer.out).document().at("unit_figures").at("tensor").at("latency").number == 1128);
+  CHECK(test::JsonReader(longer.out).document().at("unit_figures").at("tensor").at("latency").number == 1060);
   // the trace written beside the prediction carries the override as a .unit line
   test::ScratchDir dir;
   const std::string trace = dir.path("fa2.fsa");
