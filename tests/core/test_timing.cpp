@@ -400,3 +400,33 @@ TEST_CASE("the time model with the row sums on the tensor unit: 8 more columns o
   CHECK(sums.plan.name.find("row sums on the tensor cores") != std::string::npos);
   CHECK(test::run_flashsim("time attention --n 4096 --d 128 --version 5 --sums-on-tensor").status == 2);
 }
+
+TEST_CASE("the consumer-loop traces beside probe_consumer_loop time as kernels/RESULTS.md says", "[timing][cli]") {
+  // kernels/results/2026-11-27-consumer-loop: the d = 128 forward's loop on resident K and V, one
+  // or two consumers, the kernel's order or FA2's; steady state = (cycles at 64 tiles - at 32) / 32
+  const std::string dir = std::string(FLASHSIM_SOURCE_DIR) + "/kernels/results/2026-11-27-consumer-loop/";
+  auto predicted = [&](const std::string& trace, int n) {
+    auto r = test::run_flashsim("run " + dir + trace + " --no-table --param N=" + std::to_string(n));
+    REQUIRE(r.status == 0);
+    std::istringstream lines(r.out);
+    for (std::string word, line; std::getline(lines, line);) {
+      std::istringstream words(line);
+      if (words >> word && word == "predicted") {
+        double cycles = 0;
+        words >> cycles;
+        return cycles;
+      }
+    }
+    FAIL("no 'predicted' line in: " << r.out);
+    return 0.0;
+  };
+  struct Row {
+    const char* trace;
+    double per_tile;
+  };
+  for (const Row& row : {Row{"c1_kernel.fsa", 1482}, Row{"c2_kernel.fsa", 2048}, Row{"c1_fa2.fsa", 1829},
+                         Row{"c2_fa2.fsa", 2244}}) {
+    INFO(row.trace);
+    CHECK((predicted(row.trace, 8192) - predicted(row.trace, 4096)) / 32 == Approx(row.per_tile).margin(1));
+  }
+}
