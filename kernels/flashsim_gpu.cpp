@@ -703,6 +703,10 @@ CLI::App* add_ring_command(CLI::App& app, RingOptions& ring_opt) {
                    "before each timed batch, run that mode untimed this long (ms) so that every GPU's clock "
                    "settles at the mode's power; 0: no settling")
       ->capture_default_str();
+  ring->add_option("--baseline", ring_opt.baseline,
+                   "where the one-GPU baseline runs: all (every GPU runs it at once, GPU 0's time counted, so that "
+                   "every GPU enters the next batch with the same power history) or gpu0 (alone, the others idle)")
+      ->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
   return ring;
 }

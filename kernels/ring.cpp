@@ -257,6 +257,10 @@ RingRun::~RingRun() {
     for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end})
       for (auto& t : *ev) CUDA_CHECK(cudaEventDestroy(t));
   }
+  for (Twin& t : twins_) {
+    CUDA_CHECK(cudaSetDevice(t.id));
+    if (t.stream) CUDA_CHECK(cudaStreamDestroy(t.stream));
+  }
   CUDA_CHECK(cudaSetDevice(0));
   if (one_stream_) CUDA_CHECK(cudaStreamDestroy(one_stream_));
 }
@@ -449,13 +453,58 @@ void RingRun::one_gpu() {
        opt_.causal, one_stream_);
 }
 
+// --baseline all: GPUs 1..P-1 get copies of the one-GPU problem (after validation, so that the
+// backward's copies hold the forward's O and lse).
+void RingRun::make_twins() {
+  if (opt_.baseline != "all" || s_.P == 1 || !twins_.empty()) return;
+  const std::size_t bytes = s_.all * s_.e, lse_bytes = static_cast<std::size_t>(s_.H) * s_.N * 4;
+  auto copy_of = [](const DevBuf& from, int to) {
+    DevBuf b(from.bytes());
+    CUDA_CHECK(cudaMemcpyPeer(b.get(), to, from.get(), 0, from.bytes()));
+    return b;
+  };
+  for (int id = 1; id < s_.P; ++id) {
+    CUDA_CHECK(cudaSetDevice(id));
+    Twin t;
+    t.id = id;
+    t.q = copy_of(gq_, id), t.k = copy_of(gk_, id), t.v = copy_of(gv_, id);
+    if (run_backward_) {
+      t.o = copy_of(go_, id), t.lse = copy_of(glse_, id), t.dout = copy_of(gdo_, id);
+      t.dq = DevBuf(bytes), t.dk = DevBuf(bytes), t.dv = DevBuf(bytes);
+      t.ws = DevBuf(::flashsim::gpu::attention_backward_fast_workspace_bytes(s_.H, static_cast<int>(s_.N), s_.D));
+    } else {
+      t.o = DevBuf(bytes), t.lse = DevBuf(lse_bytes);
+    }
+    CUDA_CHECK(cudaStreamCreateWithFlags(&t.stream, cudaStreamNonBlocking));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    twins_.push_back(std::move(t));
+  }
+}
+
+// GPU 0's time a run; with twins, every other GPU runs the same problem meanwhile (untimed)
 double RingRun::timed_one(int iters) {
   sync_all();
+  for (Twin& t : twins_) {
+    CUDA_CHECK(cudaSetDevice(t.id));
+    for (int it = 0; it < iters; ++it) {
+      if (run_backward_)
+        fast_backward(s_.dt, t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.dout.get(), t.lse.as<float>(), t.dq.get(),
+                      t.dk.get(), t.dv.get(), t.ws.get(), s_.H, static_cast<int>(s_.N), s_.D, opt_.causal, t.stream);
+      else
+        fast_forward(s_.dt, false, t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.lse.as<float>(), s_.H,
+                     static_cast<int>(s_.N), s_.D, opt_.causal, t.stream);
+    }
+  }
   const auto t0 = Clock::now();
   for (int it = 0; it < iters; ++it) one_gpu();
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaStreamSynchronize(one_stream_));
-  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
+  for (Twin& t : twins_) {
+    CUDA_CHECK(cudaSetDevice(t.id));
+    CUDA_CHECK(cudaStreamSynchronize(t.stream));
+  }
+  return ms;
 }
 
 // The forward from fresh buffers; with --backward, then the backward on the forward's O and lse.
@@ -625,6 +674,7 @@ double RingRun::step_exchange_ms(const Gpu& x, int s) const {
 Timing RingRun::time_modes() {
   const int P = s_.P;
   Timing t;
+  make_twins();
   const double w_ring = timed(0, 1), w_comp = timed(1, 1), w_comm = P > 1 ? timed(2, 1) : 0.0, w_one = timed_one(1);
   auto iters_for = [](double ms) { return std::clamp(static_cast<int>(std::ceil(25.0 / std::max(ms, 1e-3))), 1, 200); };
   t.it_ring = iters_for(w_ring), t.it_comp = iters_for(w_comp), t.it_comm = iters_for(w_comm), t.it_one = iters_for(w_one);
@@ -640,12 +690,24 @@ Timing RingRun::time_modes() {
   };
   const int settle_ring = settle_iters(w_ring), settle_comp = settle_iters(w_comp), settle_comm = settle_iters(w_comm),
             settle_one = settle_iters(w_one);
-  const auto settled = [&](int mode, int settle, int iters) {
+  // each timed batch's wall-clock edges ("PHASE MODE-REP start|end EPOCH"), so that a clock log
+  // (kernels/tools/clock_phases.py) can be read per mode
+  const auto phase = [&](const char* mode, int rep, auto&& batch) {
+    const auto epoch = [] {
+      return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    };
+    const double start = epoch();
+    const double ms = batch();
+    std::printf("PHASE %s-%d start %.6f\nPHASE %s-%d end %.6f\n", mode, rep, start, mode, rep, epoch());
+    return ms;
+  };
+  const auto settled = [&](int mode, int settle, int iters, int rep) {
     if (settle > 0) timed(mode, settle);
-    return timed(mode, iters);
+    static constexpr const char* kModeNames[] = {"ring", "compute", "exchange"};
+    return phase(kModeNames[mode], rep, [&] { return timed(mode, iters); });
   };
   for (int rep = 0; rep < opt_.repeats; ++rep) {
-    t_ring.push_back(settled(0, settle_ring, t.it_ring));
+    t_ring.push_back(settled(0, settle_ring, t.it_ring, rep));
     for (auto& x : g_) {  // the events hold the batch's last ring
       CUDA_CHECK(cudaSetDevice(x.id));
       for (int s = 0; s < P; ++s) {
@@ -653,10 +715,10 @@ Timing RingRun::time_modes() {
         t.step_comm[x.id][s] += step_exchange_ms(x, s) / opt_.repeats;
       }
     }
-    t_comp.push_back(settled(1, settle_comp, t.it_comp));
-    if (P > 1) t_comm.push_back(settled(2, settle_comm, t.it_comm));
+    t_comp.push_back(settled(1, settle_comp, t.it_comp, rep));
+    if (P > 1) t_comm.push_back(settled(2, settle_comm, t.it_comm, rep));
     if (settle_one > 0) timed_one(settle_one);
-    t_one.push_back(timed_one(t.it_one));
+    t_one.push_back(phase("one", rep, [&] { return timed_one(t.it_one); }));
   }
   t.ring = median(t_ring), t.comp = median(t_comp), t.comm = median(t_comm), t.one = median(t_one);
   return t;
@@ -778,11 +840,13 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
   const char* what = s.allgather ? "all-gather" : "ring";
   const double eff = t.one / (P * t.ring);
   std::printf("\n%s times (median of %d batches; runs per batch: %s %d, compute %d, exchange %d, one GPU %d; each "
-              "batch after %d ms of its mode untimed):\n"
+              "batch after %d ms of its mode untimed; the one-GPU baseline %s):\n"
               "  %s %.3f ms, compute only %.3f ms, exchange only %.3f ms (%.0f GB/s per GPU sent), one GPU on all n "
               "%.3f ms\n  %s %.0f TFLOP/s per GPU, one GPU %.0f TFLOP/s\n",
               s.backward ? "backward" : "forward", opt.repeats, what, t.it_ring, t.it_comp, t.it_comm, t.it_one,
-              opt.settle_ms, what, t.ring, t.comp, t.comm, link_gbs, t.one, what,
+              opt.settle_ms,
+              opt.baseline == "all" && P > 1 ? "on every GPU at once, GPU 0's time" : "on GPU 0 alone", what, t.ring,
+              t.comp, t.comm, link_gbs, t.one, what,
               flop / (t.ring * 1e-3) / P / 1e12, flop / (t.one * 1e-3) / 1e12);
   std::printf("overlap: %.3f ms of the %.3f ms exchange hidden = %.0f%% (hidden = compute + exchange - ring)\n", hidden,
               t.comm, 100 * overlap);
@@ -795,13 +859,13 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
   std::printf("RESULT method=%s direction=%s gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
               "err_one=%.3g err_ref=%.3g err_lse=%.3g counted=%lld posted=%lld nvlink_tx=%lld nvlink_rx=%lld "
               "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d launch=%s "
-              "settle_ms=%d\n",
+              "settle_ms=%d baseline=%s\n",
               opt.method.c_str(), s.backward ? "backward" : "forward", P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
               opt.split.c_str(), opt.transport.c_str(), opt.nccl_ctas, v.ok && bytes_ok ? "PASS" : "FAIL", v.err_one,
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
               eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
-              takes_step_launch(opt, s, s.backward) ? "step" : "pair", opt.settle_ms);
+              takes_step_launch(opt, s, s.backward) ? "step" : "pair", opt.settle_ms, opt.baseline.c_str());
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

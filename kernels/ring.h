@@ -73,6 +73,10 @@ struct RingOptions {
   // before each timed batch, that mode runs untimed for at least this long, so that each GPU's
   // clock has settled at the mode's power (0: no settling, the measurement before 2026-11-27)
   int settle_ms = 200;
+  // where the one-GPU baseline runs: gpu0, or all (every GPU of the ring runs the same one-GPU
+  // problem at once, GPU 0's time counted, so that every GPU has the same power history when the
+  // next ring batch starts; the baseline on GPU 0 alone left it hotter and slower, 2026-11-27)
+  std::string baseline = "all";
   std::uint64_t seed = 1;
 };
 

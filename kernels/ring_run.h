@@ -179,6 +179,7 @@ class RingRun {
   double step_exchange_ms(const Gpu& x, int s) const;
   void one_gpu();
   double timed_one(int iters);
+  void make_twins();
   struct RefRow {
     int h;
     std::int64_t row;
@@ -208,6 +209,14 @@ class RingRun {
   DevBuf gdo_, gdq_, gdk_, gdv_, gws_;  // backward: global dO, the one-GPU gradients, its workspace
   std::vector<float> ring_o_, ring_lse_;  // backward: the forward ring's O and lse in global order
   cudaStream_t one_stream_ = nullptr;
+  // --baseline all: every other GPU runs the same one-GPU problem beside GPU 0's baseline, untimed,
+  // on its own copy of the inputs (and, backward, of the one-GPU forward's O and lse)
+  struct Twin {
+    int id = 0;
+    DevBuf q, k, v, o, lse, dout, dq, dk, dv, ws;
+    cudaStream_t stream = nullptr;
+  };
+  std::vector<Twin> twins_;
   bool run_backward_ = false;  // set once the forward has been validated (--backward)
   // Steps over every ring run, so that back-to-back runs keep the double buffers' parity and their
   // dependencies (the receive into a buffer waits for the compute and the send that last read it).

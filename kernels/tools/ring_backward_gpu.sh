@@ -13,8 +13,9 @@
 # HEADS (default 8); TRANSPORT (nccl or copy, default nccl) for the ring runs of p4, p2, allgather, bound.
 # RING_ARGS: more options for every `flashsim-gpu ring` run (e.g. "--settle-ms 0").
 # CLOCKS=1: nvidia-smi samples every GPU's SM clock and power every 20 ms (OUT/smi.csv); at the end
-# OUT/phases.txt holds each run's start and end and OUT/clocks.txt each GPU's median clock and
-# power during each run (tools/clock_phases.py).
+# OUT/phases.txt holds each run's start and end, and each timed batch's (the run's PHASE lines, named
+# RUN:MODE-REPEAT), and OUT/clocks.txt each GPU's median clock and power during each
+# (tools/clock_phases.py).
 # FULL_SPLIT (contiguous or zigzag, default contiguous): the split of p4's and p2's full-mask runs
 # (zigzag gives the forward its one launch a step under the full mask too). LAUNCH_AB=1: p4 and p2
 # also run each backward with --launch pair, right after the default (step) run.
@@ -64,6 +65,7 @@ run() {  # run NAME ARGS... : one run, its log, its RESULT line
   local rc=$?
   local t1=$(date +%s.%N)
   [ -n "$SMI_PID" ] && echo "$name end $t1" >> "$OUT/phases.txt"
+  [ -n "$SMI_PID" ] && grep '^PHASE ' "$OUT/logs/$name.txt" | sed "s/^PHASE /$name:/" >> "$OUT/phases.txt"
   echo "rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $t1 - $t0}")" >> "$OUT/logs/$name.txt"
   local line=$(grep '^RESULT' "$OUT/logs/$name.txt")
   echo "$name rc=$rc ${line:-NO RESULT: $(tail -3 "$OUT/logs/$name.txt" | tr '\n' ' ')}" | tee -a "$RES"

@@ -8,10 +8,11 @@ A run named twice (a later file repeats a size) keeps its last line. Lines witho
 from binaries before --streams (one compute stream), or from runs named streams1-*; --only PREFIX
 keeps the runs whose names start with one of the comma-separated prefixes; --default-streams N
 names the streams of lines that do not say (binaries before the RESULT line had streams=). Lines
-without launch= come from binaries before the step launches (a launch per pair). The last column is
+without launch= come from binaries before the step launches (a launch per pair). The column before last is
 the ms of untimed runs before each timed batch (`ring --settle-ms`); --default-settle MS names it
 for lines that do not say, else "-" (no settling before 2026-11-27's `ecfe3f6`; 200 ms in its runs,
-which did not print it yet)."""
+which did not print it yet). The last column says where the one-GPU baseline ran (`ring
+--baseline`): gpu0 alone (every line before the option), or all GPUs at once."""
 import sys
 
 
@@ -53,8 +54,8 @@ def main(args):
     for p in paths:
         runs.update({k: v for k, v in parse(p).items() if only is None or k.startswith(only)})
     print("| P | N | d | mask | dir | method | transport | valid (err vs one GPU / float64) | counted = posted B | "
-          "NVLink / counted | streams | launch | run ms | one GPU ms | overlap | scaling | settle ms |")
-    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|")
+          "NVLink / counted | streams | launch | run ms | one GPU ms | overlap | scaling | settle ms | baseline |")
+    print("|---:|---:|---:|---|---|---|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|---|")
     key = lambda kv: (-int(kv["gpus"]), int(kv["n"]), -int(kv["d"]), kv["mask"], kv["direction"], kv["method"],
                       kv.get("launch", ""))
     for kv in sorted(runs.values(), key=key):
@@ -66,7 +67,7 @@ def main(args):
               f"{kv['transport']} | {kv['valid']} ({float(kv['err_one']):.1e} / {float(kv['err_ref']):.1e}) | "
               f"{counted} ({same}) | {nv} | {kv.get('streams', default_streams)} | {kv.get('launch', 'pair')} | "
               f"{float(kv['ring_ms']):.2f} | {float(kv['one_ms']):.2f} | "
-              f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % | {kv.get('settle_ms', default_settle)} |")
+              f"{100 * float(kv['overlap']):.0f} % | {100 * float(kv['eff']):.1f} % | {kv.get('settle_ms', default_settle)} | {kv.get('baseline', 'gpu0')} |")
     return 0
 
 

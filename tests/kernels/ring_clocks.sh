@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ring_backward_gpu.sh CLOCKS=1 with a stand-in nvidia-smi and flashsim-gpu (no GPU needed): every
-# run gets a start and an end in phases.txt, clocks.txt a line per GPU and run, RING_ARGS reaches
-# every run, and the sampler is stopped at the end.
+# run and every timed batch it reports (PHASE lines) gets a start and an end in phases.txt,
+# clocks.txt a line per GPU and run and per GPU and batch, RING_ARGS reaches every run, and the
+# sampler is stopped at the end.
 set -u
 script=${1:?usage: ring_clocks.sh PATH/TO/ring_backward_gpu.sh}
 tmp=$(mktemp -d)
@@ -19,7 +20,9 @@ done
 FAKE
 cat > "$tmp/bin/flashsim-gpu" <<'FAKE'
 #!/usr/bin/env bash
-sleep 0.2
+s=$(date +%s.%N); sleep 0.2; e=$(date +%s.%N)
+echo "PHASE ring-0 start $s"
+echo "PHASE ring-0 end $e"
 echo "RESULT method=ring args: $*"
 FAKE
 chmod +x "$tmp/path/nvidia-smi" "$tmp/bin/flashsim-gpu"
@@ -27,10 +30,11 @@ PATH="$tmp/path:$PATH" CLOCKS=1 RING_ARGS="--settle-ms 0" bash "$script" "$tmp/b
 rc=$?
 fail() { echo "$1"; cat "$tmp/log"; exit 1; }
 [ $rc -eq 0 ] || fail "exit $rc, expected 0"
-[ "$(grep -c ' start ' "$tmp/out/phases.txt")" -eq 4 ] && [ "$(grep -c ' end ' "$tmp/out/phases.txt")" -eq 4 ] ||
-  fail "expected a start and an end for each of the 4 runs"
-[ "$(grep -c 'GPU 0 *1815 MHz at *673 W' "$tmp/out/clocks.txt")" -eq 4 ] &&
-  [ "$(grep -c 'GPU 1 *1950 MHz at *451 W' "$tmp/out/clocks.txt")" -eq 4 ] || fail "clocks.txt: $(cat "$tmp/out/clocks.txt")"
+[ "$(grep -c ' start ' "$tmp/out/phases.txt")" -eq 8 ] && [ "$(grep -c ' end ' "$tmp/out/phases.txt")" -eq 8 ] ||
+  fail "expected a start and an end for each of the 4 runs and their 4 batches"
+[ "$(grep -c 'GPU 0 *1815 MHz at *673 W' "$tmp/out/clocks.txt")" -eq 8 ] &&
+  [ "$(grep -c 'GPU 1 *1950 MHz at *451 W' "$tmp/out/clocks.txt")" -eq 8 ] &&
+  [ "$(grep -c ':ring-0 GPU 1 ' "$tmp/out/clocks.txt")" -eq 4 ] || fail "clocks.txt: $(cat "$tmp/out/clocks.txt")"
 [ "$(grep -c -- '--settle-ms 0' "$tmp/out/results.txt")" -eq 4 ] || fail "RING_ARGS did not reach every run"
 sleep 0.1
 pgrep -f "$tmp/path/nvidia-smi" > /dev/null && fail "the stand-in nvidia-smi still runs"

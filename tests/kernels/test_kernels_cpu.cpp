@@ -958,6 +958,8 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   CHECK(with([](RingOptions& r) { r.nccl_ctas = -1; }) == "--nccl-ctas must be 0 (NCCL's default) or more");
   CHECK(with([](RingOptions& r) { r.settle_ms = -1; }) == "--settle-ms must be between 0 and 10000");
   CHECK(with([](RingOptions& r) { r.settle_ms = 10001; }) == "--settle-ms must be between 0 and 10000");
+  CHECK(with([](RingOptions& r) { r.baseline = "gpu1"; }) == "--baseline must be gpu0 or all");
+  CHECK(ring_options_error([] { RingOptions r; r.baseline = "gpu0"; r.gpus = 1; return r; }(), 1).empty());
 }
 
 // ---- time beside measurement (issue 32, item 4) ------------------------------------------------
