@@ -681,6 +681,7 @@ Timing RingRun::time_modes() {
   std::vector<double> t_ring, t_comp, t_comm, t_one;
   t.step_comp.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
   t.step_comm.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
+  t.step_start.assign(static_cast<std::size_t>(P), std::vector<double>(P, 0));
   // Under the 700 W cap a GPU's clock follows its power over the last few hundred ms: a GPU that idled
   // through the one-GPU batch runs its next batch up to 7 % faster than GPU 0, which did not
   // (nvidia-smi at 20 ms, 2 x H200, 2026-11-27). Each batch therefore follows untimed runs of its
@@ -713,6 +714,7 @@ Timing RingRun::time_modes() {
       for (int s = 0; s < P; ++s) {
         t.step_comp[x.id][s] += ms_between(x.comp_start[s], x.comp_end[s]) / opt_.repeats;
         t.step_comm[x.id][s] += step_exchange_ms(x, s) / opt_.repeats;
+        t.step_start[x.id][s] += ms_between(x.comp_start[0], x.comp_start[s]) / opt_.repeats;
       }
     }
     t_comp.push_back(settled(1, settle_comp, t.it_comp, rep));
@@ -819,12 +821,15 @@ void print_work_tables(const Shape& s, const sim::ring::RingMachine& sim_ring, c
   }
   std::printf("load balance (counted): busiest GPU %.3fx the mean GPU's scores\n",
               sim::ring::score_imbalance(sim_ring.devices()));
-  std::printf("\n| GPU | step | block | compute ms | exchange ms |\n|---:|---:|---:|---:|---:|\n");
+  // start: when the step's stream got past its waits (its block arrived), after the GPU's step 0 began;
+  // compute: from there to the step's end, which also waits for the step before (the merges' order)
+  std::printf("\n| GPU | step | block | start ms | compute ms | exchange ms |\n|---:|---:|---:|---:|---:|---:|\n");
   for (int p = 0; p < P; ++p)
     for (int st = 0; st < P; ++st) {
       char ex[32] = "-";
       if (t.step_comm[p][st] > 0) std::snprintf(ex, sizeof ex, "%.3f", t.step_comm[p][st]);
-      std::printf("| %d | %d | %d | %.3f | %s |\n", p, st, ((p - st) % P + P) % P, t.step_comp[p][st], ex);
+      std::printf("| %d | %d | %d | %.3f | %.3f | %s |\n", p, st, ((p - st) % P + P) % P, t.step_start[p][st],
+                  t.step_comp[p][st], ex);
     }
 }
 

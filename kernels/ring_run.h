@@ -122,6 +122,7 @@ struct Timing {
   double ring = 0, comp = 0, comm = 0, one = 0;
   int it_ring = 1, it_comp = 1, it_comm = 1, it_one = 1;
   std::vector<std::vector<double>> step_comp, step_comm;  // [GPU][step]
+  std::vector<std::vector<double>> step_start;            // [GPU][step]: ms after the GPU's step 0 began
 };
 
 // NVLink bytes per ring from NVML, -1 where not read.
