@@ -30,6 +30,7 @@
 
 #include "kernels/attention_tile.cuh"
 #include "kernels/mma.cuh"
+#include "kernels/tools/probe_common.cuh"
 #include "kernels/wgmma.cuh"
 #include "sim/main_guard.h"
 
@@ -235,11 +236,7 @@ __global__ void __launch_bounds__(128, 1) issue_queue_kernel(long long* stamps, 
     for (int i = 0; i < kQueueProbe; ++i) stamps[blockIdx.x * kQueueProbe + i] = t[i + 1] - t[0];
 }
 
-int check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return 0;
-  std::fprintf(stderr, "probe_consumer_loop: %s: %s\n", what, cudaGetErrorString(e));
-  return 1;
-}
+int check(cudaError_t e, const char* what) { return flashsim::gpu::probe::check(e, "probe_consumer_loop", what); }
 
 using Kernel = void (*)(int, long long*, float*);
 struct Case {
@@ -250,10 +247,10 @@ struct Case {
 };
 
 int run_main() {
-  int sms = 0;
-  if (check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device")) return 1;
-  cudaDeviceProp prop{};
-  if (check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties")) return 1;
+  flashsim::gpu::probe::Device dev;
+  if (!flashsim::gpu::probe::device_zero("probe_consumer_loop", dev)) return 1;
+  const int sms = dev.sms;
+  const cudaDeviceProp& prop = dev.prop;
   float* sink = nullptr;
   long long* out = nullptr;
   const std::size_t slots = static_cast<std::size_t>(sms) * 2 * (2 + kParts);

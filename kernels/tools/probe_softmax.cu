@@ -30,6 +30,7 @@
 
 #include "kernels/attention_tile.cuh"
 #include "kernels/mma.cuh"
+#include "kernels/tools/probe_common.cuh"
 #include "kernels/wgmma.cuh"
 #include "sim/main_guard.h"
 
@@ -206,11 +207,7 @@ __global__ void __launch_bounds__(384, 1) probe_kernel(int workers, long long* c
   }
 }
 
-int check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return 0;
-  std::fprintf(stderr, "probe_softmax: %s: %s\n", what, cudaGetErrorString(e));
-  return 1;
-}
+int check(cudaError_t e, const char* what) { return flashsim::gpu::probe::check(e, "probe_softmax", what); }
 
 struct Case {
   int products, work, workers;
@@ -234,10 +231,10 @@ Kernel pick(int products, int work) {
 }
 
 int run_main() {
-  int sms = 0;
-  if (check(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0), "no CUDA device")) return 1;
-  cudaDeviceProp prop{};
-  if (check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties")) return 1;
+  flashsim::gpu::probe::Device dev;
+  if (!flashsim::gpu::probe::device_zero("probe_softmax", dev)) return 1;
+  const int sms = dev.sms;
+  const cudaDeviceProp& prop = dev.prop;
   float* sink = nullptr;
   long long* counts = nullptr;
   if (check(cudaMalloc(&sink, static_cast<size_t>(sms) * 384 * sizeof(float)), "cudaMalloc") ||
