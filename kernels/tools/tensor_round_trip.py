@@ -3,7 +3,8 @@
 eight m64n128k16 products takes when each group is waited for before the next is issued, less the
 clocks a group takes when two are kept in flight (the products' own work), for A in shared memory
 (ss) and in registers (rs, as the forward's S and P V). That difference is what the time model's
-tensor latency stands for (docs/TIME_MODEL.md), so the line it ends with is the option to try:
+tensor latency stands for (docs/TIME_MODEL.md), so the line it ends with is the option to try, at
+the mean of the two (the model has one latency for both):
     flashsim time ... --unit tensor:latency=L
 Usage: tensor_round_trip.py PROBE_OUTPUT.txt
 """
@@ -49,7 +50,9 @@ def main():
         round_trip[kind] = clk[waited] - clk[piped]
         print(f"{kind}: {clk[waited]:.1f} clk a group waited for, {clk[piped]:.1f} pipelined: round trip "
               f"{round_trip[kind]:.0f} clk")
-    print(f"flashsim time ... --unit tensor:latency={round_trip['rs']:.0f}")
+    # the time model has one tensor latency for both placements: their mean (isa/units.cpp: 60 from
+    # the H100's 57 and 64, 2026-11-27)
+    print(f"flashsim time ... --unit tensor:latency={(round_trip['ss'] + round_trip['rs']) / 2:.0f}")
 
 
 if __name__ == "__main__":
