@@ -11,7 +11,9 @@ Replays `flashsim time` on
 and prints how many rows are within 15 % (|meas/pred - 1| <= 0.15), then the measured pairs of
 kernel versions (kernels/RESULTS.md, issue-32 section) beside the model's ratio, then the model's
 cycles against the SM cycles ncu measured at its locked clock (kernels/tools/cycles_vs_model.py),
-which take the clock out of the comparison.
+which take the clock out of the comparison, and last the d = 128 forward's consumer loop without its
+producer (kernels/tools/probe_consumer_loop.cu's clocks a tile) beside the model's traces of the same
+loops (results/2026-11-27-consumer-loop/c*.fsa, the steady state between 32 and 64 key blocks).
 
   kernels/tools/time_model_eval.py [FLASHSIM] [-v] [--unit NAME:rate=R,latency=L ...]
   kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
@@ -27,6 +29,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 from concurrent.futures import ThreadPoolExecutor
 
 import cycles_vs_model
@@ -231,6 +234,45 @@ def main():
         print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
               f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "
               f"the kernels hold a higher clock than the preset's)")
+    print("the consumer loop without its producer, clocks a tile (probe_consumer_loop, H100, 2026-11-27):")
+    for case, model in consumer_loops():
+        probe = case[1]
+        print(f"  {case[0]:36s} probe {probe:7.1f}  model {model:7.1f}  probe/model {probe / model:4.2f}")
+
+
+# probe_consumer_loop's cases and the model's traces of the same loops
+LOOPS = [("kernel order, one consumer", "c1_kernel.fsa"), ("kernel order, two consumers", "c2_kernel.fsa"),
+         ("turns, two consumers", "c2_turns.fsa"), ("FA2 order, one consumer", "c1_fa2.fsa"),
+         ("FA2 order, two consumers", "c2_fa2.fsa")]
+
+
+def unit_lines(units):
+    """--unit NAME:key=v,key=v options as the trace's .unit lines"""
+    specs = units[1::2]
+    return "".join(f".unit {spec.split(':', 1)[0]} {' '.join(spec.split(':', 1)[1].split(','))}\n" for spec in specs)
+
+
+def consumer_loops():
+    """((case, probe clocks a tile), model clocks a tile) for each loop of LOOPS"""
+    folder = os.path.join(RES, "2026-11-27-consumer-loop")
+    probe = {}
+    for line in open(os.path.join(folder, "h100-consumer-loop-3.txt")):
+        for case, _ in LOOPS:
+            if line.startswith(case + " "):
+                probe[case] = float(line[len(case):].split()[0])
+    out = []
+    for case, trace in LOOPS:
+        text = open(os.path.join(folder, trace)).read().replace(".units h100\n", ".units h100\n" + unit_lines(UNITS), 1)
+        cycles = []
+        with tempfile.NamedTemporaryFile("w", suffix=".fsa") as f:
+            f.write(text)
+            f.flush()
+            for n in (4096, 8192):
+                run = subprocess.run([FLASHSIM, "run", f.name, "--no-table", "--param", f"N={n}"], capture_output=True,
+                                     text=True, check=True).stdout
+                cycles.append(next(float(l.split()[1]) for l in run.splitlines() if l.startswith("predicted")))
+        out.append(((case, probe[case]), (cycles[1] - cycles[0]) / 32))
+    return out
 
 
 if __name__ == "__main__":
