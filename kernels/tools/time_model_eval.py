@@ -133,6 +133,9 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H200 bench_kernels 2026-11-27, call 5", "h200",
          bench_rows("2026-11-27-h200-new-model/bench_kernels.csv", bwd_d64_version=None)),
         ("H100 compare at unseen sizes 2026-11-27", "h100", compare_rows("2026-11-27-h100-new-model/compare.csv")),
+        # measured after the tensor latency was (60 cycles, probe_softmax)
+        ("H100 bench_kernels 2026-11-27, after the latency (not tuned on)", "h100",
+         bench_rows("2026-11-27-h100-bench-latency60/bench_kernels.csv", bwd_d64_version=None)),
         ("H200 compare at unseen sizes 2026-11-27", "h200", compare_rows("2026-11-27-h200-new-model/compare.csv"))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
