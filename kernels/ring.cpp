@@ -444,13 +444,18 @@ double RingRun::timed(int mode, int iters) {
 // forward's O and lse).
 void RingRun::one_gpu() {
   CUDA_CHECK(cudaSetDevice(0));
-  if (run_backward_) {
-    fast_backward(s_.dt, gq_.get(), gk_.get(), gv_.get(), go_.get(), gdo_.get(), glse_.as<float>(), gdq_.get(),
-                  gdk_.get(), gdv_.get(), gws_.get(), s_.H, static_cast<int>(s_.N), s_.D, opt_.causal, one_stream_);
-    return;
-  }
-  fast_forward(s_.dt, false, gq_.get(), gk_.get(), gv_.get(), go_.get(), glse_.as<float>(), s_.H, static_cast<int>(s_.N), s_.D,
-       opt_.causal, one_stream_);
+  one_gpu_on({gq_.get(), gk_.get(), gv_.get(), go_.get(), glse_.as<float>(), gdo_.get(), gdq_.get(), gdk_.get(),
+              gdv_.get(), gws_.get()},
+             one_stream_);
+}
+
+// The one-GPU launch on the current device's copy of the problem (the backward takes o and lse).
+void RingRun::one_gpu_on(const OneGpuBufs& b, cudaStream_t stream) {
+  if (run_backward_)
+    fast_backward(s_.dt, b.q, b.k, b.v, b.o, b.dout, b.lse, b.dq, b.dk, b.dv, b.ws, s_.H, static_cast<int>(s_.N), s_.D,
+                  opt_.causal, stream);
+  else
+    fast_forward(s_.dt, false, b.q, b.k, b.v, b.o, b.lse, s_.H, static_cast<int>(s_.N), s_.D, opt_.causal, stream);
 }
 
 // --baseline all: GPUs 1..P-1 get copies of the one-GPU problem (after validation, so that the
@@ -486,14 +491,10 @@ double RingRun::timed_one(int iters) {
   sync_all();
   for (Twin& t : twins_) {
     CUDA_CHECK(cudaSetDevice(t.id));
-    for (int it = 0; it < iters; ++it) {
-      if (run_backward_)
-        fast_backward(s_.dt, t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.dout.get(), t.lse.as<float>(), t.dq.get(),
-                      t.dk.get(), t.dv.get(), t.ws.get(), s_.H, static_cast<int>(s_.N), s_.D, opt_.causal, t.stream);
-      else
-        fast_forward(s_.dt, false, t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.lse.as<float>(), s_.H,
-                     static_cast<int>(s_.N), s_.D, opt_.causal, t.stream);
-    }
+    for (int it = 0; it < iters; ++it)
+      one_gpu_on({t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.lse.as<float>(), t.dout.get(), t.dq.get(), t.dk.get(),
+                  t.dv.get(), t.ws.get()},
+                 t.stream);
   }
   const auto t0 = Clock::now();
   for (int it = 0; it < iters; ++it) one_gpu();

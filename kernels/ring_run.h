@@ -178,7 +178,14 @@ class RingRun {
   void ring_once_forward(int mode);
   double timed(int mode, int iters);
   double step_exchange_ms(const Gpu& x, int s) const;
+  // one copy of the one-GPU problem: inputs, outputs and, backward, dO, the gradients, the workspace
+  struct OneGpuBufs {
+    void *q, *k, *v, *o;
+    float* lse;
+    void *dout, *dq, *dk, *dv, *ws;
+  };
   void one_gpu();
+  void one_gpu_on(const OneGpuBufs& b, cudaStream_t stream);
   double timed_one(int iters);
   void make_twins();
   struct RefRow {
