@@ -16,6 +16,8 @@ producer (kernels/tools/probe_consumer_loop.cu's clocks a tile) beside the model
 loops (results/2026-11-27-consumer-loop/c*.fsa, the steady state between 32 and 64 key blocks).
 
   kernels/tools/time_model_eval.py [FLASHSIM] [-v] [--unit NAME:rate=R,latency=L ...]
+  kernels/tools/time_model_eval.py --loops [FLASHSIM] [--unit ...]
+      the consumer loops alone (probe_consumer_loop beside the model)
   kernels/tools/time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]
       one stored bench_kernels CSV row by row (bf16; attention from N = 1024, matmul, softmax): the
       measured ms, the prediction and meas/pred; V: the backward version its binary ran at d = 64
@@ -42,6 +44,9 @@ if "--bwd-d64-version" in ARGS:
     i = ARGS.index("--bwd-d64-version")
     BWD_D64 = int(ARGS[i + 1])
     del ARGS[i:i + 2]
+LOOPS_ONLY = "--loops" in ARGS
+if LOOPS_ONLY:
+    ARGS.remove("--loops")
 if ARGS and ARGS[0] == "--replay":
     if len(ARGS) < 3 or ARGS[2] not in ("h100", "h200") or not os.path.isfile(ARGS[1]):
         print("usage: time_model_eval.py --replay BENCH_CSV h100|h200 [FLASHSIM] [--bwd-d64-version V]"
@@ -196,9 +201,18 @@ def replay(path, gpu):
         print(f"{op:9s} {shape:16s} {mask:6s} meas {ms:8.3f} pred {p:8.3f} meas/pred {ms / p:5.2f}")
 
 
+def print_consumer_loops():
+    print("the consumer loop without its producer, clocks a tile (probe_consumer_loop, H100, 2026-11-27):")
+    for (case, probe), model in consumer_loops():
+        print(f"  {case:36s} probe {probe:7.1f}  model {model:7.1f}  probe/model {probe / model:4.2f}")
+
+
 def main():
     if REPLAY:
         replay(*REPLAY)
+        return
+    if LOOPS_ONLY:
+        print_consumer_loops()
         return
     jobs = [(a, g) for _, g, rows in SETS for _, a, _ in rows] + [(a, "h100") for p in PAIRS for a in p[1:3]]
     jobs += [(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100") for pp in ("on", "off")
@@ -237,10 +251,7 @@ def main():
         print(f"{gpu.upper()} cycles at ncu's locked clock, 2026-11-27: measured / model {min(q):.2f}-{max(q):.2f}, "
               f"geometric mean {gm:.2f} over {len(q)} rows (the time rows above come close only because "
               f"the kernels hold a higher clock than the preset's)")
-    print("the consumer loop without its producer, clocks a tile (probe_consumer_loop, H100, 2026-11-27):")
-    for case, model in consumer_loops():
-        probe = case[1]
-        print(f"  {case[0]:36s} probe {probe:7.1f}  model {model:7.1f}  probe/model {probe / model:4.2f}")
+    print_consumer_loops()
 
 
 # probe_consumer_loop's cases and the model's traces of the same loops
