@@ -707,6 +707,10 @@ CLI::App* add_ring_command(CLI::App& app, RingOptions& ring_opt) {
                    "where the one-GPU baseline runs: all (every GPU runs it at once, GPU 0's time counted, so that "
                    "every GPU enters the next batch with the same power history) or gpu0 (alone, the others idle)")
       ->capture_default_str();
+  ring->add_option("--sm-clock", ring_opt.sm_clock_us,
+                   "diagnosis: after every step and one-GPU run, one SM counts its clock over this many us of the "
+                   "global timer; every timed batch prints each GPU's clock (SMCLOCK lines); 0: off")
+      ->capture_default_str();
   ring->add_option("--seed", ring_opt.seed, "random seed")->capture_default_str();
   return ring;
 }

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -172,13 +173,56 @@ void RingRun::setup_gpus() {
       CUDA_CHECK(cudaStreamCreateWithPriority(&x.comp[k], cudaStreamNonBlocking, lo_prio));
     // the exchange's kernels (NCCL's) get SMs first as compute blocks finish
     CUDA_CHECK(cudaStreamCreateWithPriority(&x.comm, cudaStreamNonBlocking, hi_prio));
-    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end}) {
+    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end, &x.kv_free,
+                     &x.acc_done}) {
       ev->resize(static_cast<std::size_t>(s_.P));
       for (auto& t : *ev) CUDA_CHECK(cudaEventCreate(&t));
     }
     if (s_.allgather && s_.P > 1) x.kv_all = DevBuf(static_cast<std::size_t>(s_.P) * 2 * s_.blk * e);
+    if (opt_.sm_clock_us > 0) {
+      x.clock_log = DevBuf(kClockCapacity * sizeof(SmClockSample));
+      x.clock_count = DevBuf(sizeof(unsigned));
+      CUDA_CHECK(cudaMemset(x.clock_count.get(), 0, sizeof(unsigned)));
+      CUDA_CHECK(cudaStreamCreateWithPriority(&x.clock_stream, cudaStreamNonBlocking, hi_prio));
+      CUDA_CHECK(cudaEventCreateWithFlags(&x.clock_at, cudaEventDisableTiming));
+    }
     chunk_copy(x.q.get(), p, gq_.get(), true);
   }
+}
+
+// The sample runs once cs gets here, beside whatever cs and the other streams run next (one warp:
+// it fits beside a step kernel's block on an SM, or takes the first SM that frees).
+void RingRun::clock_sample(const Gpu& x, cudaStream_t cs) {
+  if (opt_.sm_clock_us <= 0) return;
+  CUDA_CHECK(cudaEventRecord(x.clock_at, cs));
+  CUDA_CHECK(cudaStreamWaitEvent(x.clock_stream, x.clock_at, 0));
+  sm_clock_sample(x.clock_log.as<SmClockSample>(), x.clock_count.as<unsigned>(), kClockCapacity,
+                  static_cast<unsigned>(opt_.sm_clock_us) * 1000u, x.clock_stream);
+}
+
+void RingRun::clock_reset() {
+  if (opt_.sm_clock_us <= 0) return;
+  for (auto& x : g_) {
+    CUDA_CHECK(cudaSetDevice(x.id));
+    CUDA_CHECK(cudaMemset(x.clock_count.get(), 0, sizeof(unsigned)));
+  }
+  sync_all();
+}
+
+std::vector<std::vector<double>> RingRun::clock_read() {
+  std::vector<std::vector<double>> mhz(g_.size());
+  if (opt_.sm_clock_us <= 0) return mhz;
+  sync_all();
+  for (auto& x : g_) {
+    CUDA_CHECK(cudaSetDevice(x.id));
+    unsigned n = 0;
+    CUDA_CHECK(cudaMemcpy(&n, x.clock_count.get(), sizeof n, cudaMemcpyDeviceToHost));
+    std::vector<SmClockSample> got(std::min(n, kClockCapacity));
+    if (!got.empty())
+      CUDA_CHECK(cudaMemcpy(got.data(), x.clock_log.get(), got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
+    for (const auto& c : got) mhz[static_cast<std::size_t>(x.id)].push_back(c.mhz());
+  }
+  return mhz;
 }
 
 void RingRun::reset_kv() {
@@ -254,7 +298,10 @@ RingRun::~RingRun() {
     if (x.comm) CUDA_CHECK(cudaStreamDestroy(x.comm));
     for (cudaStream_t c : x.comp)
       if (c) CUDA_CHECK(cudaStreamDestroy(c));
-    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end})
+    if (x.clock_stream) CUDA_CHECK(cudaStreamDestroy(x.clock_stream));
+    if (x.clock_at) CUDA_CHECK(cudaEventDestroy(x.clock_at));
+    for (auto* ev : {&x.comp_start, &x.comp_end, &x.comm_start, &x.comm_end, &x.dkv_start, &x.dkv_end, &x.kv_free,
+                     &x.acc_done})
       for (auto& t : *ev) CUDA_CHECK(cudaEventDestroy(t));
   }
   for (Twin& t : twins_) {
@@ -273,7 +320,7 @@ void RingRun::exchange_nccl(int s, int cur, int nxt, int mode) {
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
     // the receive overwrites the buffer the compute of the step before read
-    if (gstep_ > 0 && mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.comp_end[prev_s], 0));
+    if (gstep_ > 0 && mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.kv_free[prev_s], 0));
     CUDA_CHECK(cudaEventRecord(x.comm_start[s], x.comm));
   }
   NCCL_CHECK(ncclGroupStart());
@@ -300,7 +347,7 @@ void RingRun::exchange_copy(int s, int cur, int nxt, int mode) {
   for (auto& x : g_) {
     Gpu& y = g_[(x.id + 1) % P];
     CUDA_CHECK(cudaSetDevice(x.id));
-    if (gstep_ > 0 && mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.comp_end[prev_s], 0));
+    if (gstep_ > 0 && mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.kv_free[prev_s], 0));
     if (prev_exchanged) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.comm_end[prev_s], 0));
   }
   for (auto& x : g_) {  // all waits are posted before any copy records a new comm_end
@@ -338,8 +385,10 @@ void RingRun::compute_step(int s, int cur, int mode, std::vector<char>& started)
       forward_step_one_launch(x, s, b, static_cast<const char*>(x.kv[cur].get()), cs, s % s_.streams, before);
     else
       forward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), started, cs, s % s_.streams, before);
+    if (!step_launch()) CUDA_CHECK(cudaEventRecord(x.kv_free[s], cs));  // after the pairs' merges too
     if (before) CUDA_CHECK(cudaStreamWaitEvent(cs, before, 0));
     CUDA_CHECK(cudaEventRecord(x.comp_end[s], cs));
+    clock_sample(x, cs);
   }
 }
 
@@ -364,9 +413,13 @@ void RingRun::forward_step_one_launch(Gpu& x, int s, int b, const char* kbase, c
   const int rows = static_cast<int>(s_.c);
   if (s == 0) {
     fast_ring_step(s_.dt, x.q.get(), kbase, v, x.o.get(), x.lse.as<float>(), s_.H, rows, s_.D, kinds, cs);
+    CUDA_CHECK(cudaEventRecord(x.kv_free[s], cs));
     return;
   }
   fast_ring_step(s_.dt, x.q.get(), kbase, v, x.ob[slot].get(), x.lseb[slot].as<float>(), s_.H, rows, s_.D, kinds, cs);
+  // the next hop into this buffer waits for this, not for the merge: a merge queued behind the next
+  // step's blocks would hold the hop back a whole step (4 x H200, 2026-11-27)
+  CUDA_CHECK(cudaEventRecord(x.kv_free[s], cs));
   if (before_merge) CUDA_CHECK(cudaStreamWaitEvent(cs, before_merge, 0));
   ring_merge(x.o.get(), x.lse.as<float>(), x.ob[slot].get(), x.lseb[slot].as<float>(),
              static_cast<std::int64_t>(s_.nc * s_.lse_chunk), s_.D, s_.dt, cs);
@@ -422,7 +475,9 @@ void RingRun::ring_once_forward(int mode) {
   const int P = s_.P;
   std::vector<char> started(static_cast<std::size_t>(P * s_.nc), 0);  // O of chunk i holds a partial
   for (int s = 0; s < P; ++s, ++gstep_) {
-    const int cur = static_cast<int>(gstep_ % 2), nxt = 1 - cur;
+    // one GPU: nothing arrives, every step reads its own block in buffer 0 (buffer 1 was never
+    // filled: computing on it ran odd runs on unset memory, 2026-11-27)
+    const int cur = P == 1 ? 0 : static_cast<int>(gstep_ % 2), nxt = 1 - cur;
     if (s + 1 < P && mode != 1) {
       if (s_.copy) exchange_copy(s, cur, nxt, mode);
       else exchange_nccl(s, cur, nxt, mode);
@@ -491,13 +546,18 @@ double RingRun::timed_one(int iters) {
   sync_all();
   for (Twin& t : twins_) {
     CUDA_CHECK(cudaSetDevice(t.id));
-    for (int it = 0; it < iters; ++it)
+    for (int it = 0; it < iters; ++it) {
       one_gpu_on({t.q.get(), t.k.get(), t.v.get(), t.o.get(), t.lse.as<float>(), t.dout.get(), t.dq.get(), t.dk.get(),
                   t.dv.get(), t.ws.get()},
                  t.stream);
+      clock_sample(g_[static_cast<std::size_t>(t.id)], t.stream);
+    }
   }
   const auto t0 = Clock::now();
-  for (int it = 0; it < iters; ++it) one_gpu();
+  for (int it = 0; it < iters; ++it) {
+    one_gpu();
+    clock_sample(g_[0], one_stream_);
+  }
   CUDA_CHECK(cudaSetDevice(0));
   CUDA_CHECK(cudaStreamSynchronize(one_stream_));
   const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count() / iters;
@@ -703,10 +763,25 @@ Timing RingRun::time_modes() {
     std::printf("PHASE %s-%d start %.6f\nPHASE %s-%d end %.6f\n", mode, rep, start, mode, rep, epoch());
     return ms;
   };
+  // --sm-clock: each GPU's samples of the batch just timed, one SMCLOCK line per GPU
+  const auto clocks = [&](const char* mode, int rep, std::vector<double>* all) {
+    const auto per_gpu = clock_read();
+    for (std::size_t p = 0; p < per_gpu.size(); ++p) {
+      auto v = per_gpu[p];
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      std::printf("SMCLOCK %s-%d gpu %zu: %zu samples of %d us, median %.0f MHz (min %.0f, max %.0f)\n", mode, rep, p,
+                  v.size(), opt_.sm_clock_us, median(v), v.front(), v.back());
+      if (all) all->insert(all->end(), v.begin(), v.end());
+    }
+  };
+  static constexpr const char* kModeNames[] = {"ring", "compute", "exchange"};
   const auto settled = [&](int mode, int settle, int iters, int rep) {
     if (settle > 0) timed(mode, settle);
-    static constexpr const char* kModeNames[] = {"ring", "compute", "exchange"};
-    return phase(kModeNames[mode], rep, [&] { return timed(mode, iters); });
+    clock_reset();
+    const double ms = phase(kModeNames[mode], rep, [&] { return timed(mode, iters); });
+    clocks(kModeNames[mode], rep, mode == 0 ? &t.mhz_ring : mode == 1 ? &t.mhz_comp : nullptr);
+    return ms;
   };
   for (int rep = 0; rep < opt_.repeats; ++rep) {
     t_ring.push_back(settled(0, settle_ring, t.it_ring, rep));
@@ -721,7 +796,9 @@ Timing RingRun::time_modes() {
     t_comp.push_back(settled(1, settle_comp, t.it_comp, rep));
     if (P > 1) t_comm.push_back(settled(2, settle_comm, t.it_comm, rep));
     if (settle_one > 0) timed_one(settle_one);
+    clock_reset();
     t_one.push_back(phase("one", rep, [&] { return timed_one(t.it_one); }));
+    clocks("one", rep, &t.mhz_one);
   }
   t.ring = median(t_ring), t.comp = median(t_comp), t.comm = median(t_comm), t.one = median(t_one);
   return t;
@@ -859,19 +936,30 @@ void print_summary(const RingOptions& opt, const Shape& s, const sim::ring::Ring
   std::printf("scaling efficiency vs one GPU at the same n: %.1f%% (speed-up %.2fx on %d GPUs)\n", 100 * eff,
               t.one / t.ring, P);
   if (!bytes_ok) std::printf("error: the posted bytes differ from the counted bytes\n");
+  std::string clock_fields;  // --sm-clock: the median SM clock of each mode's timed batches, all GPUs
+  if (opt.sm_clock_us > 0) {
+    const auto mhz = [](const std::vector<double>& v) { return v.empty() ? 0.0 : median(v); };
+    std::printf("SM clock between steps (median over every GPU and timed batch): ring %.0f MHz, compute only %.0f MHz, "
+                "one GPU %.0f MHz\n",
+                mhz(t.mhz_ring), mhz(t.mhz_comp), mhz(t.mhz_one));
+    clock_fields = " sm_mhz_ring=" + std::to_string(static_cast<int>(mhz(t.mhz_ring) + 0.5)) +
+                   " sm_mhz_comp=" + std::to_string(static_cast<int>(mhz(t.mhz_comp) + 0.5)) +
+                   " sm_mhz_one=" + std::to_string(static_cast<int>(mhz(t.mhz_one) + 0.5));
+  }
   const std::int64_t counted0 = P > 1 ? counted_link_bytes(s, sim_ring, 0) : 0;
   const std::int64_t held0 =
       s.allgather ? sim::ring::allgather_resident_peak(s.cfg, 0, s.backward) : sim_ring.devices()[0].resident_peak;
   std::printf("RESULT method=%s direction=%s gpus=%d n=%lld heads=%d d=%d dtype=%s mask=%s split=%s transport=%s ctas=%d valid=%s "
               "err_one=%.3g err_ref=%.3g err_lse=%.3g counted=%lld posted=%lld nvlink_tx=%lld nvlink_rx=%lld "
               "ring_ms=%.4f comp_ms=%.4f comm_ms=%.4f one_ms=%.4f overlap=%.3f eff=%.4f imbalance=%.3f held=%lld streams=%d launch=%s "
-              "settle_ms=%d baseline=%s\n",
+              "settle_ms=%d baseline=%s%s\n",
               opt.method.c_str(), s.backward ? "backward" : "forward", P, static_cast<long long>(s.N), s.H, s.D, opt.dtype.c_str(), opt.causal ? "causal" : "full",
               opt.split.c_str(), opt.transport.c_str(), opt.nccl_ctas, v.ok && bytes_ok ? "PASS" : "FAIL", v.err_one,
               v.err_ref, v.err_lse, static_cast<long long>(counted0), static_cast<long long>(v.posted_sent[0]),
               static_cast<long long>(nv.tx[0]), static_cast<long long>(nv.rx[0]), t.ring, t.comp, t.comm, t.one, overlap,
               eff, sim::ring::score_imbalance(sim_ring.devices()), static_cast<long long>(held0), s.streams,
-              takes_step_launch(opt, s, s.backward) ? "step" : "pair", opt.settle_ms, opt.baseline.c_str());
+              takes_step_launch(opt, s, s.backward) ? "step" : "pair", opt.settle_ms, opt.baseline.c_str(),
+              clock_fields.c_str());
 }
 
 // --transport auto: the copy engines when every GPU reaches both ring neighbours by peer access

@@ -77,6 +77,9 @@ struct RingOptions {
   // problem at once, GPU 0's time counted, so that every GPU has the same power history when the
   // next ring batch starts; the baseline on GPU 0 alone left it hotter and slower, 2026-11-27)
   std::string baseline = "all";
+  // > 0: after every step's compute and every one-GPU run, one SM counts its clock over this many
+  // microseconds of the global timer; each timed batch prints the clock per GPU (SMCLOCK lines)
+  int sm_clock_us = 0;
   std::uint64_t seed = 1;
 };
 

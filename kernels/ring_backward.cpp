@@ -159,9 +159,10 @@ void RingRun::exchange_dkv_copy(int s, int mode) {
     Gpu& y = g_[(x.id + 1) % P];
     CUDA_CHECK(cudaSetDevice(x.id));
     if (mode != 0) continue;
-    CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.comp_end[s], 0));
-    if (s > 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.comp_end[s - 1], 0));
-    else if (runs_ > 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.comp_end[P - 1], 0));
+    CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.acc_done[s], 0));  // W final
+    // R on y free: y's W += R of the step before read it
+    if (s > 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.acc_done[s - 1], 0));
+    else if (runs_ > 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, y.acc_done[P - 1], 0));
   }
   for (auto& x : g_) {
     Gpu& y = g_[(x.id + 1) % P];
@@ -181,7 +182,9 @@ void RingRun::exchange_dkv_copy(int s, int mode) {
 void RingRun::ring_once_backward(int mode) {
   const int P = s_.P;
   for (int s = 0; s < P; ++s, ++gstep_) {
-    const int cur = static_cast<int>(gstep_ % 2), nxt = 1 - cur;
+    // one GPU: nothing arrives, every step reads its own block in buffer 0 (buffer 1 was never
+    // filled: computing on it ran odd runs on unset memory, 2026-11-27)
+    const int cur = P == 1 ? 0 : static_cast<int>(gstep_ % 2), nxt = 1 - cur;
     if (s + 1 < P && mode != 1) {
       if (s_.copy) exchange_copy(s, cur, nxt, mode);
       else exchange_nccl(s, cur, nxt, mode);
@@ -207,13 +210,17 @@ void RingRun::ring_once_backward(int mode) {
         const int b = ((x.id - s) % P + P) % P;
         float* w = x.dkv_w[s % 2].as<float>();
         backward_pairs(x, b, static_cast<const char*>(x.kv[cur].get()), w, cs);
+        CUDA_CHECK(cudaEventRecord(x.kv_free[s], cs));
         if (s > 0) {  // plus block b's partials from the GPUs before
           if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(cs, from.dkv_end[s - 1], 0));
           ring_add_f32(w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, cs);
-          if (s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_end[s - 1], 0));
         }
+        // W is final and R free here; the hops wait for this, not for the steps before (comp_end)
+        CUDA_CHECK(cudaEventRecord(x.acc_done[s], cs));
+        if (s > 0 && s_.streams > 1) CUDA_CHECK(cudaStreamWaitEvent(cs, x.comp_end[s - 1], 0));
         if (s == P - 1) finish_dq(x, cs);
         CUDA_CHECK(cudaEventRecord(x.comp_end[s], cs));
+        clock_sample(x, cs);
       }
     if (P > 1 && mode != 1) {
       if (s_.copy) exchange_dkv_copy(s, mode);

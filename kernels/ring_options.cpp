@@ -27,6 +27,7 @@ std::string ring_options_error(const RingOptions& opt, int gpus_present) {
   if (opt.nccl_ctas < 0) return "--nccl-ctas must be 0 (NCCL's default) or more";
   if (opt.settle_ms < 0 || opt.settle_ms > 10000) return "--settle-ms must be between 0 and 10000";
   if (opt.baseline != "gpu0" && opt.baseline != "all") return "--baseline must be gpu0 or all";
+  if (opt.sm_clock_us < 0 || opt.sm_clock_us > 10000) return "--sm-clock must be between 0 (off) and 10000 us";
   // The machine first: the checks of n below are about a ring of --gpus GPUs, which is moot when
   // the machine has fewer (issue 35: "--gpus 5" on 4 GPUs was told that n is not a multiple of 5).
   if (gpus_present < opt.gpus) {

@@ -44,12 +44,19 @@ struct Gpu {
   DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2];
   // All-gather: every GPU's K/V block ([P][K then V]) and, backward, every block's fp32 dK/dV partials.
   DevBuf kv_all, dkv_all;
+  // --sm-clock: the samples (SmClockSample) and their count; the sampler's own stream, which waits
+  // for the point sampled (clock_at), so that no compute stream waits for a sample
+  DevBuf clock_log, clock_count;
+  cudaStream_t clock_stream = nullptr;
+  cudaEvent_t clock_at = nullptr;
   // comp[s % 2] computes step s (--streams 2: a step's first kernels start on the SMs the step
   // before leaves idle in its last wave); comm moves K/V and dK/dV
   cudaStream_t comp[2] = {nullptr, nullptr}, comm = nullptr;
   ncclComm_t nccl = nullptr;
-  // comm_*: step s's K/V exchange; dkv_end: the dK/dV exchange after step s's compute (backward)
-  std::vector<cudaEvent_t> comp_start, comp_end, comm_start, comm_end, dkv_start, dkv_end;
+  // comm_*: step s's K/V exchange; dkv_end: the dK/dV exchange after step s's compute (backward);
+  // kv_free: step s's kernels no longer read its K/V buffer (its merge may still wait to run);
+  // acc_done (backward): step s's W += R is done (W final, R free)
+  std::vector<cudaEvent_t> comp_start, comp_end, comm_start, comm_end, dkv_start, dkv_end, kv_free, acc_done;
   std::int64_t posted_sent = 0, posted_recv = 0;  // bytes handed to NCCL (or copied), per direction
 };
 
@@ -123,6 +130,8 @@ struct Timing {
   int it_ring = 1, it_comp = 1, it_comm = 1, it_one = 1;
   std::vector<std::vector<double>> step_comp, step_comm;  // [GPU][step]
   std::vector<std::vector<double>> step_start;            // [GPU][step]: ms after the GPU's step 0 began
+  // --sm-clock: every timed batch's samples, MHz, over all GPUs, per mode
+  std::vector<double> mhz_ring, mhz_comp, mhz_one;
 };
 
 // NVLink bytes per ring from NVML, -1 where not read.
@@ -169,6 +178,11 @@ class RingRun {
   // 1 every key, 2 the causal diagonal (the step launches' `kinds`)
   int step_kinds(int p, int b) const;
   void wait_previous_run(Gpu& x, cudaStream_t cs);
+  // --sm-clock: a sample on x's stream cs; the counts zeroed; each GPU's samples since (MHz)
+  static constexpr unsigned kClockCapacity = 16384;
+  void clock_sample(const Gpu& x, cudaStream_t cs);
+  void clock_reset();
+  std::vector<std::vector<double>> clock_read();
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
   void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
                      cudaEvent_t before_merge);
@@ -234,5 +248,15 @@ class RingRun {
 
 // The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.
 void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
+
+// --sm-clock: one SM's clock over a short window of the global timer, for the clock the SMs
+// actually ran at between steps (nvidia-smi's 20 ms samples cannot see short dips).
+struct SmClockSample {
+  unsigned long long t_ns, window_ns, clocks;
+  unsigned smid;
+  double mhz() const { return window_ns ? 1e3 * static_cast<double>(clocks) / static_cast<double>(window_ns) : 0; }
+};
+// Appends one sample to log[*count] (dropped past `capacity`); `stream` is a cudaStream_t.
+void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, void* stream);
 
 }  // namespace flashsim::gpu::ring_detail

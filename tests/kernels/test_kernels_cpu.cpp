@@ -959,6 +959,9 @@ TEST_CASE("flashsim-gpu ring: the options are checked on the CPU, the machine's 
   CHECK(with([](RingOptions& r) { r.settle_ms = -1; }) == "--settle-ms must be between 0 and 10000");
   CHECK(with([](RingOptions& r) { r.settle_ms = 10001; }) == "--settle-ms must be between 0 and 10000");
   CHECK(with([](RingOptions& r) { r.baseline = "gpu1"; }) == "--baseline must be gpu0 or all");
+  CHECK(with([](RingOptions& r) { r.sm_clock_us = -1; }) == "--sm-clock must be between 0 (off) and 10000 us");
+  CHECK(with([](RingOptions& r) { r.sm_clock_us = 10001; }) == "--sm-clock must be between 0 (off) and 10000 us");
+  CHECK(ring_options_error([] { RingOptions r; r.sm_clock_us = 100; r.gpus = 1; return r; }(), 1).empty());
   CHECK(ring_options_error([] { RingOptions r; r.baseline = "gpu0"; r.gpus = 1; return r; }(), 1).empty());
 }
 
