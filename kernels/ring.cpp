@@ -209,6 +209,19 @@ void RingRun::clock_reset() {
   sync_all();
 }
 
+// --sm-clock: each GPU's samples of the batch just timed, one SMCLOCK line per GPU, kept in `all`
+void RingRun::print_clocks(const char* mode, int rep, std::vector<double>* all) {
+  const auto per_gpu = clock_read();
+  for (std::size_t p = 0; p < per_gpu.size(); ++p) {
+    auto v = per_gpu[p];
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    std::printf("SMCLOCK %s-%d gpu %zu: %zu samples of %d us, median %.0f MHz (min %.0f, max %.0f)\n", mode, rep, p,
+                v.size(), opt_.sm_clock_us, median(v), v.front(), v.back());
+    if (all) all->insert(all->end(), v.begin(), v.end());
+  }
+}
+
 std::vector<std::vector<double>> RingRun::clock_read() {
   std::vector<std::vector<double>> mhz(g_.size());
   if (opt_.sm_clock_us <= 0) return mhz;
@@ -763,24 +776,12 @@ Timing RingRun::time_modes() {
     std::printf("PHASE %s-%d start %.6f\nPHASE %s-%d end %.6f\n", mode, rep, start, mode, rep, epoch());
     return ms;
   };
-  // --sm-clock: each GPU's samples of the batch just timed, one SMCLOCK line per GPU
-  const auto clocks = [&](const char* mode, int rep, std::vector<double>* all) {
-    const auto per_gpu = clock_read();
-    for (std::size_t p = 0; p < per_gpu.size(); ++p) {
-      auto v = per_gpu[p];
-      if (v.empty()) continue;
-      std::sort(v.begin(), v.end());
-      std::printf("SMCLOCK %s-%d gpu %zu: %zu samples of %d us, median %.0f MHz (min %.0f, max %.0f)\n", mode, rep, p,
-                  v.size(), opt_.sm_clock_us, median(v), v.front(), v.back());
-      if (all) all->insert(all->end(), v.begin(), v.end());
-    }
-  };
   static constexpr const char* kModeNames[] = {"ring", "compute", "exchange"};
   const auto settled = [&](int mode, int settle, int iters, int rep) {
     if (settle > 0) timed(mode, settle);
     clock_reset();
     const double ms = phase(kModeNames[mode], rep, [&] { return timed(mode, iters); });
-    clocks(kModeNames[mode], rep, mode == 0 ? &t.mhz_ring : mode == 1 ? &t.mhz_comp : nullptr);
+    print_clocks(kModeNames[mode], rep, mode == 0 ? &t.mhz_ring : mode == 1 ? &t.mhz_comp : nullptr);
     return ms;
   };
   for (int rep = 0; rep < opt_.repeats; ++rep) {
@@ -798,7 +799,7 @@ Timing RingRun::time_modes() {
     if (settle_one > 0) timed_one(settle_one);
     clock_reset();
     t_one.push_back(phase("one", rep, [&] { return timed_one(t.it_one); }));
-    clocks("one", rep, &t.mhz_one);
+    print_clocks("one", rep, &t.mhz_one);
   }
   t.ring = median(t_ring), t.comp = median(t_comp), t.comm = median(t_comm), t.one = median(t_one);
   return t;

@@ -183,6 +183,7 @@ class RingRun {
   void clock_sample(const Gpu& x, cudaStream_t cs);
   void clock_reset();
   std::vector<std::vector<double>> clock_read();
+  void print_clocks(const char* mode, int rep, std::vector<double>* all);
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
   void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
                      cudaEvent_t before_merge);
