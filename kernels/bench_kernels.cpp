@@ -10,7 +10,10 @@
 // matmul: ours vs cublasGemmEx (bf16 in and out, fp32 compute), TFLOP/s = 2mnk.
 // Every row is validated against the CPU reference (float64) on sampled rows with a dtype-scaled
 // tolerance (bf16 1e-2, fp16 5e-3, fp32 1e-4), on fresh random inputs with poisoned outputs.
-// Times: CUDA events, 3 warm-ups, median of 10 (5 with --quick).
+// Times: CUDA events, 3 warm-ups, median of 10 (5 with --quick). After each timed run of ours, one
+//   SM counts its clock over --sm-clock us (outside the timed span): the sm_mhz column, and the
+//   cycles ms x MHz beside the model's pred ms x the preset's clock, so that a row's time error
+//   splits into a cycle error and a clock error.
 // pred ms: the time model (sim/gpu_time.h predict_time) on the preset named by the device (H100 ->
 //   h100, H200 -> h200, --gpu-preset overrides), with the compulsory HBM bytes (no L2 model here);
 //   meas/pred = ms / pred ms. A line under the table counts the rows within 15 %.
@@ -28,6 +31,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <memory>
 #include <functional>
 #include <map>
 #include <optional>
@@ -58,6 +62,7 @@ struct Row {
   std::string unit;
   std::vector<std::pair<std::string, double>> refs;  // name -> rate (NaN when missing)
   double err = NAN, tol = 0;
+  double sm_mhz = NAN;  // median SM clock after the timed runs of ours (--sm-clock)
   // The time model's query for this row and its answer (predict_row_time).
   flashsim::sim::TimeQuery query;
   std::optional<double> pred_ms;
@@ -96,6 +101,24 @@ flashsim::sim::TimeQuery attn_query(bool backward, int bh, int n, int d, bool ca
 double median_ms(const std::function<void()>& run, int reps) {
   const std::vector<float> t = fg::sorted_times_ms(run, 3, reps);
   return t[t.size() / 2];
+}
+
+// --sm-clock: the log and its window (us); off when null
+fg::SmClockLog* g_clock = nullptr;
+unsigned g_clock_us = 0;
+
+// median_ms for ours: row.ms, and row.sm_mhz from one clock sample after each timed run
+void time_ours(Row& row, const std::function<void()>& run, int reps) {
+  if (!g_clock) {
+    row.ms = median_ms(run, reps);
+    return;
+  }
+  g_clock->reset();
+  const std::vector<float> t = fg::sorted_times_ms(run, 3, reps, [] { g_clock->sample(g_clock_us, nullptr); });
+  row.ms = t[t.size() / 2];
+  std::vector<double> mhz = g_clock->mhz();
+  std::sort(mhz.begin(), mhz.end());
+  if (!mhz.empty()) row.sm_mhz = mhz[mhz.size() / 2];
 }
 
 double tolerance(Dtype d) { return d == Dtype::F32 ? 1e-4 : d == Dtype::BF16 ? 1e-2 : 5e-3; }
@@ -191,7 +214,7 @@ Row bench_attn_fwd(const AttnShape& s, int reps, const std::map<RefKey, double>&
   row.bound_row = s.n >= 4096;
   row.tol = tolerance(dt);
   row.err = bad ? INFINITY : std::max(fg::ref::rel_error(got_o, want_o), fg::ref::rel_error(got_l, want_l));
-  row.ms = median_ms(fwd, reps);
+  time_ours(row, fwd, reps);
   const double pairs = static_cast<double>(s.n) * s.n * (s.causal ? 0.5 : 1.0);
   const double flop = 4.0 * pairs * s.d * s.bh;
   row.rate = flop / (row.ms * 1e-3) / 1e12;
@@ -241,7 +264,7 @@ Row bench_attn_fwd(const AttnShape& s, int reps, const std::map<RefKey, double>&
     b.query = attn_query(true, s.bh, s.n, s.d, s.causal);
     b.refs.clear();
     b.err = bbad ? INFINITY : fg::ref::rel_error(got, want);
-    b.ms = median_ms(bwd, reps);
+    time_ours(b, bwd, reps);
     b.rate = 2.5 * flop / (b.ms * 1e-3) / 1e12;
     for (const char* be : {"flash", "cudnn"}) {
       auto it = refs.find(ref_key("bwd", row.dtype, s.d, s.n, s.causal, be));
@@ -280,7 +303,7 @@ Row bench_softmax(int rows, long long cols, int reps) {
   row.query.elem_bytes = 4;
   row.tol = tolerance(Dtype::F32);
   row.err = bad ? INFINITY : fg::ref::rel_error(got, want);
-  row.ms = median_ms(run, reps);
+  time_ours(row, run, reps);
   const double bytes = 3.0 * elems * 4;  // X read twice, Y written once
   row.rate = bytes / (row.ms * 1e-3) / 1e9;
   row.unit = "GB/s";
@@ -330,7 +353,7 @@ Row bench_matmul(cublasHandle_t h, int m, int n, int k, int reps) {
   row.bound_row = m >= 4096 && n >= 4096;
   row.tol = tolerance(Dtype::BF16);
   row.err = bad ? INFINITY : fg::ref::rel_error(got, want);
-  row.ms = median_ms(ours, reps);
+  time_ours(row, ours, reps);
   const double flop = 2.0 * m * n * k;
   row.rate = flop / (row.ms * 1e-3) / 1e12;
   row.unit = "TFLOP/s";
@@ -373,6 +396,54 @@ void print(const std::vector<Row>& rows, std::FILE* out) {
   }
 }
 
+// The cycles a row took (ms at its SM clock) over the cycles the model counts (pred ms at the
+// preset's clock); NaN without a clock or a prediction.
+double cycle_ratio(const Row& r, const flashsim::isa::GpuPreset& preset) {
+  if (!r.pred_ms || !(*r.pred_ms > 0) || !std::isfinite(r.sm_mhz)) return NAN;
+  return r.ms * r.sm_mhz / (*r.pred_ms * preset.clock_ghz * 1e3);
+}
+
+// Under the table: the clock the bound rows ran at, and their cycles against the model's.
+void print_clock_lines(const std::vector<Row>& rows, const flashsim::isa::GpuPreset& preset) {
+  std::vector<double> mhz, cycles;
+  for (const auto& r : rows) {
+    if (!r.bound_row || !std::isfinite(r.sm_mhz)) continue;
+    mhz.push_back(r.sm_mhz);
+    if (const double c = cycle_ratio(r, preset); std::isfinite(c)) cycles.push_back(c);
+  }
+  if (mhz.empty()) return;
+  std::sort(mhz.begin(), mhz.end());
+  std::printf("SM clock after the timed runs of the %zu rows at N >= 4096: %.0f-%.0f MHz, median %.0f (the preset "
+              "counts cycles at %.0f MHz)\n",
+              mhz.size(), mhz.front(), mhz.back(), mhz[mhz.size() / 2], preset.clock_ghz * 1e3);
+  if (cycles.empty()) return;
+  double log_sum = 0;
+  int inside = 0;
+  for (double c : cycles) log_sum += std::log(c), inside += std::abs(c - 1) <= 0.15;
+  std::sort(cycles.begin(), cycles.end());
+  std::printf("cycles meas/pred (ms x that clock against pred ms x the preset's): %.2f-%.2f, geometric mean %.2f; "
+              "within 15 %%: %d of %zu\n",
+              cycles.front(), cycles.back(), std::exp(log_sum / static_cast<double>(cycles.size())), inside,
+              cycles.size());
+}
+
+void write_csv(const std::vector<Row>& rows, const std::string& path, const flashsim::isa::GpuPreset* preset) {
+  std::ofstream csv(path);
+  csv << "op,shape,dtype,mask,ms,rate,unit,ref1,ref1_rate,ref2,ref2_rate,rel_err,tolerance,pred_ms,time_meas_over_pred,"
+         "pred_bound,sm_mhz,cycles_meas_over_pred\n";
+  for (const auto& r : rows) {
+    csv << r.op << ',' << r.shape << ',' << r.dtype << ',' << r.mask << ',' << r.ms << ',' << r.rate << ',' << r.unit;
+    for (std::size_t i = 0; i < 2; ++i)
+      csv << ',' << (i < r.refs.size() ? r.refs[i].first : "") << ','
+          << (i < r.refs.size() ? fmt(r.refs[i].second, 3) : "");
+    const double tr = fg::time_ratio(r.ms, r.pred_ms);
+    const double cr = preset ? cycle_ratio(r, *preset) : NAN;
+    csv << ',' << r.err << ',' << r.tol << ',' << (r.pred_ms ? fmt(*r.pred_ms, 5) : "") << ','
+        << (std::isfinite(tr) ? fmt(tr, 4) : "") << ',' << r.pred_bound << ','
+        << (std::isfinite(r.sm_mhz) ? fmt(r.sm_mhz, 0) : "") << ',' << (std::isfinite(cr) ? fmt(cr, 4) : "") << '\n';
+  }
+}
+
 }  // namespace
 
 static int run_main(int argc, char** argv) {
@@ -383,6 +454,11 @@ static int run_main(int argc, char** argv) {
   app.add_option("--ref", ref_path, "TSV of PyTorch SDPA rates from kernels/tools/sdpa_reference.py");
   app.add_option("--csv", csv_path, "also write the table as CSV");
   app.add_flag("--quick", quick, "fewer shapes and repeats");
+  int clock_us = 20;
+  app.add_option("--sm-clock", clock_us,
+                 "after each timed run of ours, one SM counts its clock over this many us (not timed); 0: off")
+      ->check(CLI::Range(0, 10000))
+      ->capture_default_str();
   std::string gpu_preset;
   app.add_option("--gpu-preset", gpu_preset,
                  "the time model's GPU preset for the pred ms column (h100, h200; default: from the device name)");
@@ -409,6 +485,12 @@ static int run_main(int argc, char** argv) {
   }
   try {
     const auto refs = read_refs(ref_path);
+    std::unique_ptr<fg::SmClockLog> clock_log;
+    if (clock_us > 0) {
+      clock_log = std::make_unique<fg::SmClockLog>();
+      g_clock = clock_log.get();
+      g_clock_us = static_cast<unsigned>(clock_us);
+    }
     const int reps = quick ? 5 : 10;
     std::printf("GPU: %s, %d SMs, L2 %.1f MB%s\n", dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6,
                 ref_path.empty() ? "; no --ref: SDPA columns empty" : "");
@@ -471,21 +553,9 @@ static int run_main(int argc, char** argv) {
       const std::string line = fg::time_summary(checks);
       if (!line.empty()) std::printf("%s (preset %s)\n", line.c_str(), pick.name.c_str());
     }
-    if (!csv_path.empty()) {
-      std::ofstream csv(csv_path);
-      csv << "op,shape,dtype,mask,ms,rate,unit,ref1,ref1_rate,ref2,ref2_rate,rel_err,tolerance,pred_ms,time_meas_over_pred,"
-             "pred_bound\n";
-      for (const auto& r : rows) {
-        csv << r.op << ',' << r.shape << ',' << r.dtype << ',' << r.mask << ',' << r.ms << ',' << r.rate << ','
-            << r.unit;
-        for (std::size_t i = 0; i < 2; ++i)
-          csv << ',' << (i < r.refs.size() ? r.refs[i].first : "") << ','
-              << (i < r.refs.size() ? fmt(r.refs[i].second, 3) : "");
-        const double tr = fg::time_ratio(r.ms, r.pred_ms);
-        csv << ',' << r.err << ',' << r.tol << ',' << (r.pred_ms ? fmt(*r.pred_ms, 5) : "") << ','
-            << (std::isfinite(tr) ? fmt(tr, 4) : "") << ',' << r.pred_bound << '\n';
-      }
-    }
+    if (preset) print_clock_lines(rows, *preset);
+    g_clock = nullptr;
+    if (!csv_path.empty()) write_csv(rows, csv_path, preset);
     bool all_ok = true;
     for (const auto& r : rows) all_ok = all_ok && std::isfinite(r.err) && r.err <= r.tol;
     if (!all_ok) std::printf("\nsome rows FAILED validation\n");

@@ -180,9 +180,7 @@ void RingRun::setup_gpus() {
     }
     if (s_.allgather && s_.P > 1) x.kv_all = DevBuf(static_cast<std::size_t>(s_.P) * 2 * s_.blk * e);
     if (opt_.sm_clock_us > 0) {
-      x.clock_log = DevBuf(kClockCapacity * sizeof(SmClockSample));
-      x.clock_count = DevBuf(sizeof(unsigned));
-      CUDA_CHECK(cudaMemset(x.clock_count.get(), 0, sizeof(unsigned)));
+      x.clock = std::make_unique<SmClockLog>();
       CUDA_CHECK(cudaStreamCreateWithPriority(&x.clock_stream, cudaStreamNonBlocking, hi_prio));
       CUDA_CHECK(cudaEventCreateWithFlags(&x.clock_at, cudaEventDisableTiming));
     }
@@ -196,17 +194,15 @@ void RingRun::clock_sample(const Gpu& x, cudaStream_t cs) {
   if (opt_.sm_clock_us <= 0) return;
   CUDA_CHECK(cudaEventRecord(x.clock_at, cs));
   CUDA_CHECK(cudaStreamWaitEvent(x.clock_stream, x.clock_at, 0));
-  sm_clock_sample(x.clock_log.as<SmClockSample>(), x.clock_count.as<unsigned>(), kClockCapacity,
-                  static_cast<unsigned>(opt_.sm_clock_us) * 1000u, x.clock_stream);
+  x.clock->sample(static_cast<unsigned>(opt_.sm_clock_us), x.clock_stream);
 }
 
 void RingRun::clock_reset() {
   if (opt_.sm_clock_us <= 0) return;
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
-    CUDA_CHECK(cudaMemset(x.clock_count.get(), 0, sizeof(unsigned)));
+    x.clock->reset();
   }
-  sync_all();
 }
 
 // --sm-clock: each GPU's samples of the batch just timed, one SMCLOCK line per GPU, kept in `all`
@@ -225,15 +221,9 @@ void RingRun::print_clocks(const char* mode, int rep, std::vector<double>* all) 
 std::vector<std::vector<double>> RingRun::clock_read() {
   std::vector<std::vector<double>> mhz(g_.size());
   if (opt_.sm_clock_us <= 0) return mhz;
-  sync_all();
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
-    unsigned n = 0;
-    CUDA_CHECK(cudaMemcpy(&n, x.clock_count.get(), sizeof n, cudaMemcpyDeviceToHost));
-    std::vector<SmClockSample> got(std::min(n, kClockCapacity));
-    if (!got.empty())
-      CUDA_CHECK(cudaMemcpy(got.data(), x.clock_log.get(), got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
-    for (const auto& c : got) mhz[static_cast<std::size_t>(x.id)].push_back(c.mhz());
+    mhz[static_cast<std::size_t>(x.id)] = x.clock->mhz();
   }
   return mhz;
 }

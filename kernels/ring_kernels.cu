@@ -80,31 +80,5 @@ void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream) 
   CUDA_CHECK_LAUNCH();
 }
 
-namespace {
-
-// One lane: the SM's clock64 ticks over a window of the global timer (ns), appended to the log.
-__global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned* __restrict__ count,
-                                       unsigned capacity, unsigned window_ns) {
-  if (threadIdx.x != 0) return;
-  unsigned long long t0, t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const long long c0 = clock64();
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  } while (t1 - t0 < window_ns);
-  const long long c1 = clock64();
-  unsigned smid;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  const unsigned i = atomicAdd(count, 1u);
-  if (i < capacity) log[i] = {t0, t1 - t0, static_cast<unsigned long long>(c1 - c0), smid};
-}
-
-}  // namespace
-
-void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, void* stream) {
-  sm_clock_sample_kernel<<<1, 32, 0, static_cast<cudaStream_t>(stream)>>>(log, count, capacity, window_ns);
-  CUDA_CHECK_LAUNCH();
-}
-
 }  // namespace ring_detail
 }  // namespace flashsim::gpu

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,7 @@ struct Gpu {
   DevBuf kv_all, dkv_all;
   // --sm-clock: the samples (SmClockSample) and their count; the sampler's own stream, which waits
   // for the point sampled (clock_at), so that no compute stream waits for a sample
-  DevBuf clock_log, clock_count;
+  std::unique_ptr<SmClockLog> clock;
   cudaStream_t clock_stream = nullptr;
   cudaEvent_t clock_at = nullptr;
   // comp[s % 2] computes step s (--streams 2: a step's first kernels start on the SMs the step
@@ -179,7 +180,6 @@ class RingRun {
   int step_kinds(int p, int b) const;
   void wait_previous_run(Gpu& x, cudaStream_t cs);
   // --sm-clock: a sample on x's stream cs; the counts zeroed; each GPU's samples since (MHz)
-  static constexpr unsigned kClockCapacity = 16384;
   void clock_sample(const Gpu& x, cudaStream_t cs);
   void clock_reset();
   std::vector<std::vector<double>> clock_read();
@@ -250,14 +250,5 @@ class RingRun {
 // The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.
 void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
 
-// --sm-clock: one SM's clock over a short window of the global timer, for the clock the SMs
-// actually ran at between steps (nvidia-smi's 20 ms samples cannot see short dips).
-struct SmClockSample {
-  unsigned long long t_ns, window_ns, clocks;
-  unsigned smid;
-  double mhz() const { return window_ns ? 1e3 * static_cast<double>(clocks) / static_cast<double>(window_ns) : 0; }
-};
-// Appends one sample to log[*count] (dropped past `capacity`); `stream` is a cudaStream_t.
-void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, void* stream);
 
 }  // namespace flashsim::gpu::ring_detail

@@ -1,5 +1,6 @@
 // Device helpers shared by the kernel files: allocation, random fill, poisoning, NaN scan,
 // host copies, L2 flush, input rotation.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <sstream>
@@ -89,6 +90,58 @@ void fill_uniform(void* p, std::size_t n, Dtype dt, std::uint64_t seed, float lo
   else
     fill_uniform_kernel<<<grid_for(n), 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
   CUDA_CHECK_LAUNCH();
+}
+
+namespace {
+
+__global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned* __restrict__ count,
+                                       unsigned capacity, unsigned window_ns) {
+  if (threadIdx.x != 0) return;
+  unsigned long long t0, t1;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  const long long c0 = clock64();
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+  } while (t1 - t0 < window_ns);
+  const long long c1 = clock64();
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  const unsigned i = atomicAdd(count, 1u);
+  if (i < capacity) log[i] = {t0, t1 - t0, static_cast<unsigned long long>(c1 - c0), smid};
+}
+
+}  // namespace
+
+void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, cudaStream_t stream) {
+  sm_clock_sample_kernel<<<1, 32, 0, stream>>>(log, count, capacity, window_ns);
+  CUDA_CHECK_LAUNCH();
+}
+
+SmClockLog::SmClockLog(unsigned capacity)
+    : log_(capacity * sizeof(SmClockSample)), count_(sizeof(unsigned)), capacity_(capacity) {
+  reset();
+}
+
+void SmClockLog::sample(unsigned window_us, cudaStream_t stream) {
+  sm_clock_sample(log_.as<SmClockSample>(), count_.as<unsigned>(), capacity_, window_us * 1000u, stream);
+}
+
+void SmClockLog::reset() {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  CUDA_CHECK(cudaMemset(count_.get(), 0, sizeof(unsigned)));
+  CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+std::vector<double> SmClockLog::mhz() const {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  unsigned n = 0;
+  CUDA_CHECK(cudaMemcpy(&n, count_.get(), sizeof n, cudaMemcpyDeviceToHost));
+  std::vector<SmClockSample> got(std::min(n, capacity_));
+  if (!got.empty())
+    CUDA_CHECK(cudaMemcpy(got.data(), log_.get(), got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
+  std::vector<double> out;
+  for (const auto& c : got) out.push_back(c.mhz());
+  return out;
 }
 
 void poison(const DevBuf& b) { CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes())); }

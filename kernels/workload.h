@@ -46,6 +46,27 @@ class DevBuf {
   std::size_t bytes_ = 0;
 };
 
+// The SMs' own clock: one warp counts clock64 over a window of %globaltimer, the clock the SMs ran
+// at just then (nvidia-smi's samples, 20 ms apart at best, miss short dips). kernels/util.cu.
+struct SmClockSample {
+  unsigned long long t_ns, window_ns, clocks;
+  unsigned smid;
+  double mhz() const { return window_ns ? 1e3 * static_cast<double>(clocks) / static_cast<double>(window_ns) : 0; }
+};
+// Appends one sample to log[*count] (dropped past `capacity`).
+void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, cudaStream_t stream);
+// Samples on the current device: sample() on a stream, mhz() reads back what came since reset().
+class SmClockLog {
+ public:
+  explicit SmClockLog(unsigned capacity = 16384);
+  void sample(unsigned window_us, cudaStream_t stream);
+  void reset();                     // synchronous
+  std::vector<double> mhz() const;  // synchronous; in the order taken
+ private:
+  DevBuf log_, count_;
+  unsigned capacity_;
+};
+
 // Device helpers (kernels/util.cu).
 void fill_uniform(void* p, std::size_t n, Dtype dt, std::uint64_t seed, float lo, float hi);
 void poison(const DevBuf& b);  // every byte 0xff: NaN in fp32 and bf16

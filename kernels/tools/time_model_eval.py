@@ -141,7 +141,12 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         # measured after the tensor latency was (60 cycles, probe_softmax)
         ("H100 bench_kernels 2026-11-27, after the latency (not tuned on)", "h100",
          bench_rows("2026-11-27-h100-bench-latency60/bench_kernels.csv", bwd_d64_version=None)),
-        ("H200 compare at unseen sizes 2026-11-27", "h200", compare_rows("2026-11-27-h200-new-model/compare.csv"))]
+        ("H200 compare at unseen sizes 2026-11-27", "h200", compare_rows("2026-11-27-h200-new-model/compare.csv")),
+        # the same kernels again, with the SM clock after each timed run (bench_kernels --sm-clock)
+        ("H100 bench_kernels 2026-11-27, night, run 1 (not tuned on)", "h100",
+         bench_rows("2026-11-27-h100-bench-sm-clock/bench_kernels-run1.csv", bwd_d64_version=None)),
+        ("H100 bench_kernels 2026-11-27, night, run 2 (not tuned on)", "h100",
+         bench_rows("2026-11-27-h100-bench-sm-clock/bench_kernels-run2.csv", bwd_d64_version=None))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -189,16 +194,22 @@ PAIRS = [
 
 
 def replay(path, gpu):
-    """Every bf16 row of one bench_kernels CSV beside the model's prediction."""
+    """Every bf16 row of one bench_kernels CSV beside the model's prediction; where the CSV has the
+    SM clock after the timed runs (sm_mhz, bench_kernels --sm-clock), also the cycles the row took
+    against the model's cycles at the preset's clock."""
     rows = []
     for r in csv.DictReader(open(path)):
         a = None if r["dtype"] == "fp16" else bench_row_args(r, 1024, 0, BWD_D64, softmax=True)
         if a is not None:
-            rows.append((r["op"], r["shape"], r["mask"], a, float(r["ms"])))
+            rows.append((r["op"], r["shape"], r["mask"], a, float(r["ms"]), float(r.get("sm_mhz") or 0)))
     with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
-        preds = list(ex.map(lambda row: predict(row[3], gpu)["predicted_ms"], rows))
-    for (op, shape, mask, _, ms), p in zip(rows, preds):
-        print(f"{op:9s} {shape:16s} {mask:6s} meas {ms:8.3f} pred {p:8.3f} meas/pred {ms / p:5.2f}")
+        preds = list(ex.map(lambda row: predict(row[3], gpu), rows))
+    for (op, shape, mask, _, ms, mhz), p in zip(rows, preds):
+        line = f"{op:9s} {shape:16s} {mask:6s} meas {ms:8.3f} pred {p['predicted_ms']:8.3f} meas/pred {ms / p['predicted_ms']:5.2f}"
+        if mhz > 0 and p.get("cycles"):
+            # the SMs' cycles at the sampled clock against the model's cycles on the busiest SM
+            line += f"  {mhz:5.0f} MHz cycles meas/pred {ms * 1e-3 * mhz * 1e6 / p['cycles']:5.2f}"
+        print(line)
 
 
 def print_consumer_loops():
