@@ -144,9 +144,11 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H200 compare at unseen sizes 2026-11-27", "h200", compare_rows("2026-11-27-h200-new-model/compare.csv")),
         # the same kernels again, with the SM clock after each timed run (bench_kernels --sm-clock)
         ("H100 bench_kernels 2026-11-27, night, run 1 (not tuned on)", "h100",
-         bench_rows("2026-11-27-h100-bench-sm-clock/bench_kernels-run1.csv", bwd_d64_version=None)),
+         bench_rows("2026-11-27-bench-sm-clock/h100-bench_kernels-run1.csv", bwd_d64_version=None)),
         ("H100 bench_kernels 2026-11-27, night, run 2 (not tuned on)", "h100",
-         bench_rows("2026-11-27-h100-bench-sm-clock/bench_kernels-run2.csv", bwd_d64_version=None))]
+         bench_rows("2026-11-27-bench-sm-clock/h100-bench_kernels-run2.csv", bwd_d64_version=None)),
+        ("H200 bench_kernels 2026-11-27, night (not tuned on)", "h200",
+         bench_rows("2026-11-27-bench-sm-clock/h200-bench_kernels.csv", bwd_d64_version=None))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
