@@ -51,7 +51,10 @@ constexpr std::array<PresetSource, 14> kSources{{
     {"clock (tensor-core kernels)", "1.476 GHz", "1.457 GHz",
      "a large GEMM's measured ceiling at the per-clock peak below: an 8192^3 bf16 product through PyTorch, 798 TFLOP/s on an "
      "H100 (2026-11-13) and 788 on an H200 (2026-10-28), this workplace's device notes (KINDS.md), over 132 SMs x 4096 "
-     "FLOP/clk; under load the 700 W budget sets the clock (cuBLAS held 1365-1515 MHz, kernels/RESULTS.md)"},
+     "FLOP/clk; under load the 700 W budget sets the clock (cuBLAS held 1365-1515 MHz, kernels/RESULTS.md). Not the "
+     "clock of the fast kernels' benchmark rows: counted in the kernel after each timed run (bench_kernels --sm-clock, "
+     "2026-11-27) they ran at a median 1980 MHz (H100) and 1966 (H200) and took 1.44x and 1.42x this model's cycles, "
+     "so the figure is the rate at which the model's cycles come out at the measured time"},
     {"clock (SIMT kernels)", "1.83 GHz", "1.83 GHz",
      "the clock at which the datasheet's 989.4 dense bf16 TFLOP/s is 4096 FLOP/clk on each of 132 SMs"},
     {"tensor (bf16/fp16 dense)", "4096 FLOP/clk/SM", "4096 FLOP/clk/SM",
