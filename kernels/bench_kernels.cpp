@@ -31,9 +31,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <memory>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -396,11 +396,8 @@ void print(const std::vector<Row>& rows, std::FILE* out) {
   }
 }
 
-// The cycles a row took (ms at its SM clock) over the cycles the model counts (pred ms at the
-// preset's clock); NaN without a clock or a prediction.
 double cycle_ratio(const Row& r, const flashsim::isa::GpuPreset& preset) {
-  if (!r.pred_ms || !(*r.pred_ms > 0) || !std::isfinite(r.sm_mhz)) return NAN;
-  return r.ms * r.sm_mhz / (*r.pred_ms * preset.clock_ghz * 1e3);
+  return fg::cycle_ratio(r.ms, r.sm_mhz, r.pred_ms, preset.clock_ghz);
 }
 
 // Under the table: the clock the bound rows ran at, and their cycles against the model's.

@@ -182,6 +182,11 @@ double time_ratio(double meas_ms, std::optional<double> pred_ms) {
   return meas_ms / *pred_ms;
 }
 
+double cycle_ratio(double meas_ms, double meas_mhz, std::optional<double> pred_ms, double preset_ghz) {
+  if (!(meas_mhz > 0) || !(preset_ghz > 0)) return NAN;
+  return time_ratio(meas_ms, pred_ms) * meas_mhz / (preset_ghz * 1e3);
+}
+
 bool time_within_bound(double meas_ms, double pred_ms) {
   const double r = time_ratio(meas_ms, pred_ms);
   return r == r && std::fabs(r - 1.0) <= 0.15;

@@ -82,6 +82,9 @@ void predict_row_time(Row& row, const std::string& preset);
 
 // Measured time over predicted time; NaN when either is missing or not positive.
 double time_ratio(double meas_ms, std::optional<double> pred_ms);
+// The cycles a run took (meas_ms at the SM clock measured, MHz) over the cycles the model counts
+// (pred_ms at its preset's clock, GHz); NaN when anything is missing or not positive.
+double cycle_ratio(double meas_ms, double meas_mhz, std::optional<double> pred_ms, double preset_ghz);
 // One row as the time line counts it.
 struct TimeCheck {
   std::string label;   // "attn-fa2-mma 16x8192x128 bf16"

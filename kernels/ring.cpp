@@ -207,26 +207,22 @@ void RingRun::clock_reset() {
 
 // --sm-clock: each GPU's samples of the batch just timed, one SMCLOCK line per GPU, kept in `all`
 void RingRun::print_clocks(const char* mode, int rep, std::vector<double>* all) {
-  const auto per_gpu = clock_read();
-  for (std::size_t p = 0; p < per_gpu.size(); ++p) {
-    auto v = per_gpu[p];
+  if (opt_.sm_clock_us <= 0) return;
+  for (auto& x : g_) {
+    CUDA_CHECK(cudaSetDevice(x.id));
+    auto v = x.clock->mhz();
     if (v.empty()) continue;
     std::sort(v.begin(), v.end());
-    std::printf("SMCLOCK %s-%d gpu %zu: %zu samples of %d us, median %.0f MHz (min %.0f, max %.0f)\n", mode, rep, p,
+    std::printf("SMCLOCK %s-%d gpu %d: %zu samples of %d us, median %.0f MHz (min %.0f, max %.0f)\n", mode, rep, x.id,
                 v.size(), opt_.sm_clock_us, median(v), v.front(), v.back());
     if (all) all->insert(all->end(), v.begin(), v.end());
   }
 }
 
-std::vector<std::vector<double>> RingRun::clock_read() {
-  std::vector<std::vector<double>> mhz(g_.size());
-  if (opt_.sm_clock_us <= 0) return mhz;
-  for (auto& x : g_) {
-    CUDA_CHECK(cudaSetDevice(x.id));
-    mhz[static_cast<std::size_t>(x.id)] = x.clock->mhz();
-  }
-  return mhz;
-}
+// The buffer that holds step s's block: the two alternate over every run's steps, except on one
+// GPU, where nothing arrives and buffer 1 is never filled (computing on it ran every second run on
+// unset memory, 2026-11-27).
+int RingRun::buffer_in_hand() const { return s_.P == 1 ? 0 : static_cast<int>(gstep_ % 2); }
 
 void RingRun::reset_kv() {
   for (auto& x : g_) {
@@ -478,9 +474,7 @@ void RingRun::ring_once_forward(int mode) {
   const int P = s_.P;
   std::vector<char> started(static_cast<std::size_t>(P * s_.nc), 0);  // O of chunk i holds a partial
   for (int s = 0; s < P; ++s, ++gstep_) {
-    // one GPU: nothing arrives, every step reads its own block in buffer 0 (buffer 1 was never
-    // filled: computing on it ran odd runs on unset memory, 2026-11-27)
-    const int cur = P == 1 ? 0 : static_cast<int>(gstep_ % 2), nxt = 1 - cur;
+    const int cur = buffer_in_hand(), nxt = 1 - cur;
     if (s + 1 < P && mode != 1) {
       if (s_.copy) exchange_copy(s, cur, nxt, mode);
       else exchange_nccl(s, cur, nxt, mode);

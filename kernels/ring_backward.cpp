@@ -182,9 +182,7 @@ void RingRun::exchange_dkv_copy(int s, int mode) {
 void RingRun::ring_once_backward(int mode) {
   const int P = s_.P;
   for (int s = 0; s < P; ++s, ++gstep_) {
-    // one GPU: nothing arrives, every step reads its own block in buffer 0 (buffer 1 was never
-    // filled: computing on it ran odd runs on unset memory, 2026-11-27)
-    const int cur = P == 1 ? 0 : static_cast<int>(gstep_ % 2), nxt = 1 - cur;
+    const int cur = buffer_in_hand(), nxt = 1 - cur;
     if (s + 1 < P && mode != 1) {
       if (s_.copy) exchange_copy(s, cur, nxt, mode);
       else exchange_nccl(s, cur, nxt, mode);

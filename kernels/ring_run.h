@@ -45,8 +45,8 @@ struct Gpu {
   DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2];
   // All-gather: every GPU's K/V block ([P][K then V]) and, backward, every block's fp32 dK/dV partials.
   DevBuf kv_all, dkv_all;
-  // --sm-clock: the samples (SmClockSample) and their count; the sampler's own stream, which waits
-  // for the point sampled (clock_at), so that no compute stream waits for a sample
+  // --sm-clock: the samples; the sampler's own stream, which waits for the point sampled
+  // (clock_at), so that no compute stream waits for a sample
   std::unique_ptr<SmClockLog> clock;
   cudaStream_t clock_stream = nullptr;
   cudaEvent_t clock_at = nullptr;
@@ -179,11 +179,11 @@ class RingRun {
   // 1 every key, 2 the causal diagonal (the step launches' `kinds`)
   int step_kinds(int p, int b) const;
   void wait_previous_run(Gpu& x, cudaStream_t cs);
-  // --sm-clock: a sample on x's stream cs; the counts zeroed; each GPU's samples since (MHz)
+  // --sm-clock: a sample once x's stream cs gets there; every GPU's samples dropped; printed
   void clock_sample(const Gpu& x, cudaStream_t cs);
   void clock_reset();
-  std::vector<std::vector<double>> clock_read();
   void print_clocks(const char* mode, int rep, std::vector<double>* all);
+  int buffer_in_hand() const;
   void compute_step(int s, int cur, int mode, std::vector<char>& started);
   void forward_pairs(Gpu& x, int b, const char* kbase, std::vector<char>& started, cudaStream_t cs, int slot,
                      cudaEvent_t before_merge);
@@ -249,6 +249,5 @@ class RingRun {
 
 // The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.
 void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
-
 
 }  // namespace flashsim::gpu::ring_detail

@@ -94,6 +94,8 @@ void fill_uniform(void* p, std::size_t n, Dtype dt, std::uint64_t seed, float lo
 
 namespace {
 
+// One lane: clock64 ticks over window_ns of the global timer, appended to log[*count] (dropped past
+// capacity).
 __global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned* __restrict__ count,
                                        unsigned capacity, unsigned window_ns) {
   if (threadIdx.x != 0) return;
@@ -112,18 +114,15 @@ __global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned
 
 }  // namespace
 
-void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, cudaStream_t stream) {
-  sm_clock_sample_kernel<<<1, 32, 0, stream>>>(log, count, capacity, window_ns);
-  CUDA_CHECK_LAUNCH();
-}
-
 SmClockLog::SmClockLog(unsigned capacity)
     : log_(capacity * sizeof(SmClockSample)), count_(sizeof(unsigned)), capacity_(capacity) {
   reset();
 }
 
 void SmClockLog::sample(unsigned window_us, cudaStream_t stream) {
-  sm_clock_sample(log_.as<SmClockSample>(), count_.as<unsigned>(), capacity_, window_us * 1000u, stream);
+  sm_clock_sample_kernel<<<1, 32, 0, stream>>>(log_.as<SmClockSample>(), count_.as<unsigned>(), capacity_,
+                                               window_us * 1000u);
+  CUDA_CHECK_LAUNCH();
 }
 
 void SmClockLog::reset() {

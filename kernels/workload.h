@@ -53,8 +53,6 @@ struct SmClockSample {
   unsigned smid;
   double mhz() const { return window_ns ? 1e3 * static_cast<double>(clocks) / static_cast<double>(window_ns) : 0; }
 };
-// Appends one sample to log[*count] (dropped past `capacity`).
-void sm_clock_sample(SmClockSample* log, unsigned* count, unsigned capacity, unsigned window_ns, cudaStream_t stream);
 // Samples on the current device: sample() on a stream, mhz() reads back what came since reset().
 class SmClockLog {
  public:
