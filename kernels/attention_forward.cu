@@ -984,6 +984,13 @@ using tile::kOneTile;
 using tile::kPaired;
 using tile::kStatic;
 
+// What the producer loads: kLoadsAll (every kernel but the diagnostics). Two timing diagnostics
+// for the variants list, both with wrong output: kLoadsFirstFill loads each ring buffer once and
+// then only signals it full (the loop without its copies), kLoadsOneTile reads the first K/V tile
+// of the first head for every tile (the same lines on every SM: copies that L2 always hits and
+// that the fabric can share).
+enum WsLoads { kLoadsAll = 0, kLoadsFirstFill = 1, kLoadsOneTile = 2 };
+
 template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
   // BC need not be a power of two (FA3 takes 176 at d = 128): a box of BC rows x 128 bytes stays
@@ -1009,7 +1016,8 @@ struct WsConfig {
 // batches j * seg_heads + h of key chunks j = 0, 1 as seg_kinds says (two bits each at 2 (2i + j):
 // 0 none, 1 every key, 2 the causal diagonal), one key chunk after the other; a batch with no key
 // writes O = 0 and lse = -inf.
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG,
+          int LOADS = kLoadsAll>
 __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>::kThreads, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
@@ -1082,15 +1090,26 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       for (int j = 0; j < tiles; ++j, ++it) {
         const int s = it % STAGES;
         const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
-        const KvTile kt = kv_tile(q0, head, j);
+        const KvTile kt = LOADS == kLoadsOneTile ? KvTile{0, 0, false} : kv_tile(q0, head, j);
+        const bool signal_only = LOADS == kLoadsFirstFill && it >= STAGES;
         tma::mbar_wait(k_empty(s), parity);
-        tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
+        if (signal_only) {
+          tma::mbar_arrive(k_full(s));
+        } else {
+          tma::mbar_arrive_expect_tx(k_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, kt.kv0, kt.batch);
+          for (int b = 0; b < D / 64; ++b)
+            tma::load_3d(kbuf(it) + b * BC * 128, &map_k, k_full(s), b * 64, kt.kv0, kt.batch);
+        }
         tma::mbar_wait(v_empty(s), parity);
-        tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
+        if (signal_only) {
+          tma::mbar_arrive(v_full(s));
+        } else {
+          tma::mbar_arrive_expect_tx(v_full(s), C::kKVBytes);
 #pragma unroll
-        for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, kt.kv0, kt.batch);
+          for (int b = 0; b < D / 64; ++b)
+            tma::load_3d(vbuf(it) + b * BC * 128, &map_v, v_full(s), b * 64, kt.kv0, kt.batch);
+        }
       }
     }
     return;
@@ -1238,12 +1257,13 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
 }
 
 // SEG: attention_forward_fast_ring_step's launch (seg_heads, seg_kinds: the kernel's)
-template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG>
+template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG,
+          int LOADS = kLoadsAll>
 void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                         cudaStream_t stream, int seg_heads, int seg_kinds) {
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, SEG>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, SEG, LOADS>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   static int sms_of[64] = {};
   int dev = 0;
@@ -1265,11 +1285,11 @@ void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, in
 }
 
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2,
-          int ORDER = tile::kExpThenAdd>
+          int ORDER = tile::kExpThenAdd, int LOADS = kLoadsAll>
 void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
-  launch_fwd_ws_with<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, false>(q, k, v, o, lse, bh, n, causal, stream,
-                                                                                 1, 0);
+  launch_fwd_ws_with<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, false, LOADS>(q, k, v, o, lse, bh, n, causal,
+                                                                                        stream, 1, 0);
 }
 
 }  // namespace hopper
@@ -1526,6 +1546,12 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V6W3(D, BC, ST, PP, SCHED, QS)                                                                   \
   {D, "v6 ws 192x" #BC " st" #ST " pp " #PP " sched " #SCHED " Q smem " #QS,                                     \
    hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED, QS, 3>, hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED, QS, 3>}
+// the d = 128 full-mask launcher's kernel with the producer's loads as WsLoads says (diagnostics)
+#define FLASHSIM_V6L(LOADS)                                                                                \
+  {128, "v6 ws 2c x128 st2 sched 1 order kExpsFirst loads " #LOADS,                                         \
+   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, hopper::kStatic, false, 2, tile::kExpsFirst, hopper::LOADS>, \
+   hopper::launch_fwd_ws<__half, 128, 128, 2, false, hopper::kStatic, false, 2, tile::kExpsFirst, hopper::LOADS>, \
+   hopper::LOADS != hopper::kLoadsAll}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1546,6 +1572,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6O(128, 128, 2, false, 1, false, 2, kExpThenAdd), FLASHSIM_V6O(128, 128, 2, false, 2, false, 2, kExpThenAdd),
     FLASHSIM_V6O(128, 128, 2, false, 2, false, 2, kExpsFirst),
     FLASHSIM_V6O(64, 128, 3, true, 1, true, 3, kExpsFirst),    FLASHSIM_V6O(64, 128, 2, true, 2, true, 3, kExpsFirst),
+    FLASHSIM_V6L(kLoadsAll), FLASHSIM_V6L(kLoadsFirstFill), FLASHSIM_V6L(kLoadsOneTile),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1554,5 +1581,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6Q
 #undef FLASHSIM_V6W3
 #undef FLASHSIM_V6O
+#undef FLASHSIM_V6L
 }  // namespace flashsim::gpu::fwd_variants
 #endif

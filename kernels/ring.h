@@ -20,7 +20,8 @@
 //
 // --backward (kernels/ring_backward.cpp): the forward ring runs and validates first; its O and lse
 // are the backward's inputs. Each pair is one call of attention_backward_fast; dQ stays home in
-// fp32, dK/dV travel (fp32) with their K/V block and one hop more, back to their owner.
+// fp32, dK/dV travel (fp32) with their K/V block and one hop more, back to their owner, that one
+// in the run's type (the finished sums, rounded as the one-GPU backward rounds its outputs).
 // --method allgather: NCCL all-gathers every K/V block (the own block is computed meanwhile), then
 // every pair runs locally; backward, one NCCL reduce-scatter of the fp32 dK/dV partials.
 //

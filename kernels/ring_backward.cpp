@@ -8,11 +8,14 @@
 // and its dK and dV into W, this step's fp32 partials of block b, in its own epilogue: no extra
 // pass over the gradients. Then W += R (block b's partials from every GPU before p, which arrived
 // from p - 1 while p computed) and W goes to p + 1. After step P - 1 each block has made P hops
-// and lands at its owner: the schedule sim::ring::backward_schedule counts.
+// and lands at its owner: the schedule sim::ring::backward_schedule counts. The last hop carries
+// finished sums, so the sender rounds them to the run's type as it adds (the values the one-GPU
+// backward's outputs take) and the hop moves half the bytes of an fp32 one, straight into the
+// owner's output.
 //
 // All-gather: each GPU gathers every K/V block by NCCL (computing its own block meanwhile), then
 // computes all its pairs; the backward keeps every block's fp32 dK/dV partials and ends with one
-// NCCL reduce-scatter that leaves each GPU its own block's sums.
+// NCCL reduce-scatter that leaves each GPU its own block's sums, then rounds them to the run's type.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -46,8 +49,11 @@ void RingRun::setup_backward() {
     x.dout = DevBuf(s_.blk * e);
     x.dq = DevBuf(s_.blk * e);
     for (auto& b : x.dkv_w) b = DevBuf(2 * s_.blk * 4);
-    if (!s_.allgather)
+    x.dkv_out = DevBuf(2 * s_.blk * e);
+    if (!s_.allgather) {
       for (auto& b : x.dkv_r) b = DevBuf(2 * s_.blk * 4);
+      if (s_.P > 1) x.dkv_send = DevBuf(2 * s_.blk * e);
+    }
     if (backward_step_launch())
       x.ws[0] = DevBuf(::flashsim::gpu::attention_backward_fast_workspace_bytes(s_.nc * s_.H, static_cast<int>(s_.c), s_.D));
     else
@@ -129,7 +135,8 @@ void RingRun::finish_dq(Gpu& x, cudaStream_t cs) {
 // the one before, once this step's compute (and its W += R) is done.
 void RingRun::exchange_dkv_nccl(int s, int mode) {
   const int P = s_.P;
-  const std::int64_t elems = 2 * static_cast<std::int64_t>(s_.blk);
+  const bool home = s == P - 1;  // the last hop: the rounded sums into the owner's output
+  const std::int64_t elems = 2 * static_cast<std::int64_t>(s_.blk), bytes = elems * (home ? s_.e : 4);
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
     if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.comp_end[s], 0));
@@ -137,10 +144,15 @@ void RingRun::exchange_dkv_nccl(int s, int mode) {
   }
   NCCL_CHECK(ncclGroupStart());
   for (auto& x : g_) {
-    NCCL_CHECK(ncclSend(x.dkv_w[s % 2].get(), elems, ncclFloat32, (x.id + 1) % P, x.nccl, x.comm));
-    NCCL_CHECK(ncclRecv(x.dkv_r[(s + 1) % 2].get(), elems, ncclFloat32, (x.id + P - 1) % P, x.nccl, x.comm));
-    x.posted_sent += elems * 4;
-    x.posted_recv += elems * 4;
+    if (home) {
+      NCCL_CHECK(ncclSend(x.dkv_send.get(), elems, s_.nt, (x.id + 1) % P, x.nccl, x.comm));
+      NCCL_CHECK(ncclRecv(x.dkv_out.get(), elems, s_.nt, (x.id + P - 1) % P, x.nccl, x.comm));
+    } else {
+      NCCL_CHECK(ncclSend(x.dkv_w[s % 2].get(), elems, ncclFloat32, (x.id + 1) % P, x.nccl, x.comm));
+      NCCL_CHECK(ncclRecv(x.dkv_r[(s + 1) % 2].get(), elems, ncclFloat32, (x.id + P - 1) % P, x.nccl, x.comm));
+    }
+    x.posted_sent += bytes;
+    x.posted_recv += bytes;
   }
   NCCL_CHECK(ncclGroupEnd());
   for (auto& x : g_) {
@@ -154,7 +166,8 @@ void RingRun::exchange_dkv_nccl(int s, int mode) {
 // before).
 void RingRun::exchange_dkv_copy(int s, int mode) {
   const int P = s_.P;
-  const std::size_t bytes = 2 * s_.blk * 4;
+  const bool home = s == P - 1;  // the last hop: the rounded sums into the owner's output
+  const std::size_t bytes = 2 * s_.blk * (home ? s_.e : 4);
   for (auto& x : g_) {
     Gpu& y = g_[(x.id + 1) % P];
     CUDA_CHECK(cudaSetDevice(x.id));
@@ -168,7 +181,8 @@ void RingRun::exchange_dkv_copy(int s, int mode) {
     Gpu& y = g_[(x.id + 1) % P];
     CUDA_CHECK(cudaSetDevice(x.id));
     CUDA_CHECK(cudaEventRecord(x.dkv_start[s], x.comm));
-    CUDA_CHECK(cudaMemcpyPeerAsync(y.dkv_r[(s + 1) % 2].get(), y.id, x.dkv_w[s % 2].get(), x.id, bytes, x.comm));
+    if (home) CUDA_CHECK(cudaMemcpyPeerAsync(y.dkv_out.get(), y.id, x.dkv_send.get(), x.id, bytes, x.comm));
+    else CUDA_CHECK(cudaMemcpyPeerAsync(y.dkv_r[(s + 1) % 2].get(), y.id, x.dkv_w[s % 2].get(), x.id, bytes, x.comm));
     CUDA_CHECK(cudaEventRecord(x.dkv_end[s], x.comm));
     x.posted_sent += static_cast<std::int64_t>(bytes);
     y.posted_recv += static_cast<std::int64_t>(bytes);
@@ -211,7 +225,11 @@ void RingRun::ring_once_backward(int mode) {
         CUDA_CHECK(cudaEventRecord(x.kv_free[s], cs));
         if (s > 0) {  // plus block b's partials from the GPUs before
           if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(cs, from.dkv_end[s - 1], 0));
-          ring_add_f32(w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, cs);
+          // the last step's sums are final: rounded to the run's type as they are added, for the hop home
+          if (s == P - 1) ring_sum_to(x.dkv_send.get(), w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, s_.dt, cs);
+          else ring_add_f32(w, x.dkv_r[s % 2].as<float>(), 2 * s_.blk, cs);
+        } else if (P == 1) {
+          ring_sum_to(x.dkv_out.get(), w, nullptr, 2 * s_.blk, s_.dt, cs);  // one GPU: its own output
         }
         // W is final and R free here; the hops wait for this, not for the steps before (comp_end)
         CUDA_CHECK(cudaEventRecord(x.acc_done[s], cs));
@@ -268,6 +286,7 @@ void RingRun::allgather_once(int mode) {
           float* dkv = P > 1 ? x.dkv_all.as<float>() + b * 2 * s_.blk : x.dkv_w[0].as<float>();
           if (s == 0) start_dq(x, x.comp[0]);
           backward_pairs(x, b, kbase, dkv, x.comp[0]);
+          if (P == 1) ring_sum_to(x.dkv_out.get(), dkv, nullptr, 2 * s_.blk, s_.dt, x.comp[0]);
           if (s == P - 1) finish_dq(x, x.comp[0]);
         } else {
           forward_pairs(x, b, kbase, started, x.comp[0], 0, nullptr);
@@ -291,6 +310,7 @@ void RingRun::allgather_once(int mode) {
     NCCL_CHECK(ncclGroupEnd());
     for (auto& x : g_) {
       CUDA_CHECK(cudaSetDevice(x.id));
+      ring_sum_to(x.dkv_out.get(), x.dkv_w[0].as<float>(), nullptr, 2 * s_.blk, s_.dt, x.comm);
       CUDA_CHECK(cudaEventRecord(x.dkv_end[0], x.comm));
     }
   }
@@ -305,7 +325,7 @@ Validation RingRun::validate_backward() {
   Validation v;
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
-    for (DevBuf* b : {&x.dq, &x.dkv_w[0], &x.dkv_w[1], &x.dkv_r[0], &x.dkv_r[1], &x.dkv_all})
+    for (DevBuf* b : {&x.dq, &x.dkv_w[0], &x.dkv_w[1], &x.dkv_r[0], &x.dkv_r[1], &x.dkv_all, &x.dkv_out, &x.dkv_send})
       if (b->get()) CUDA_CHECK(cudaMemset(b->get(), 0xff, b->bytes()));
     x.posted_sent = x.posted_recv = 0;
   }
@@ -316,30 +336,27 @@ Validation RingRun::validate_backward() {
   sync_all();
   v.posted_sent.resize(static_cast<std::size_t>(P));
   v.posted_recv.resize(static_cast<std::size_t>(P));
-  // each GPU's own block's dK / dV: the last hop's R (ring), the reduce-scatter's output
-  // (all-gather), or W of the only step (one GPU)
-  auto final_dkv = [&](const Gpu& x) -> const DevBuf& {
-    return s_.allgather || P == 1 ? x.dkv_w[0] : x.dkv_r[P % 2];
-  };
+  // each GPU's own block's dK / dV in the run's type: the last hop's arrival (ring), the
+  // reduce-scatter's sums rounded (all-gather), or the only step's (one GPU)
   CUDA_CHECK(cudaSetDevice(0));
-  DevBuf ring_dq(all * s_.e), ring_dk(all * 4), ring_dv(all * 4);
+  DevBuf ring_dq(all * s_.e), ring_dk(all * s_.e), ring_dv(all * s_.e);
   for (auto& x : g_) {
     v.posted_sent[x.id] = x.posted_sent;
     v.posted_recv[x.id] = x.posted_recv;
     CUDA_CHECK(cudaSetDevice(x.id));
-    const DevBuf& f = final_dkv(x);
-    v.nonfinite += count_nonfinite(x.dq.get(), s_.blk, s_.dt) + count_nonfinite(f.get(), 2 * s_.blk, Dtype::F32);
+    const DevBuf& f = x.dkv_out;
+    v.nonfinite += count_nonfinite(x.dq.get(), s_.blk, s_.dt) + count_nonfinite(f.get(), 2 * s_.blk, s_.dt);
     chunk_copy(x.dq.get(), x.id, ring_dq.get(), false);
-    chunk_copy(f.get(), x.id, ring_dk.get(), false, 4);
-    chunk_copy(f.as<float>() + s_.blk, x.id, ring_dv.get(), false, 4);
+    chunk_copy(f.get(), x.id, ring_dk.get(), false);
+    chunk_copy(static_cast<char*>(f.get()) + s_.blk * s_.e, x.id, ring_dv.get(), false);
   }
   CUDA_CHECK(cudaSetDevice(0));
   for (DevBuf* b : {&gdq_, &gdk_, &gdv_}) CUDA_CHECK(cudaMemset(b->get(), 0xff, b->bytes()));
   CUDA_CHECK(cudaDeviceSynchronize());
   one_gpu();
   CUDA_CHECK(cudaStreamSynchronize(one_stream_));
-  const auto h_dq = to_host(ring_dq.get(), 0, all, s_.dt), h_dk = to_host(ring_dk.get(), 0, all, Dtype::F32),
-             h_dv = to_host(ring_dv.get(), 0, all, Dtype::F32);
+  const auto h_dq = to_host(ring_dq.get(), 0, all, s_.dt), h_dk = to_host(ring_dk.get(), 0, all, s_.dt),
+             h_dv = to_host(ring_dv.get(), 0, all, s_.dt);
   const std::vector<float>* ring[3] = {&h_dq, &h_dk, &h_dv};
   const DevBuf* one[3] = {&gdq_, &gdk_, &gdv_};
   const char* names[3] = {"dQ", "dK", "dV"};

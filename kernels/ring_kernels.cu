@@ -68,6 +68,27 @@ __global__ void add_f32_kernel(float4* __restrict__ acc, const float4* __restric
   }
 }
 
+// Four values of T in one store.
+template <class T>
+struct alignas(4 * sizeof(T)) Four {
+  T v[4];
+};
+
+// Four sums a thread, rounded to T once (the one-GPU backward rounds its fp32 sums the same way).
+template <class T>
+__global__ void sum_to_kernel(Four<T>* __restrict__ out, const float4* __restrict__ acc, const float4* __restrict__ in,
+                              std::size_t quads) {
+  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < quads;
+       g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    float4 a = acc[g];
+    if (in) {
+      const float4 b = in[g];
+      a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
+    }
+    out[g] = Four<T>{{from_f<T>(a.x), from_f<T>(a.y), from_f<T>(a.z), from_f<T>(a.w)}};
+  }
+}
+
 unsigned grid_for(std::size_t items) { return static_cast<unsigned>(std::min<std::size_t>((items + 255) / 256, 132 * 8)); }
 
 }  // namespace
@@ -77,6 +98,20 @@ void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream) 
   if (elems % 4 != 0) throw std::invalid_argument("ring_add_f32: elems must be a multiple of 4");
   add_f32_kernel<<<grid_for(elems / 4), 256, 0, static_cast<cudaStream_t>(stream)>>>(
       reinterpret_cast<float4*>(acc), reinterpret_cast<const float4*>(in), elems / 4);
+  CUDA_CHECK_LAUNCH();
+}
+
+void ring_sum_to(void* out, const float* acc, const float* in, std::size_t elems, Dtype dt, void* stream) {
+  if (elems == 0) return;
+  if (elems % 4 != 0) throw std::invalid_argument("ring_sum_to: elems must be a multiple of 4");
+  const auto s = static_cast<cudaStream_t>(stream);
+  const auto a = reinterpret_cast<const float4*>(acc), b = reinterpret_cast<const float4*>(in);
+  const unsigned grid = grid_for(elems / 4);
+  switch (dt) {
+    case Dtype::BF16: sum_to_kernel<<<grid, 256, 0, s>>>(static_cast<Four<__nv_bfloat16>*>(out), a, b, elems / 4); break;
+    case Dtype::F16: sum_to_kernel<<<grid, 256, 0, s>>>(static_cast<Four<__half>*>(out), a, b, elems / 4); break;
+    case Dtype::F32: sum_to_kernel<<<grid, 256, 0, s>>>(static_cast<Four<float>*>(out), a, b, elems / 4); break;
+  }
   CUDA_CHECK_LAUNCH();
 }
 

@@ -41,8 +41,9 @@ struct Gpu {
   // Backward: dO and dQ like q; dkv_w[b] the fp32 dK then dV of the block in hand (this GPU's
   // partials, then plus what arrived), dkv_r[b] what arrives from the GPU before; ws[i] the backward
   // kernel's workspace for query chunk i, whose fp32 dQ accumulator sums the chunk's pairs (with
-  // the step launch ws[0] alone, for all chunks).
-  DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2];
+  // the step launch ws[0] alone, for all chunks). dkv_out: this GPU's own block's dK then dV in the
+  // run's type, the backward's output; dkv_send: the last step's sums rounded to it, for the hop home.
+  DevBuf dout, dq, dkv_w[2], dkv_r[2], ws[2], dkv_out, dkv_send;
   // All-gather: every GPU's K/V block ([P][K then V]) and, backward, every block's fp32 dK/dV partials.
   DevBuf kv_all, dkv_all;
   // --sm-clock: the samples; the sampler's own stream, which waits for the point sampled
@@ -249,5 +250,7 @@ class RingRun {
 
 // The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.
 void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
+// The finished sums in the run's type: out = dt(acc + in), or dt(acc) when in is null.
+void ring_sum_to(void* out, const float* acc, const float* in, std::size_t elems, Dtype dt, void* stream);
 
 }  // namespace flashsim::gpu::ring_detail

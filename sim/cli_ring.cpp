@@ -90,7 +90,7 @@ int do_ring(const RingArgs& a) {
   if (a.backward) {
     bool home = true;
     for (int p = 0; p < a.p; ++p) home = home && m.held(r::Payload::dKV)[p] == p;
-    std::cout << "dK/dV accumulators end at their owners: " << (home ? "yes" : "NO") << "\n";
+    std::cout << "dK/dV sums end at their owners (the last hop in the element type): " << (home ? "yes" : "NO") << "\n";
     if (!home) rc = kExitFault;
   }
   print_allgather_comparison(a, m);

@@ -153,8 +153,10 @@ RingSchedule backward_schedule(const RingConfig& cfg) {
   for (int step = 0; step < cfg.p; ++step) {
     add_computes(s, step);
     if (step + 1 < cfg.p) add_exchange(s, step, Payload::KV, cfg.elem_bytes);
-    // dK/dV follow their K/V; after the last step one more hop brings each one to its owner.
-    if (cfg.p > 1) add_exchange(s, step, Payload::dKV, cfg.acc_bytes);
+    // dK/dV follow their K/V; after the last step one more hop brings each one to its owner. That
+    // hop carries finished sums, rounded to the element type as the one-GPU backward's outputs
+    // are: the same values at elem_bytes, not acc_bytes.
+    if (cfg.p > 1) add_exchange(s, step, Payload::dKV, step + 1 < cfg.p ? cfg.acc_bytes : cfg.elem_bytes);
   }
   return s;
 }
@@ -175,13 +177,17 @@ std::int64_t forward_total_link_bytes(const RingConfig& cfg) {
 
 std::int64_t backward_link_bytes(const RingConfig& cfg, int link) {
   if (cfg.p == 1) return forward_link_bytes(cfg, link);
-  return forward_link_bytes(cfg, link) + 2 * cfg.d * cfg.acc_bytes * cfg.n;
+  // every dK/dV block crosses the link, block p+1 on its last hop (home), in the element type
+  const auto segs = device_segments(cfg);
+  std::int64_t home_rows = 0;
+  for (const auto& g : segs[next(link, cfg.p)]) home_rows += g.rows;
+  return forward_link_bytes(cfg, link) + 2 * cfg.d * (cfg.acc_bytes * (cfg.n - home_rows) + cfg.elem_bytes * home_rows);
 }
 
 std::int64_t backward_total_link_bytes(const RingConfig& cfg) {
   validate(cfg);
   if (cfg.p == 1) return 0;
-  return forward_total_link_bytes(cfg) + 2 * cfg.d * cfg.acc_bytes * cfg.n * cfg.p;
+  return forward_total_link_bytes(cfg) + 2 * cfg.d * cfg.n * (cfg.acc_bytes * (cfg.p - 1) + cfg.elem_bytes);
 }
 
 std::int64_t allgather_link_bytes(const RingConfig& cfg, int link, bool backward) {
@@ -237,7 +243,7 @@ MethodTimes predict_methods(const RingConfig& cfg, bool backward, double full_pa
       if (b != p) gather += hop_ms(b, cfg.elem_bytes);
       if (backward && b != p) scatter += hop_ms(b, cfg.acc_bytes);
     }
-    if (backward && P > 1) ring += hop_ms(block_at(p, P - 1, P), cfg.acc_bytes);  // the last hop home
+    if (backward && P > 1) ring += hop_ms(block_at(p, P - 1, P), cfg.elem_bytes);  // the last hop home
     const double ag = std::max(gather, compute(p, p)) + rest + scatter;
     t.ring_ms = std::max(t.ring_ms, ring);
     t.allgather_ms = std::max(t.allgather_ms, ag);
@@ -379,12 +385,14 @@ void RingMachine::execute(const RingSchedule& sch) {
   std::vector<int> kv_in(static_cast<std::size_t>(P), -1), dkv_in(static_cast<std::size_t>(P), -1);
   const std::int64_t e = cfg_.elem_bytes, d = cfg_.d;
   auto kv_bytes = [&](int b) { return b < 0 ? 0 : 2 * rows_[b] * d * e; };
-  auto dkv_bytes = [&](int b) { return b < 0 || !sch.backward ? 0 : 2 * rows_[b] * d * cfg_.acc_bytes; };
+  // dK/dV held and arriving, bytes: the accumulators, or the element type after the last hop
+  std::vector<std::int64_t> dkv_held_bytes(static_cast<std::size_t>(P), 0), dkv_in_bytes(static_cast<std::size_t>(P), 0);
+  if (sch.backward)
+    for (int p = 0; p < P; ++p) dkv_held_bytes[p] = 2 * rows_[p] * d * cfg_.acc_bytes;
   auto note_resident = [&](int p) {
     // Home blocks (Q, O state, lse state, O_b, lse_b) + held and arriving K/V (and dK/dV).
     const std::int64_t home = home_bytes(cfg_, rows_[p], sch.backward);
-    const std::int64_t r = home + kv_bytes(kv_held_[p]) + kv_bytes(kv_in[p]) + dkv_bytes(dkv_held_[p]) +
-                           dkv_bytes(dkv_in[p]);
+    const std::int64_t r = home + kv_bytes(kv_held_[p]) + kv_bytes(kv_in[p]) + dkv_held_bytes[p] + dkv_in_bytes[p];
     dev_[p].resident_peak = std::max(dev_[p].resident_peak, r);
   };
   auto end_step = [&](int step) {
@@ -395,8 +403,9 @@ void RingMachine::execute(const RingSchedule& sch) {
                         std::to_string(next(key.first, P)) + " never receives");
     for (int p = 0; p < P; ++p) {
       if (kv_in[p] >= 0) kv_held_[p] = kv_in[p];
-      if (dkv_in[p] >= 0) dkv_held_[p] = dkv_in[p];
+      if (dkv_in[p] >= 0) dkv_held_[p] = dkv_in[p], dkv_held_bytes[p] = dkv_in_bytes[p];
       kv_in[p] = dkv_in[p] = -1;
+      dkv_in_bytes[p] = 0;
     }
   };
   for (int p = 0; p < P; ++p) note_resident(p);
@@ -449,6 +458,7 @@ void RingMachine::execute(const RingSchedule& sch) {
                           " B) arrives");
         q.erase(q.begin());
         (op.payload == Payload::KV ? kv_in : dkv_in)[op.device] = op.block;
+        if (op.payload == Payload::dKV) dkv_in_bytes[op.device] = op.bytes;
         dev_[op.device].link_received += op.bytes;
         note_resident(op.device);
         break;

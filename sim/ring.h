@@ -91,8 +91,8 @@ std::vector<std::vector<Segment>> device_segments(const RingConfig& cfg);
 // wholly above its rows), and marks the COMPUTE masked when a pair is masked (its own block).
 RingSchedule forward_schedule(const RingConfig& cfg);
 // Backward (communication and compute placement; values are not simulated): K/V move as in the
-// forward, and the dK/dV accumulators travel with them, plus one last hop that brings each
-// accumulator home.
+// forward, and the dK/dV accumulators (acc_bytes) travel with them, plus one last hop that brings
+// each block's finished sums home, rounded to the element type (elem_bytes) as the output is.
 RingSchedule backward_schedule(const RingConfig& cfg);
 
 // Closed forms. Link p carries device p -> p+1. Forward: device p forwards every K/V block but
@@ -100,7 +100,9 @@ RingSchedule backward_schedule(const RingConfig& cfg);
 // (either split: the split changes which rows travel, not how many).
 std::int64_t forward_link_bytes(const RingConfig& cfg, int link);
 std::int64_t forward_total_link_bytes(const RingConfig& cfg);  // 2 d e (P-1) n
-// Backward: the forward's K/V traffic plus every dK/dV block once per link (2 d e_acc n), P > 1.
+// Backward: the forward's K/V traffic plus every dK/dV block once per link, P > 1: as accumulators
+// (2 d e_acc) but for block p+1, whose last hop home crosses link p in the element type (2 d e).
+// Over the ring 2 d n (e_acc (P-1) + e).
 std::int64_t backward_link_bytes(const RingConfig& cfg, int link);
 std::int64_t backward_total_link_bytes(const RingConfig& cfg);
 
@@ -108,8 +110,9 @@ std::int64_t backward_total_link_bytes(const RingConfig& cfg);
 // device all-gathers K and V, computes all its pairs locally and, backward, reduce-scatters the
 // dK/dV partials. With NCCL's ring algorithm each K/V block crosses P-1 links from its owner (link
 // p carries every block but device p+1's: exactly the ring forward's bytes) and each block's
-// partial sums cross P-1 links ending at their owner (link p carries every block's but device p's:
-// 1/P fewer than the ring backward's P hops). P = 1 moves nothing.
+// partial sums cross P-1 links ending at their owner (link p carries every block's but device p's),
+// all as accumulators: the ring backward's P hops less its last, element-type one. P = 1 moves
+// nothing.
 std::int64_t allgather_link_bytes(const RingConfig& cfg, int link, bool backward);
 std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward);
 // Bytes device p holds at once: the ring's home blocks (Q, O and lse states, dO backward) plus all

@@ -132,9 +132,28 @@ TEST_CASE("ring backward: dK/dV travel one hop more and end at their owners; clo
         CHECK(m.link_bytes()[dev] == backward_link_bytes(cfg, dev));
       }
       CHECK(sum(m.link_bytes()) == backward_total_link_bytes(cfg));
-      if (p > 1) CHECK(backward_total_link_bytes(cfg) == forward_total_link_bytes(cfg) + 2 * 16 * 4 * cfg.n * p);
+      // by hand: P - 1 hops of fp32 partials, then the last hop home in the 2-byte element type
+      if (p > 1)
+        CHECK(backward_total_link_bytes(cfg) == forward_total_link_bytes(cfg) + 2 * 16 * cfg.n * (4 * (p - 1) + 2));
+      // what each device holds at most: home (Q, O, O_b, dO, two lse), two K/V blocks and two dK/dV
+      // accumulators; the last hop's arrival (2-byte sums) is smaller than the accumulator it replaces
+      const auto segs = device_segments(cfg);
+      for (int dev = 0; dev < p; ++dev) {
+        std::int64_t rows = 0, most = 0;
+        for (const auto& g : segs[dev]) rows += g.rows;
+        for (const auto& s : segs) {
+          std::int64_t r = 0;
+          for (const auto& g : s) r += g.rows;
+          most = std::max(most, r);
+        }
+        CHECK(m.devices()[dev].resident_peak <= 4 * rows * 16 * 2 + 8 * rows + 2 * 2 * most * 16 * 2 + 2 * 2 * most * 16 * 4);
+      }
     }
   }
+  // the last hop's bytes by link: n = 12 rows on P = 3 contiguous (4 each), d = 16, bf16 inputs
+  RingConfig three{12, 16, 3, false, 2, 4, 16};
+  for (int link = 0; link < 3; ++link)
+    CHECK(backward_link_bytes(three, link) == 2 * 16 * 2 * 8 + 2 * 16 * (4 * 8 + 2 * 4));
 }
 
 TEST_CASE("all-gather instead of the ring: the same K/V bytes, 1/P fewer dK/dV bytes, P blocks held", "[ring]") {
@@ -156,8 +175,8 @@ TEST_CASE("all-gather instead of the ring: the same K/V bytes, 1/P fewer dK/dV b
         CHECK(allgather_total_link_bytes(cfg, false) == 2 * 16 * 2 * (p - 1) * n);
         CHECK(allgather_total_link_bytes(cfg, true) == 2 * 16 * (2 + 4) * (p - 1) * n);
         if (p > 1) {
-          // the ring backward sends every block's partials one hop more: P hops, not P - 1
-          CHECK(backward_total_link_bytes(cfg) - allgather_total_link_bytes(cfg, true) == 2 * 16 * 4 * n);
+          // the ring backward sends every block one hop more, its last: the sums in the element type
+          CHECK(backward_total_link_bytes(cfg) - allgather_total_link_bytes(cfg, true) == 2 * 16 * 2 * n);
         } else {
           CHECK(bwd == 0);
         }
@@ -183,7 +202,8 @@ TEST_CASE("all-gather instead of the ring: the same K/V bytes, 1/P fewer dK/dV b
 
 TEST_CASE("ring against all-gather, predicted by hand: overlap per step against the gather up front", "[ring]") {
   // 4 devices, 64 rows each, one row = 16 values of 2 bytes: a K/V block is 2 x 64 x 16 x 2 =
-  // 4096 bytes, its fp32 dK/dV 8192; at 4096 bytes per ms a K/V hop takes 1 ms, a dK/dV hop 2 ms.
+  // 4096 bytes, its fp32 dK/dV 8192; at 4096 bytes per ms a K/V hop takes 1 ms, a dK/dV hop 2 ms,
+  // the last hop home (the sums in the 2-byte element type) 1 ms.
   RingConfig cfg{256, 16, 4, false, 2, 4, 16};
   SECTION("forward, compute-bound: both are the four blocks' compute") {
     const auto t = predict_methods(cfg, false, 10, 10, 4096);
@@ -197,7 +217,7 @@ TEST_CASE("ring against all-gather, predicted by hand: overlap per step against 
   }
   SECTION("backward: the ring exposes its last dK/dV hop, the all-gather its reduce-scatter") {
     const auto t = predict_methods(cfg, true, 10, 10, 4096);
-    CHECK(t.ring_ms == Approx(4 * 10 + 2));
+    CHECK(t.ring_ms == Approx(4 * 10 + 1));
     CHECK(t.allgather_ms == Approx(10 + 3 * 10 + 3 * 2));
   }
   SECTION("causal, contiguous: the last device's diagonal and three full blocks decide") {
