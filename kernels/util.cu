@@ -8,6 +8,7 @@
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/reference.h"
+#include "kernels/sm_clock.cuh"
 
 namespace flashsim::gpu {
 
@@ -91,28 +92,6 @@ void fill_uniform(void* p, std::size_t n, Dtype dt, std::uint64_t seed, float lo
     fill_uniform_kernel<<<grid_for(n), 256>>>(static_cast<__nv_bfloat16*>(p), n, seed, lo, hi);
   CUDA_CHECK_LAUNCH();
 }
-
-namespace {
-
-// One lane: clock64 ticks over window_ns of the global timer, appended to log[*count] (dropped past
-// capacity).
-__global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned* __restrict__ count,
-                                       unsigned capacity, unsigned window_ns) {
-  if (threadIdx.x != 0) return;
-  unsigned long long t0, t1;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  const long long c0 = clock64();
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
-  } while (t1 - t0 < window_ns);
-  const long long c1 = clock64();
-  unsigned smid;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  const unsigned i = atomicAdd(count, 1u);
-  if (i < capacity) log[i] = {t0, t1 - t0, static_cast<unsigned long long>(c1 - c0), smid};
-}
-
-}  // namespace
 
 SmClockLog::SmClockLog(unsigned capacity)
     : log_(capacity * sizeof(SmClockSample)), count_(sizeof(unsigned)), capacity_(capacity) {

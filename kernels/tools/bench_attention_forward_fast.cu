@@ -16,7 +16,8 @@
 // timed shapes: 2 heads (first, last), 16 sampled rows, attention_forward_rows. Outputs are poisoned
 // (NaN) before each checked run. Timed shapes as bench_kernels: d 64/128, N 1024..16384,
 // batch x heads = 16384/N x 2048/d, causal and not; FLOPs 4 N^2 d per head (half causal); median
-// of 20 timed runs after 3 warm-ups, CUDA events.
+// of 20 timed runs after 3 warm-ups, CUDA events; after each timed run (outside its span) one warp
+// reads the SMs' clock over 20 us (kernels/sm_clock.cuh): the median MHz and the time in Mclk.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -135,11 +136,14 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
   p.run = run;
   double eo, el;
   const bool ok = run_checked(p, 2, 16, eo, el) || diagnostic;
-  const std::vector<float> ms = fg::sorted_times_ms([&] { p.forward(); }, 3, 20);
-  const double med = ms[ms.size() / 2];
+  fg::standalone::ClockSamples clock;  // the SMs' clock after each timed run, outside its span
+  const std::vector<float> ms = fg::sorted_times_ms([&] { p.forward(); }, 3, 20, [&] { clock.sample(20); });
+  const double med = ms[ms.size() / 2], mhz = clock.median_mhz();
   const double flops = 4.0 * n * static_cast<double>(n) * d * bh * (causal ? 0.5 : 1.0);
-  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s %-28s %8.3f ms %6.1f TFLOP/s  err O %.1e lse %.1e %s\n",
-              type_name<T>(), d, n, bh, causal ? "causal" : "full", name, med, flops / med * 1e-9, eo, el,
+  // Mclk: the median time in SM clocks at the median clock (per SM: every SM runs the whole span)
+  std::printf("%-4s d=%-3d N=%-5d bh=%-3d %-6s %-28s %8.3f ms %6.1f TFLOP/s %5.0f MHz %8.3f Mclk  err O %.1e lse %.1e %s\n",
+              type_name<T>(), d, n, bh, causal ? "causal" : "full", name, med, flops / med * 1e-9, mhz, med * mhz * 1e-3,
+              eo, el,
               diagnostic ? "diagnostic, not checked" : ok ? "ok" : "FAIL");
   std::fflush(stdout);
   return ok;

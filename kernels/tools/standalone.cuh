@@ -15,6 +15,7 @@
 
 #include "kernels/cuda_util.cuh"
 #include "kernels/event_timing.h"
+#include "kernels/sm_clock.cuh"
 
 namespace flashsim::gpu {
 void cuda_fail(cudaError_t e, const char* what, const char* file, int line) {
@@ -54,6 +55,29 @@ struct Buf {
   Buf(const Buf&) = delete;
   Buf& operator=(const Buf&) = delete;
   template <class U> U* as() const { return static_cast<U*>(p); }
+};
+
+// The SMs' clock after each timed run: kernels/sm_clock.cuh's sampler on Buf memory (util.cu's
+// SmClockLog is not linked here). sample() on the default stream; median_mhz() of every sample so far.
+struct ClockSamples {
+  static constexpr unsigned kCapacity = 256;
+  Buf log{kCapacity * sizeof(SmClockSample)}, count{sizeof(unsigned)};
+  ClockSamples() { CUDA_CHECK(cudaMemset(count.p, 0, sizeof(unsigned))); }
+  void sample(unsigned window_us) {
+    sm_clock_sample_kernel<<<1, 32>>>(log.as<SmClockSample>(), count.as<unsigned>(), kCapacity, window_us * 1000u);
+    CUDA_CHECK_LAUNCH();
+  }
+  double median_mhz() const {
+    unsigned n = 0;
+    CUDA_CHECK(cudaMemcpy(&n, count.p, sizeof n, cudaMemcpyDeviceToHost));
+    std::vector<SmClockSample> got(std::min(n, kCapacity));
+    if (got.empty()) return 0;
+    CUDA_CHECK(cudaMemcpy(got.data(), log.p, got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
+    std::vector<double> mhz;
+    for (const auto& c : got) mhz.push_back(c.mhz());
+    std::sort(mhz.begin(), mhz.end());
+    return mhz[mhz.size() / 2];
+  }
 };
 
 // count elements from p + offset, copied to the host as float.
