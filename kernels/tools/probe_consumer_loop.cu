@@ -12,6 +12,8 @@
 //   turns:        the same, the consumers taking turns to issue (the kernel's PINGPONG variant)
 //   FA2 order:    S_j, wait, softmax, rescale, P_j V_j, wait: no overlap inside a warpgroup
 //   products only: the kernel order's products with no softmax (the tensor pipe with two issuers)
+//   384 threads:  the kernel order in the kernel's block layout (a producer warpgroup that gives its
+//                 registers away with setmaxnreg, consumers at 240 registers)
 // and each with one consumer. The "timers" rows repeat the kernel order with clock64 read around
 // each part (a few instructions more a tile), splitting a tile's clocks into issue, waiting for
 // S, softmax, and waiting for P V with the rescale and the packing. The last table times
@@ -75,15 +77,25 @@ __device__ __forceinline__ void pack(const float (&s)[kBC / 2], std::uint32_t (&
 }
 
 // out[(block * 2 + consumer) * (2 + kParts) + {0: tiles, 1: clocks, 2..: clocks a part}]
-template <int MODE, bool TIMERS>
-__global__ void __launch_bounds__(256, 1) consumer_loop_kernel(int consumers, long long* out, float* sink) {
+// PRODUCER_WG: the block is laid out as the kernel's (384 threads: warpgroup 0 gives its registers
+// away with setmaxnreg and leaves, the consumers are warpgroups 1 and 2 at 240 registers each)
+// instead of two warpgroups that may use 255 registers a thread.
+template <int MODE, bool TIMERS, bool PRODUCER_WG = false>
+__global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kernel(int consumers, long long* out, float* sink) {
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t ks = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs = ks + kKVBytes;
   for (int i = threadIdx.x; i < 2 * kKVBytes / 4; i += blockDim.x)  // bf16 pairs near 0.5, varying
     asm volatile("st.shared.b32 [%0], %1;" ::"r"(ks + 4 * i), "r"(0x3f003f00u + (i % 61) * 0x00010001u));
   wg::fence_proxy_async();
   __syncthreads();
-  const int c = threadIdx.x / 128, lane = threadIdx.x % 32;
+  if constexpr (PRODUCER_WG) {
+    if (threadIdx.x < 128) {
+      asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
+      return;
+    }
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+  }
+  const int c = threadIdx.x / 128 - (PRODUCER_WG ? 1 : 0), lane = threadIdx.x % 32;
   if (c >= consumers) return;
   const bool turns = MODE == kTurns && consumers == 2;
   std::uint32_t qa[kD / 16][4];
@@ -188,7 +200,7 @@ __global__ void __launch_bounds__(256, 1) consumer_loop_kernel(int consumers, lo
   float acc = row_sum[0] + row_sum[1];
 #pragma unroll
   for (int i = 0; i < kD / 2; ++i) acc += o[i];
-  sink[blockIdx.x * blockDim.x + threadIdx.x] = acc;
+  sink[blockIdx.x * 256 + c * 128 + threadIdx.x % 128] = acc;
   if (lane == 0 && threadIdx.x % 128 == 0) {
     long long* r = out + (blockIdx.x * 2 + c) * (2 + kParts);
     r[0] = kTiles;
@@ -244,6 +256,7 @@ struct Case {
   int consumers;
   bool timers;
   const char* name;
+  int threads = 256;
 };
 
 int run_main() {
@@ -269,6 +282,8 @@ int run_main() {
       {consumer_loop_kernel<kKernelOrder, true>, 1, true, "kernel order + timers, one consumer"},
       {consumer_loop_kernel<kKernelOrder, true>, 2, true, "kernel order + timers, two consumers"},
       {consumer_loop_kernel<kFa2Order, true>, 2, true, "FA2 order + timers, two consumers"},
+      {consumer_loop_kernel<kKernelOrder, false, true>, 2, false, "kernel order, two consumers, 384 threads", 384},
+      {consumer_loop_kernel<kKernelOrder, true, true>, 2, true, "the same + timers", 384},
   };
   for (const Case& c : cases)
     if (check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem")) return 1;
@@ -278,7 +293,7 @@ int run_main() {
               "wait PV+pack");
   std::vector<long long> host(slots);
   for (const Case& c : cases) {
-    for (int rep = 0; rep < 2; ++rep) c.kernel<<<sms, 256, kSmemBytes>>>(c.consumers, out, sink);  // the second is read
+    for (int rep = 0; rep < 2; ++rep) c.kernel<<<sms, c.threads, kSmemBytes>>>(c.consumers, out, sink);  // the second is read
     if (check(cudaGetLastError(), "launch") || check(cudaDeviceSynchronize(), "kernel")) return 1;
     if (check(cudaMemcpy(host.data(), out, slots * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy")) return 1;
     double clk_per_tile = 0, flops_per_clk = 0, parts[kParts] = {0, 0, 0, 0};
