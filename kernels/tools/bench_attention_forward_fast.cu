@@ -10,6 +10,8 @@
 //   bench_attention_forward_fast --variants 64 TEXT   only the variants whose name holds TEXT
 //                                            (variants marked diagnostic, e.g. "loads kLoadsFirstFill", have wrong
 //                                            output by design: timed, never checked)
+// FLASHSIM_FWD_FLAT_INPUTS=1: Q and K constant (no row maximum moves after the first KV tile), a timing
+// diagnostic beside probe_consumer_loop; the checks still hold (uniform attention).
 //   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, for compute-sanitizer
 // Small checks: O (relative L2) and lse (entry by entry: relative above 1, absolute below) of every head
 // against kernels/reference.cpp attention_forward (double);
@@ -64,8 +66,11 @@ struct Problem {
   Problem(int bh_, int n_, int d_, bool causal_, std::uint64_t seed)
       : bh(bh_), n(n_), d(d_), causal(causal_), elems(static_cast<std::size_t>(bh_) * n_ * d_), q(elems * sizeof(T)),
         k(elems * sizeof(T)), v(elems * sizeof(T)), o(elems * sizeof(T)), lse(static_cast<std::size_t>(bh_) * n_ * 4) {
-    fill_kernel<T><<<1024, 256>>>(q.as<T>(), elems, seed, -2.f, 2.f);
-    fill_kernel<T><<<1024, 256>>>(k.as<T>(), elems, seed + 1, -2.f, 2.f);
+    // FLASHSIM_FWD_FLAT_INPUTS=1 (a timing diagnostic): Q and K constant, so every score of a row is
+    // the same and no row maximum moves after the first tile, as in probe_consumer_loop
+    const bool flat = std::getenv("FLASHSIM_FWD_FLAT_INPUTS") != nullptr;
+    fill_kernel<T><<<1024, 256>>>(q.as<T>(), elems, seed, flat ? 0.25f : -2.f, flat ? 0.25f : 2.f);
+    fill_kernel<T><<<1024, 256>>>(k.as<T>(), elems, seed + 1, flat ? 0.5f : -2.f, flat ? 0.5f : 2.f);
     fill_kernel<T><<<1024, 256>>>(v.as<T>(), elems, seed + 2, -1.f, 1.f);
     CUDA_CHECK_LAUNCH();
   }
