@@ -376,7 +376,8 @@ Validation RingRun::validate_backward() {
     v.grads += buf;
   }
   reference_grad_rows(h_dq, h_dk, h_dv, v);
-  // dK / dV: each pair's part is rounded to the dtype before the fp32 sum; dQ sums in fp32
+  // dK / dV: each pair's part is rounded to the dtype before the fp32 sum, and the sum once more at the
+  // end (the output's type); dQ sums in fp32
   const double tol = s_.dt == Dtype::BF16 ? 2e-2 : 1e-2;
   v.ok = v.nonfinite == 0 && v.err_one <= tol && v.err_ref <= tol;
   std::printf("\nbackward validation (dO uniform in [-1, 1]; O and lse from the forward above; accumulators poisoned "
