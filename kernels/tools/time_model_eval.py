@@ -192,6 +192,16 @@ PAIRS = [
      attention(16384, 128, 16, "--causal", "--dtype", "fp8", "--key-tile", "128"),
      attention(16384, 128, 16, "--causal", "--dtype", "fp8", "--key-tile", "128", "--sums-on-tensor"), 1.039,
      "2026-11-27"),
+    # kernels/RESULTS.md, "The d = 128 forward without its copies and without its handshakes" (2026-11-29,
+    # H200): variants a tile operation cannot tell apart, so the model predicts a tie for each
+    ("forward d=128 N=8192: K/V barriers tested early", attention(8192, 128, 32), attention(8192, 128, 32),
+     684.8 / 697.7, "2026-11-29 H200, dropped"),
+    ("forward d=128 N=8192 causal: the same", attention(8192, 128, 32, "--causal"), attention(8192, 128, 32, "--causal"),
+     625.2 / 669.7, "2026-11-29 H200, dropped"),
+    ("forward d=128 N=8192: K/V descriptors once a buffer", attention(8192, 128, 32), attention(8192, 128, 32),
+     694.65 / 695.2, "2026-11-29 H200, dropped"),
+    ("forward d=128 N=8192: the mask test only where needed", attention(8192, 128, 32), attention(8192, 128, 32),
+     661.9 / 699.4, "2026-11-29 H200, dropped"),
 ]
 
 
