@@ -13,7 +13,8 @@
 //   FA2 order:    S_j, wait, softmax, rescale, P_j V_j, wait: no overlap inside a warpgroup
 //   products only: the kernel order's products with no softmax (the tensor pipe with two issuers)
 //   384 threads:  the kernel order in the kernel's block layout (a producer warpgroup that gives its
-//                 registers away with setmaxnreg, consumers at 240 registers)
+//                 registers away with setmaxnreg, consumers at 240 registers); then the same with the
+//                 mask test on run-time values, as the kernel compiles it (nothing is masked)
 // and each with one consumer. The "timers" rows repeat the kernel order with clock64 read around
 // each part (a few instructions more a tile), splitting a tile's clocks into issue, waiting for
 // S, softmax, and waiting for P V with the rescale and the packing. The last table times
@@ -80,7 +81,9 @@ __device__ __forceinline__ void pack(const float (&s)[kBC / 2], std::uint32_t (&
 // PRODUCER_WG: the block is laid out as the kernel's (384 threads: warpgroup 0 gives its registers
 // away with setmaxnreg and leaves, the consumers are warpgroups 1 and 2 at 240 registers each)
 // instead of two warpgroups that may use 255 registers a thread.
-template <int MODE, bool TIMERS, bool PRODUCER_WG = false>
+// RUNTIME_MASK: the mask test on values the compiler cannot fold (the kernel's: key tile, row, n and
+// the causal flag at run time; here nothing is ever masked), instead of constants it removes.
+template <int MODE, bool TIMERS, bool PRODUCER_WG = false, bool RUNTIME_MASK = false>
 __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kernel(int consumers, long long* out, float* sink) {
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t ks = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs = ks + kKVBytes;
@@ -117,9 +120,14 @@ __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kern
       mark = now;
     }
   };
+  // RUNTIME_MASK: n beyond every key and no causal mask, from the launch's argument
+  const int mask_n = RUNTIME_MASK ? consumers << 28 : 1 << 30;
+  const bool mask_causal = RUNTIME_MASK && consumers > 8;
+  int mask_kv0 = 0;
   auto softmax = [&] {
     if constexpr (MODE != kProductsOnly) {
-      tile::mask_scores<kBC>(s, 0, 1 << 30, 1 << 30, false);
+      if constexpr (RUNTIME_MASK) tile::mask_scores<kBC>(s, mask_kv0 += kBC, (threadIdx.x % 128) / 32 * 16 + lane / 4 + 4096, mask_n, mask_causal);
+      else tile::mask_scores<kBC>(s, 0, 1 << 30, 1 << 30, false);
       tile::online_softmax<kBC, tile::kExpsFirst>(s, row_max, row_sum, alpha, 0.127f);
     }
   };
@@ -284,6 +292,8 @@ int run_main() {
       {consumer_loop_kernel<kFa2Order, true>, 2, true, "FA2 order + timers, two consumers"},
       {consumer_loop_kernel<kKernelOrder, false, true>, 2, false, "kernel order, two consumers, 384 threads", 384},
       {consumer_loop_kernel<kKernelOrder, true, true>, 2, true, "the same + timers", 384},
+      {consumer_loop_kernel<kKernelOrder, false, true, true>, 2, false, "the same, the mask test at run time", 384},
+      {consumer_loop_kernel<kKernelOrder, true, true, true>, 2, true, "the same + timers", 384},
   };
   for (const Case& c : cases)
     if (check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem")) return 1;
