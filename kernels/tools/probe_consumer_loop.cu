@@ -14,7 +14,8 @@
 //   products only: the kernel order's products with no softmax (the tensor pipe with two issuers)
 //   384 threads:  the kernel order in the kernel's block layout (a producer warpgroup that gives its
 //                 registers away with setmaxnreg, consumers at 240 registers); then the same with the
-//                 mask test on run-time values, as the kernel compiles it (nothing is masked)
+//                 mask test on run-time values, as the kernel compiles it (nothing is masked); then
+//                 also with K and V from two buffers in turn, as the kernel's two-stage ring
 // and each with one consumer. The "timers" rows repeat the kernel order with clock64 read around
 // each part (a few instructions more a tile), splitting a tile's clocks into issue, waiting for
 // S, softmax, and waiting for P V with the rescale and the packing. The last table times
@@ -46,7 +47,7 @@ using T = __nv_bfloat16;
 
 constexpr int kD = 128, kBC = 128;
 constexpr int kKVBytes = kBC * kD * 2;      // one K or V tile, [keys][d] in 128-byte boxes
-constexpr int kSmemBytes = 2 * kKVBytes + 1024;
+constexpr int kSmemBytes = 4 * kKVBytes + 1024;  // two K/V pairs: the ALT_BUFFERS case alternates them
 constexpr int kTiles = 2048;                // KV tiles a consumer walks a launch (about 6 M clocks)
 constexpr double kTileFlops = 2.0 * 2 * 64 * kBC * kD;  // S and P V of one consumer's 64 rows
 enum Mode { kKernelOrder = 0, kTurns = 1, kFa2Order = 2, kProductsOnly = 3 };
@@ -83,11 +84,13 @@ __device__ __forceinline__ void pack(const float (&s)[kBC / 2], std::uint32_t (&
 // instead of two warpgroups that may use 255 registers a thread.
 // RUNTIME_MASK: the mask test on values the compiler cannot fold (the kernel's: key tile, row, n and
 // the causal flag at run time; here nothing is ever masked), instead of constants it removes.
-template <int MODE, bool TIMERS, bool PRODUCER_WG = false, bool RUNTIME_MASK = false>
+// ALT_BUFFERS: K_j and V_j from one of two buffer pairs by the parity of j, as the kernel's two-stage
+// ring has them (descriptors from a run-time address each tile), instead of one pair for every tile.
+template <int MODE, bool TIMERS, bool PRODUCER_WG = false, bool RUNTIME_MASK = false, bool ALT_BUFFERS = false>
 __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kernel(int consumers, long long* out, float* sink) {
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t ks = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs = ks + kKVBytes;
-  for (int i = threadIdx.x; i < 2 * kKVBytes / 4; i += blockDim.x)  // bf16 pairs near 0.5, varying
+  for (int i = threadIdx.x; i < 4 * kKVBytes / 4; i += blockDim.x)  // bf16 pairs near 0.5, varying
     asm volatile("st.shared.b32 [%0], %1;" ::"r"(ks + 4 * i), "r"(0x3f003f00u + (i % 61) * 0x00010001u));
   wg::fence_proxy_async();
   __syncthreads();
@@ -179,10 +182,13 @@ __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kern
       tile::pin(o);
       tile::pin(pa);
       if (turns) named_bar_sync(1 + c, 256);
+      // ALT_BUFFERS: pair j % 2 holds K_j, pair (j - 1) % 2 V_{j-1} (a pair is K then V, 2 kKVBytes)
+      const std::uint32_t kj = ALT_BUFFERS ? ks + (j & 1) * 2 * kKVBytes : ks;
+      const std::uint32_t vj = ALT_BUFFERS ? vs + ((j - 1) & 1) * 2 * kKVBytes : vs;
       wg::fence();
-      issue_s(s, qa, ks);
+      issue_s(s, qa, kj);
       wg::commit();
-      issue_pv(o, pa, vs);
+      issue_pv(o, pa, vj);
       wg::commit();
       if (turns) named_bar_arrive(1 + (c + 1) % 2, 256);
       lap(kIssue);
@@ -294,6 +300,7 @@ int run_main() {
       {consumer_loop_kernel<kKernelOrder, true, true>, 2, true, "the same + timers", 384},
       {consumer_loop_kernel<kKernelOrder, false, true, true>, 2, false, "the same, the mask test at run time", 384},
       {consumer_loop_kernel<kKernelOrder, true, true, true>, 2, true, "the same + timers", 384},
+      {consumer_loop_kernel<kKernelOrder, false, true, true, true>, 2, false, "the same, two K/V buffers in turn", 384},
   };
   for (const Case& c : cases)
     if (check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem")) return 1;
