@@ -984,8 +984,8 @@ using tile::kOneTile;
 using tile::kPaired;
 using tile::kStatic;
 
-// What the producer loads: kLoadsAll (every kernel but the diagnostics). Two timing diagnostics
-// for the variants list, both with wrong output: kLoadsFirstFill loads each ring buffer once and
+// What the producer loads: kLoadsAll (every kernel but the diagnostics). Three timing diagnostics
+// for the variants list, all with wrong output: kLoadsFirstFill loads each ring buffer once and
 // then only signals it full (the loop without its copies), kLoadsOneTile reads the first K/V tile
 // of the first head for every tile (the same lines on every SM: copies that L2 always hits and
 // that the fabric can share), kLoadsNoSync loads each ring buffer once and then neither the
