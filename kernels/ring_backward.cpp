@@ -136,7 +136,8 @@ void RingRun::finish_dq(Gpu& x, cudaStream_t cs) {
 void RingRun::exchange_dkv_nccl(int s, int mode) {
   const int P = s_.P;
   const bool home = s == P - 1;  // the last hop: the rounded sums into the owner's output
-  const std::int64_t elems = 2 * static_cast<std::int64_t>(s_.blk), bytes = elems * (home ? s_.e : 4);
+  const std::int64_t elems = 2 * static_cast<std::int64_t>(s_.blk);
+  const auto bytes = static_cast<std::int64_t>(dkv_hop_bytes(s));
   for (auto& x : g_) {
     CUDA_CHECK(cudaSetDevice(x.id));
     if (mode == 0) CUDA_CHECK(cudaStreamWaitEvent(x.comm, x.comp_end[s], 0));
@@ -167,7 +168,7 @@ void RingRun::exchange_dkv_nccl(int s, int mode) {
 void RingRun::exchange_dkv_copy(int s, int mode) {
   const int P = s_.P;
   const bool home = s == P - 1;  // the last hop: the rounded sums into the owner's output
-  const std::size_t bytes = 2 * s_.blk * (home ? s_.e : 4);
+  const std::size_t bytes = dkv_hop_bytes(s);
   for (auto& x : g_) {
     Gpu& y = g_[(x.id + 1) % P];
     CUDA_CHECK(cudaSetDevice(x.id));

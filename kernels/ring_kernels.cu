@@ -58,16 +58,6 @@ void ring_merge(void* o, float* lse, const void* ob, const float* lseb, std::int
 namespace ring_detail {
 namespace {
 
-__global__ void add_f32_kernel(float4* __restrict__ acc, const float4* __restrict__ in, std::size_t quads) {
-  for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < quads;
-       g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
-    float4 a = acc[g];
-    const float4 b = in[g];
-    a.x += b.x, a.y += b.y, a.z += b.z, a.w += b.w;
-    acc[g] = a;
-  }
-}
-
 // Four values of T in one store.
 template <class T>
 struct alignas(4 * sizeof(T)) Four {
@@ -75,9 +65,9 @@ struct alignas(4 * sizeof(T)) Four {
 };
 
 // Four sums a thread, rounded to T once (the one-GPU backward rounds its fp32 sums the same way).
+// out may be acc (W += R): each thread reads its four before it writes them.
 template <class T>
-__global__ void sum_to_kernel(Four<T>* __restrict__ out, const float4* __restrict__ acc, const float4* __restrict__ in,
-                              std::size_t quads) {
+__global__ void sum_to_kernel(Four<T>* out, const float4* acc, const float4* __restrict__ in, std::size_t quads) {
   for (std::size_t g = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x; g < quads;
        g += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
     float4 a = acc[g];
@@ -94,16 +84,12 @@ unsigned grid_for(std::size_t items) { return static_cast<unsigned>(std::min<std
 }  // namespace
 
 void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream) {
-  if (elems == 0) return;
-  if (elems % 4 != 0) throw std::invalid_argument("ring_add_f32: elems must be a multiple of 4");
-  add_f32_kernel<<<grid_for(elems / 4), 256, 0, static_cast<cudaStream_t>(stream)>>>(
-      reinterpret_cast<float4*>(acc), reinterpret_cast<const float4*>(in), elems / 4);
-  CUDA_CHECK_LAUNCH();
+  ring_sum_to(acc, acc, in, elems, Dtype::F32, stream);
 }
 
 void ring_sum_to(void* out, const float* acc, const float* in, std::size_t elems, Dtype dt, void* stream) {
   if (elems == 0) return;
-  if (elems % 4 != 0) throw std::invalid_argument("ring_sum_to: elems must be a multiple of 4");
+  if (elems % 4 != 0) throw std::invalid_argument("ring_sum_to / ring_add_f32: elems must be a multiple of 4");
   const auto s = static_cast<cudaStream_t>(stream);
   const auto a = reinterpret_cast<const float4*>(acc), b = reinterpret_cast<const float4*>(in);
   const unsigned grid = grid_for(elems / 4);

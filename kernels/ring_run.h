@@ -174,6 +174,8 @@ class RingRun {
   void exchange_nccl(int s, int cur, int nxt, int mode);
   void exchange_copy(int s, int cur, int nxt, int mode);
   cudaStream_t step_stream(const Gpu& x, int s) const { return x.comp[s % s_.streams]; }
+  // bytes of step s's dK/dV hop per GPU: fp32 partials, the last (home) the sums in the run's type
+  std::size_t dkv_hop_bytes(int s) const { return 2 * s_.blk * (s == s_.P - 1 ? s_.e : 4); }
   bool step_launch() const { return takes_step_launch(opt_, s_, false); }
   bool backward_step_launch() const { return takes_step_launch(opt_, s_, true); }
   // which of GPU p's query chunks sees which of block b's key chunks: two bits at 2 (2i + j), 0 none,
@@ -248,9 +250,10 @@ class RingRun {
   std::int64_t runs_ = 0;  // runs so far (backward, all-gather): the first has nothing earlier to wait for
 };
 
-// The backward's W += R: acc += in, both fp32. `stream` is a cudaStream_t.
-void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
-// The finished sums in the run's type: out = dt(acc + in), or dt(acc) when in is null.
+// The finished sums in the run's type: out = dt(acc + in), or dt(acc) when in is null; out may be
+// acc. `stream` is a cudaStream_t.
 void ring_sum_to(void* out, const float* acc, const float* in, std::size_t elems, Dtype dt, void* stream);
+// The backward's W += R: acc += in, both fp32 (ring_sum_to into acc).
+void ring_add_f32(float* acc, const float* in, std::size_t elems, void* stream);
 
 }  // namespace flashsim::gpu::ring_detail

@@ -5,6 +5,10 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
+#include <vector>
+
+#include "kernels/cuda_util.cuh"
 #include "kernels/workload.h"
 
 namespace flashsim::gpu {
@@ -29,4 +33,17 @@ __global__ void sm_clock_sample_kernel(SmClockSample* __restrict__ log, unsigned
 }
 
 }  // namespace
+
+// The samples the kernel above logged (log and count on the device), as MHz in the order taken.
+inline std::vector<double> read_sm_clock_mhz(const SmClockSample* log, const unsigned* count, unsigned capacity) {
+  CUDA_CHECK(cudaDeviceSynchronize());
+  unsigned n = 0;
+  CUDA_CHECK(cudaMemcpy(&n, count, sizeof n, cudaMemcpyDeviceToHost));
+  std::vector<SmClockSample> got(std::min(n, capacity));
+  if (!got.empty()) CUDA_CHECK(cudaMemcpy(got.data(), log, got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
+  std::vector<double> mhz;
+  for (const auto& c : got) mhz.push_back(c.mhz());
+  return mhz;
+}
+
 }  // namespace flashsim::gpu

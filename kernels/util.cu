@@ -111,15 +111,7 @@ void SmClockLog::reset() {
 }
 
 std::vector<double> SmClockLog::mhz() const {
-  CUDA_CHECK(cudaDeviceSynchronize());
-  unsigned n = 0;
-  CUDA_CHECK(cudaMemcpy(&n, count_.get(), sizeof n, cudaMemcpyDeviceToHost));
-  std::vector<SmClockSample> got(std::min(n, capacity_));
-  if (!got.empty())
-    CUDA_CHECK(cudaMemcpy(got.data(), log_.get(), got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
-  std::vector<double> out;
-  for (const auto& c : got) out.push_back(c.mhz());
-  return out;
+  return read_sm_clock_mhz(log_.as<SmClockSample>(), count_.as<unsigned>(), capacity_);
 }
 
 void poison(const DevBuf& b) { CUDA_CHECK(cudaMemset(b.get(), 0xff, b.bytes())); }

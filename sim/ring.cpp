@@ -35,6 +35,13 @@ int next(int p, int n) { return (p + 1) % n; }
 int prev(int p, int n) { return (p + n - 1) % n; }
 // The block device p holds at step s: its own at step 0, then one device further back each step.
 int block_at(int p, int s, int n) { return ((p - s) % n + n) % n; }
+// The rows device p owns under cfg's split (all its segments).
+std::int64_t rows_of(const RingConfig& cfg, int p) {
+  const auto segs = device_segments(cfg);  // named: a temporary's element would dangle in the loop
+  std::int64_t rows = 0;
+  for (const auto& g : segs[static_cast<std::size_t>(p)]) rows += g.rows;
+  return rows;
+}
 
 RingSchedule skeleton(const RingConfig& cfg, bool backward) {
   validate(cfg);
@@ -164,10 +171,7 @@ RingSchedule backward_schedule(const RingConfig& cfg) {
 std::int64_t forward_link_bytes(const RingConfig& cfg, int link) {
   validate(cfg);
   if (cfg.p == 1) return 0;
-  const auto segs = device_segments(cfg);
-  std::int64_t rows = 0;
-  for (const auto& g : segs[next(link, cfg.p)]) rows += g.rows;
-  return 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows);
+  return 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows_of(cfg, next(link, cfg.p)));
 }
 
 std::int64_t forward_total_link_bytes(const RingConfig& cfg) {
@@ -178,9 +182,7 @@ std::int64_t forward_total_link_bytes(const RingConfig& cfg) {
 std::int64_t backward_link_bytes(const RingConfig& cfg, int link) {
   if (cfg.p == 1) return forward_link_bytes(cfg, link);
   // every dK/dV block crosses the link, block p+1 on its last hop (home), in the element type
-  const auto segs = device_segments(cfg);
-  std::int64_t home_rows = 0;
-  for (const auto& g : segs[next(link, cfg.p)]) home_rows += g.rows;
+  const std::int64_t home_rows = rows_of(cfg, next(link, cfg.p));
   return forward_link_bytes(cfg, link) + 2 * cfg.d * (cfg.acc_bytes * (cfg.n - home_rows) + cfg.elem_bytes * home_rows);
 }
 
@@ -194,14 +196,8 @@ std::int64_t allgather_link_bytes(const RingConfig& cfg, int link, bool backward
   validate(cfg);
   if (link < 0 || link >= cfg.p) throw RingError("ring: no link " + std::to_string(link));
   if (cfg.p == 1) return 0;
-  const auto segs = device_segments(cfg);
-  auto rows_of = [&](int p) {
-    std::int64_t r = 0;
-    for (const auto& g : segs[p]) r += g.rows;
-    return r;
-  };
-  const std::int64_t gather = 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows_of(next(link, cfg.p)));
-  return gather + (backward ? 2 * cfg.d * cfg.acc_bytes * (cfg.n - rows_of(link)) : 0);
+  const std::int64_t gather = 2 * cfg.d * cfg.elem_bytes * (cfg.n - rows_of(cfg, next(link, cfg.p)));
+  return gather + (backward ? 2 * cfg.d * cfg.acc_bytes * (cfg.n - rows_of(cfg, link)) : 0);
 }
 
 std::int64_t allgather_total_link_bytes(const RingConfig& cfg, bool backward) {
@@ -254,9 +250,7 @@ MethodTimes predict_methods(const RingConfig& cfg, bool backward, double full_pa
 std::int64_t allgather_resident_peak(const RingConfig& cfg, int device, bool backward) {
   validate(cfg);
   if (device < 0 || device >= cfg.p) throw RingError("ring: no device " + std::to_string(device));
-  const auto segs = device_segments(cfg);  // named: a temporary's element would dangle in the loop
-  std::int64_t rows = 0;
-  for (const auto& g : segs[device]) rows += g.rows;
+  const std::int64_t rows = rows_of(cfg, device);
   const std::int64_t kv = 2 * cfg.n * cfg.d * cfg.elem_bytes;
   const std::int64_t dkv = backward ? 2 * cfg.n * cfg.d * cfg.acc_bytes + 2 * rows * cfg.d * cfg.acc_bytes : 0;
   return home_bytes(cfg, rows, backward) + kv + dkv;

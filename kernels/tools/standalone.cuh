@@ -68,13 +68,8 @@ struct ClockSamples {
     CUDA_CHECK_LAUNCH();
   }
   double median_mhz() const {
-    unsigned n = 0;
-    CUDA_CHECK(cudaMemcpy(&n, count.p, sizeof n, cudaMemcpyDeviceToHost));
-    std::vector<SmClockSample> got(std::min(n, kCapacity));
-    if (got.empty()) return 0;
-    CUDA_CHECK(cudaMemcpy(got.data(), log.p, got.size() * sizeof(SmClockSample), cudaMemcpyDeviceToHost));
-    std::vector<double> mhz;
-    for (const auto& c : got) mhz.push_back(c.mhz());
+    std::vector<double> mhz = read_sm_clock_mhz(log.as<SmClockSample>(), count.as<unsigned>(), kCapacity);
+    if (mhz.empty()) return 0;
     std::sort(mhz.begin(), mhz.end());
     return mhz[mhz.size() / 2];
   }
