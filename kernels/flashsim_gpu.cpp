@@ -91,43 +91,47 @@ struct CsvReader {
   }
 };
 
-// Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
-// bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
-// `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
-// recorded them in a dirty_at_start column (their text output says "write-back baseline").
-static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
-                        std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
-                        std::uint32_t copy_rank, std::uint32_t dirty_group, const std::string& preset) {
+// A compare CSV's row to predict again: its measured bytes, occupancy and time, and how it was measured.
+struct PredictJob {
+  int line;
+  std::vector<std::string> f;
+  Spec spec;
+  Bytes meas;
+  int occ;
+  std::uint64_t dirty;
+  bool one_range;
+  double time_ms;
+};
+
+// The columns of a compare CSV that `predict` prints back.
+struct PredictColumns {
+  std::size_t schedule, size, dtype;
+};
+
+// Every row of a compare CSV, read and checked before any prediction runs, so that bad input stops
+// early. Rows without a measurement or an occupancy are skipped: nothing to compare.
+static std::vector<PredictJob> read_predict_jobs(const std::string& path, std::optional<std::uint64_t> dirty_at_start,
+                                                 PredictColumns* cols) {
   CsvReader csv(path);
-  std::ifstream& in = csv.in;
   const auto& head = csv.head;
   auto col = [&](const char* name) { return csv.column(name); };
-  std::string line;
   const std::size_t c_s = col("schedule"), c_size = col("size"), c_dt = col("dtype"), c_r = col("hbm_read"),
                     c_w = col("hbm_written"), c_occ = col("blocks_per_sm");
+  *cols = PredictColumns{c_s, c_size, c_dt};
   const auto c_dirty = csv.optional_column("dirty_at_start");
   // How the row's writes were measured (Row::writes_one_range); CSVs from before the column: split.
   const auto c_method = csv.optional_column("writes_measured");
   // The attention rows' tiling (Spec::br, bc, paired_tiles); CSVs from before the column: told by
   // the occupancy (apply_attn_tiles_before_column). An empty field is read the same way.
   const auto c_tiles = csv.optional_column("attn_tiles");
-  // The measured time, for the time model's pred ms beside it (on `preset`, with the bytes predicted here).
+  // The measured time, for the time model's pred ms beside it.
   const auto c_time = csv.optional_column("time_ms");
-  // Every row is read and checked first, so that bad input stops before any long prediction.
-  struct Job {
-    int line;
-    std::vector<std::string> f;
-    Spec spec;
-    Bytes meas;
-    int occ;
-    std::uint64_t dirty;
-    bool one_range;
-    double time_ms;
-  };
-  std::vector<Job> jobs;
-  for (int n = 2; std::getline(in, line); ++n) {
+  auto bad = [&](int n, const std::string& why) { return std::invalid_argument(path + ":" + std::to_string(n) + ": " + why); };
+  std::vector<PredictJob> jobs;
+  std::string line;
+  for (int n = 2; std::getline(csv.in, line); ++n) {
     auto f = flashsim::sim::csv_split(line);
-    if (f.size() < head.size()) throw std::invalid_argument(path + ":" + std::to_string(n) + ": too few fields");
+    if (f.size() < head.size()) throw bad(n, "too few fields");
     Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
     Bytes meas;
     int occ = 0;
@@ -135,27 +139,26 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       meas = Bytes{std::stoull(f[c_r]), std::stoull(f[c_w])};
       occ = std::stoi(f[c_occ]);
     } catch (const std::exception&) {
-      continue;  // a row without a measurement or an occupancy: nothing to compare
+      continue;
     }
     try {
       if (c_tiles && !f[*c_tiles].empty()) apply_attn_tiles_label(s, f[*c_tiles]);
       else apply_attn_tiles_before_column(s, occ);
     } catch (const std::invalid_argument& e) {
-      throw std::invalid_argument(path + ":" + std::to_string(n) + ": " + e.what());
+      throw bad(n, e.what());
     }
     std::uint64_t dirty = dirty_at_start.value_or(0);
     if (!dirty_at_start && c_dirty) {
       try {
         dirty = static_cast<std::uint64_t>(std::stod(f[*c_dirty]));
       } catch (const std::exception&) {
-        throw std::invalid_argument(path + ":" + std::to_string(n) + ": dirty_at_start is not a number");
+        throw bad(n, "dirty_at_start is not a number");
       }
     }
     bool one_range = false;
     if (c_method) {
       const std::string& m = f[*c_method];
-      if (m != "one-range" && m != "split")
-        throw std::invalid_argument(path + ":" + std::to_string(n) + ": writes_measured is '" + m + "', not one-range or split");
+      if (m != "one-range" && m != "split") throw bad(n, "writes_measured is '" + m + "', not one-range or split");
       one_range = m == "one-range";
     }
     double time_ms = 0;
@@ -163,18 +166,38 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
       try {
         time_ms = std::stod(f[*c_time]);
       } catch (const std::exception&) {
-        throw std::invalid_argument(path + ":" + std::to_string(n) + ": time_ms is not a number");
+        throw bad(n, "time_ms is not a number");
       }
     }
-    jobs.push_back(Job{n, std::move(f), s, meas, occ, dirty, one_range, time_ms});
+    jobs.push_back(PredictJob{n, std::move(f), s, meas, occ, dirty, one_range, time_ms});
   }
+  return jobs;
+}
+
+// "0.123", or "-" when there is no such figure.
+static std::string figure_or_dash(bool have, double v, int prec) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
+  return have ? std::string(buf) : std::string("-");
+}
+
+// Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
+// bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
+// `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
+// recorded them in a dirty_at_start column (their text output says "write-back baseline").
+// The rows' time is predicted on `preset` with the bytes predicted here.
+static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms, int partitions, std::uint32_t ways,
+                        std::uint32_t dirty_ways, std::optional<std::uint64_t> dirty_at_start, std::uint32_t page_lines,
+                        std::uint32_t copy_rank, std::uint32_t dirty_group, const std::string& preset) {
+  PredictColumns c{};
+  const std::vector<PredictJob> jobs = read_predict_jobs(path, dirty_at_start, &c);
   // The rows' models run on worker threads (each builds its own machine); rows print in order.
   struct Result {
     std::optional<Bytes> p;
     std::string why;
     std::optional<TimePrediction> t;
   };
-  auto predict_job = [&](const Job& j) {
+  auto predict_job = [&](const PredictJob& j) {
     Result r;
     r.p = predicted(j.spec, l2_bytes, sms, j.occ, nullptr, &r.why, partitions, ways, dirty_ways, j.dirty, page_lines,
                     copy_rank, !j.one_range, dirty_group);
@@ -188,7 +211,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
   // The time columns only when the CSV has times (a compare run's); then after the byte columns'
   // marker, padded, so that the columns stay aligned.
   bool any_time = false;
-  for (const Job& j : jobs) any_time = any_time || j.time_ms > 0;
+  for (const PredictJob& j : jobs) any_time = any_time || j.time_ms > 0;
   if (any_time)
     std::printf("%-15s %-22s %-5s %21s %21s %13s %-8s %9s %9s %9s\n", "schedule", "size", "dtype", "HBM R/W MiB",
                 "pred R/W MiB", "meas/pred R/W", "", "time ms", "pred ms", "meas/pred");
@@ -197,7 +220,7 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
                 "meas/pred R/W");
   int rows = 0, within = 0;
   std::vector<TimeCheck> times;
-  for (const Job& j : jobs) {
+  for (const PredictJob& j : jobs) {
     while (next < jobs.size() && pending.size() < workers)
       pending.push_back(std::async(std::launch::async, predict_job, std::cref(jobs[next++])));
     const Result r = pending.front().get();
@@ -209,18 +232,15 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     const auto& f = j.f;
     const std::optional<double> pred_ms = r.t ? std::optional<double>(r.t->ms) : std::nullopt;
     const double tr = time_ratio(j.time_ms, pred_ms);
-    auto num = [](bool have, double v, int prec) {
-      char buf[32];
-      std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-      return have ? std::string(buf) : std::string("-");
-    };
     char tcols[96] = "";
     if (any_time)
-      std::snprintf(tcols, sizeof tcols, "%-*s %9s %9s %9s", ok ? 9 : 1, "", num(j.time_ms > 0, j.time_ms, 3).c_str(),
-                    num(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(), num(tr == tr, tr, 2).c_str());
-    std::printf("%-15s %-22s %-5s %21s %21s %13s%s%s\n", f[c_s].c_str(), f[c_size].c_str(), f[c_dt].c_str(),
+      std::snprintf(tcols, sizeof tcols, "%-*s %9s %9s %9s", ok ? 9 : 1, "",
+                    figure_or_dash(j.time_ms > 0, j.time_ms, 3).c_str(),
+                    figure_or_dash(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(),
+                    figure_or_dash(tr == tr, tr, 2).c_str());
+    std::printf("%-15s %-22s %-5s %21s %21s %13s%s%s\n", f[c.schedule].c_str(), f[c.size].c_str(), f[c.dtype].c_str(),
                 fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %", tcols);
-    times.push_back(TimeCheck{f[c_s] + " " + f[c_size] + " " + f[c_dt], time_bound_row(j.spec), j.time_ms, pred_ms});
+    times.push_back(TimeCheck{f[c.schedule] + " " + f[c.size] + " " + f[c.dtype], time_bound_row(j.spec), j.time_ms, pred_ms});
     std::fflush(stdout);
   }
   std::printf("%d of %d rows within 10 %% (L2 %llu B, %d SMs, %d partition%s, %s, dirty limit %u over %u set%s, page lines %u, "
@@ -422,104 +442,81 @@ struct CompareArgs {
   std::uint64_t seed = 0;
 };
 
-// `compare`: run the schedules at the sizes, measure, predict (bytes and time), print.
-static int compare_main(CompareArgs a) {
-  auto& [schedules, sizes, dtypes, causal, csv, json, writes, gpu_preset, repeats, measurements, no_profile, no_check, seed] = a;
-  // compare: parse everything before touching the GPU
-  std::vector<Spec> specs;
-  try {
-    std::vector<Dtype> dts;
-    if (!dtypes.empty())  // a blank --dtype is refused by CLI11 (refuse_blank_values)
-      for (const auto& cur : flashsim::sim::csv_split(dtypes)) {
-        if (cur.find_first_not_of(" \t") == std::string::npos)
-          throw std::invalid_argument("--dtype: an empty item in '" + dtypes + "'");
-        auto d = parse_dtype(cur);
-        if (!d) throw std::invalid_argument("unknown dtype '" + cur + "'");
-        dts.push_back(*d);
-      }
-    std::vector<bool> cm = causal == "no" ? std::vector<bool>{false}
-                           : causal == "yes" ? std::vector<bool>{true}
+// compare's specs from its options, all parsed before the GPU is touched; throws on bad input.
+static std::vector<Spec> compare_specs(const CompareArgs& a) {
+  std::vector<Dtype> dts;
+  if (!a.dtypes.empty())  // a blank --dtype is refused by CLI11 (refuse_blank_values)
+    for (const auto& cur : flashsim::sim::csv_split(a.dtypes)) {
+      if (cur.find_first_not_of(" \t") == std::string::npos)
+        throw std::invalid_argument("--dtype: an empty item in '" + a.dtypes + "'");
+      auto d = parse_dtype(cur);
+      if (!d) throw std::invalid_argument("unknown dtype '" + cur + "'");
+      dts.push_back(*d);
+    }
+  std::vector<bool> cm = a.causal == "no"    ? std::vector<bool>{false}
+                         : a.causal == "yes" ? std::vector<bool>{true}
                                              : std::vector<bool>{false, true};
-    const SizeSet ss = parse_sizes(sizes);
-    check_named_schedules(schedules, ss, dts);  // attn-fp8 named at d != 128 or without fp8: refused, not dropped
-    specs = expand(parse_schedules(schedules), ss, dts, cm);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-    return flashsim::cli::kExitBadInput;
-  }
-  if (specs.empty()) {
-    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");
-    return 1;
-  }
+  const SizeSet ss = parse_sizes(a.sizes);
+  check_named_schedules(a.schedules, ss, dts);  // attn-fp8 named at d != 128 or without fp8: refused, not dropped
+  return expand(parse_schedules(a.schedules), ss, dts, cm);
+}
 
-  if (!gpu_preset.empty()) {
-    try {
-      gpu_preset_for("", gpu_preset);
-    } catch (const std::invalid_argument& e) {
-      std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
-      return flashsim::cli::kExitBadInput;
-    }
-  }
-  auto dev = device_info();
-  if (!dev.have_device) {
-    std::fprintf(stderr, "flashsim-gpu: no CUDA device (%s); nothing was run\n", dev.why.c_str());
-    return 2;
-  }
-  const PresetPick preset = gpu_preset_for(dev.name, gpu_preset);
-
+// Measures every spec on the GPU and predicts its bytes and time. The L2 model of a large size takes
+// CPU seconds: it runs on worker threads while the GPU measures the next rows (each prediction owns
+// its machine; rows are not moved meanwhile). Prints the run's header first.
+static std::vector<Row> measure_and_predict(const std::vector<Spec>& specs, const CompareArgs& a, const DeviceInfo& dev,
+                                            const PresetPick& preset, std::string* prof_status) {
+  RunOptions opt;
+  opt.repeats = a.repeats;
+  opt.profile = !a.no_profile;
+  opt.check = !a.no_check;
+  opt.predict = false;  // below, on worker threads
+  opt.writes_one_range = a.writes == "one-range";
+  opt.measurements = a.measurements;
+  Runner runner(opt);
+  *prof_status = runner.profiler_status();
+  std::uint64_t seed = a.seed;
+  if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
+  std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set over %u set(s), page "
+              "lines %u, copy rank %u)\n",
+              dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
+              dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
+  std::printf("profiler: %s\n", prof_status->c_str());
+  std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
+  std::printf("time model: preset %s (%s)%s%s\n", preset.name.c_str(), a.gpu_preset.empty() ? "from the device name" : "--gpu-preset",
+              preset.note.empty() ? "" : "; ", preset.note.c_str());
+  std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));
+  std::fflush(stdout);
   std::vector<Row> rows;
-  std::string prof_status;
-  try {
-    RunOptions opt;
-    opt.repeats = repeats;
-    opt.profile = !no_profile;
-    opt.check = !no_check;
-    opt.predict = false;  // below, on worker threads
-    opt.writes_one_range = writes == "one-range";
-    opt.measurements = measurements;
-    Runner runner(opt);
-    prof_status = runner.profiler_status();
-    if (seed == 0) seed = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch().count());
-    std::printf("device: %s, %d SMs, L2 %.1f MB (pred: %d partition(s), %u ways, dirty limit %u a set over %u set(s), page "
-                "lines %u, copy rank %u)\n",
-                dev.name.c_str(), dev.sms, dev.l2_bytes / 1e6, dev.l2_partitions, dev.l2_ways, dev.l2_dirty_ways,
-                dev.l2_dirty_group, dev.l2_page_lines, dev.l2_copy_rank);
-    std::printf("profiler: %s\n", prof_status.c_str());
-    std::printf("counted: %s\n", have_counted() ? "tile machine (sim/traffic.h)" : "n/a (flashsim_sim not built)");
-    std::printf("time model: preset %s (%s)%s%s\n", preset.name.c_str(), gpu_preset.empty() ? "from the device name" : "--gpu-preset",
-                preset.note.empty() ? "" : "; ", preset.note.c_str());
-    std::printf("seed: %llu\n\n", static_cast<unsigned long long>(seed));
-    std::fflush(stdout);
-    // The L2 model of a large size takes CPU seconds: it runs on worker threads while the GPU
-    // measures the next rows (each prediction owns its machine; rows are not moved meanwhile).
-    rows.reserve(specs.size());
-    const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 9) - 1;
-    std::deque<std::future<void>> pending;
-    for (std::size_t i = 0; i < specs.size(); ++i) {
-      const auto& s = specs[i];
-      progress(i, specs.size(),
-               std::string(info(s.schedule).id) + " " + s.size_label() + " " + dtype_name(s.dtype));
-      rows.push_back(runner.run(s, seed + 1000003ull * i));
-      if (pending.size() >= workers) {
-        pending.front().get();
-        pending.pop_front();
-      }
-      pending.push_back(std::async(std::launch::async, [&rows, &dev, &preset, i] {
-        predict_row(rows[i], dev);
-        predict_row_time(rows[i], preset.name);  // with the predicted HBM bytes
-      }));
-    }
-    progress(specs.size(), specs.size(), "predicting");
-    while (!pending.empty()) {
+  rows.reserve(specs.size());
+  const std::size_t workers = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 2, 9) - 1;
+  std::deque<std::future<void>> pending;
+  for (std::size_t i = 0; i < specs.size(); ++i) {
+    const auto& s = specs[i];
+    progress(i, specs.size(), std::string(info(s.schedule).id) + " " + s.size_label() + " " + dtype_name(s.dtype));
+    rows.push_back(runner.run(s, seed + 1000003ull * i));
+    if (pending.size() >= workers) {
       pending.front().get();
       pending.pop_front();
     }
-    progress(specs.size(), specs.size(), "done");
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "\nflashsim-gpu: %s\n", e.what());
-    return 1;
+    pending.push_back(std::async(std::launch::async, [&rows, &dev, &preset, i] {
+      predict_row(rows[i], dev);
+      predict_row_time(rows[i], preset.name);  // with the predicted HBM bytes
+    }));
   }
+  progress(specs.size(), specs.size(), "predicting");
+  while (!pending.empty()) {
+    pending.front().get();
+    pending.pop_front();
+  }
+  progress(specs.size(), specs.size(), "done");
+  return rows;
+}
 
+// The table, its summaries and column legend, the failed checks, and the CSV / JSON files.
+// Returns whether every check passed and every file was written.
+static bool report_compare(const std::vector<Row>& rows, const CompareArgs& a, const DeviceInfo& dev,
+                           const PresetPick& preset, const std::string& prof_status) {
   print_table(std::cout, rows, static_cast<double>(dev.l2_bytes));
   const std::string expl = l2_explanation(rows, static_cast<double>(dev.l2_bytes));
   if (!expl.empty()) std::cout << expl << '\n';
@@ -542,9 +539,40 @@ static int compare_main(CompareArgs a) {
     }
   }
   std::string device = dev.name + ", L2 " + std::to_string(dev.l2_bytes) + " B";
-  if (!csv.empty() && !write_to(csv, [&](std::ostream& o) { write_csv(o, rows); })) ok = false;
-  if (!json.empty() && !write_to(json, [&](std::ostream& o) { write_json(o, rows, device, prof_status); })) ok = false;
-  return ok ? 0 : 1;
+  if (!a.csv.empty() && !write_to(a.csv, [&](std::ostream& o) { write_csv(o, rows); })) ok = false;
+  if (!a.json.empty() && !write_to(a.json, [&](std::ostream& o) { write_json(o, rows, device, prof_status); })) ok = false;
+  return ok;
+}
+
+// `compare`: run the schedules at the sizes, measure, predict (bytes and time), print.
+static int compare_main(const CompareArgs& a) {
+  std::vector<Spec> specs;
+  try {
+    specs = compare_specs(a);
+    if (!a.gpu_preset.empty()) gpu_preset_for("", a.gpu_preset);  // an unknown preset: bad input, before the GPU
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "flashsim-gpu: %s\n", e.what());
+    return flashsim::cli::kExitBadInput;
+  }
+  if (specs.empty()) {
+    std::fprintf(stderr, "flashsim-gpu: nothing to run (no size given for the chosen schedules, or none of them has a kernel for the chosen dtype and head dim)\n");
+    return 1;
+  }
+  auto dev = device_info();
+  if (!dev.have_device) {
+    std::fprintf(stderr, "flashsim-gpu: no CUDA device (%s); nothing was run\n", dev.why.c_str());
+    return 2;
+  }
+  const PresetPick preset = gpu_preset_for(dev.name, a.gpu_preset);
+  std::vector<Row> rows;
+  std::string prof_status;
+  try {
+    rows = measure_and_predict(specs, a, dev, preset, &prof_status);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "\nflashsim-gpu: %s\n", e.what());
+    return 1;
+  }
+  return report_compare(rows, a, dev, preset, prof_status) ? 0 : 1;
 }
 
 namespace {
