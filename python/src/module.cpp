@@ -481,12 +481,10 @@ py::list lesson_list() {
 
 }  // namespace
 
-PYBIND11_MODULE(_core, mod) {
-  mod.doc() =
-      "flashsim's simulator, bound from C++: the assembler, the machine, the lesson checker and the "
-      "`flashsim` command line (run in-process). Use it through the `flashsim` package.";
-  mod.attr("__version__") = FLASHSIM_VERSION;
+namespace {
 
+// flashsim.AssemblerError and flashsim.MachineFault, and the translation of the C++ exceptions into them.
+void bind_errors(py::module_& mod) {
   g_asm_error = PyErr_NewExceptionWithDoc(
       "flashsim.AssemblerError",
       "A trace that does not assemble. Attributes: file, line, col (1-based; 0 where unknown) and "
@@ -517,8 +515,10 @@ PYBIND11_MODULE(_core, mod) {
       PyErr_SetObject(g_machine_fault, inst.ptr());
     }
   });
+}
 
-  // --- programs ---------------------------------------------------------------------------
+// Program, assemble(), assemble_file().
+void bind_programs(py::module_& mod) {
   py::class_<PyProgram>(mod, "Program",
                         "An assembled trace: loops expanded, arrays declared, the machine's directives read. "
                         "Make one with flashsim.assemble() or flashsim.assemble_file().")
@@ -563,8 +563,10 @@ PYBIND11_MODULE(_core, mod) {
           "line and col on a bad trace.");
   mod.def("assemble_file", &py_assemble_file, py::arg("path"), py::arg("params") = py::none(),
           "Read and assemble a trace file (see assemble()).");
+}
 
-  // --- the machine ------------------------------------------------------------------------
+// Machine: step, step back, run, counters, registers, arrays, traces.
+void bind_machine(py::module_& mod) {
   py::class_<PyMachine>(mod, "Machine",
                         "The cycle-counting machine running one Program: step, step back (with history), "
                         "run, run to a breakpoint. Registers hold a value and, with symbolic=True, the "
@@ -644,8 +646,10 @@ PYBIND11_MODULE(_core, mod) {
         return "<flashsim.Machine " + m.m().program().name + " at step " + std::to_string(m.m().pc()) + "/" +
                std::to_string(m.m().size()) + ", " + std::to_string(m.m().counters().cycles) + " cycles>";
       });
+}
 
-  // --- lessons ----------------------------------------------------------------------------
+// Verdict, lesson_check(), lessons(), lessons_root().
+void bind_lessons(py::module_& mod) {
   py::class_<PyVerdict>(mod, "Verdict", "The outcome of flashsim.lesson_check().")
       .def_readonly("passed", &PyVerdict::passed)
       .def_readonly("refused", &PyVerdict::refused,
@@ -691,9 +695,26 @@ PYBIND11_MODULE(_core, mod) {
   mod.def("lessons", &lesson_list, "Every lesson: id, slug, name, title, dir and its parts (registers, budgets).");
   mod.def("lessons_root", [] { return lessons::lessons_root(); },
           "The lessons folder ($FLASHSIM_LESSONS_DIR, else the source tree's lessons/).");
+}
 
-  // --- the command line -------------------------------------------------------------------
+// cli(): any `flashsim` command, in-process.
+void bind_cli(py::module_& mod) {
   mod.def("cli", &cli_call, py::arg("args"),
           "Run a `flashsim` command in-process, e.g. cli(['traffic', 'attention', '--json']). Returns "
           "(exit_code, stdout, stderr): what the executable would print and exit with.");
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, mod) {
+  mod.doc() =
+      "flashsim's simulator, bound from C++: the assembler, the machine, the lesson checker and the "
+      "`flashsim` command line (run in-process). Use it through the `flashsim` package.";
+  mod.attr("__version__") = FLASHSIM_VERSION;
+
+  bind_errors(mod);
+  bind_programs(mod);
+  bind_machine(mod);
+  bind_lessons(mod);
+  bind_cli(mod);
 }
