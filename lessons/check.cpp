@@ -715,45 +715,29 @@ Verdict check_text(const Lesson& lesson, const Part& part, const std::string& te
   return v;
 }
 
-Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog) {
-  (void)lesson;
-  Verdict v;
-  v.trace = prog.name;
-  auto& problems = v.problems;
+namespace {
 
-  const ReferenceFn* ref = find_reference(part.reference);
-  if (!ref) {
-    problems.push_back("the lesson's reference '" + part.reference + "' is not registered (a lesson .cpp must call "
-                       "FLASHSIM_LESSON_REFERENCE)");
-    return v;
-  }
-
-  // The register file is the lesson's, whatever the trace's .regs says.
-  if (prog.highest_reg >= part.regs) {
-    std::uint32_t line = 0;
-    for (std::size_t i = 0; i < prog.code.size(); ++i) {
-      for (int k = 0; k < 4; ++k) {
-        const isa::Operand o = prog.code[i].operand(k);
-        if (o.kind == isa::Operand::Kind::Reg && o.reg == prog.highest_reg) line = prog.loc(i).line;
-      }
-      if (line) break;
+// The register file is the lesson's, whatever the trace's .regs says: a sentence naming the first
+// line that uses a register past it, or none.
+std::optional<std::string> register_problem(const Part& part, const isa::Program& prog) {
+  if (prog.highest_reg < part.regs) return std::nullopt;
+  std::uint32_t line = 0;
+  for (std::size_t i = 0; i < prog.code.size() && !line; ++i)
+    for (int k = 0; k < 4; ++k) {
+      const isa::Operand o = prog.code[i].operand(k);
+      if (o.kind == isa::Operand::Kind::Reg && o.reg == prog.highest_reg) line = prog.loc(i).line;
     }
-    problems.push_back("your trace uses R" + std::to_string(prog.highest_reg) + " (line " + std::to_string(line) +
-                       "), but the machine has " + std::to_string(part.regs) + " registers (R0..R" +
-                       std::to_string(part.regs - 1) + ")");
-    return v;
-  }
-  if (auto refused = machine_redefinition(part, prog)) {
-    problems.push_back(*refused);
-    v.refused = true;
-    return v;
-  }
+  return "your trace uses R" + std::to_string(prog.highest_reg) + " (line " + std::to_string(line) +
+         "), but the machine has " + std::to_string(part.regs) + " registers (R0..R" + std::to_string(part.regs - 1) + ")";
+}
 
-  // The arrays must be the lesson's; inferred shapes grow to the lesson's shape.
+// The arrays must be the lesson's; inferred shapes grow to the lesson's shape. Appends a sentence
+// for each array that does not fit and each output never stored.
+void fit_arrays_to_lesson(const Part& part, isa::Program& prog, std::vector<std::string>& problems) {
+  std::string names;
+  for (const auto& x : part.arrays) names += (names.empty() ? "" : ", ") + x.name + shape_text(x.rows, x.cols, x.rank);
   for (auto& a : prog.arrays) {
     auto s = std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == a.name; });
-    std::string names;
-    for (const auto& x : part.arrays) names += (names.empty() ? "" : ", ") + x.name + shape_text(x.rows, x.cols, x.rank);
     if (s == part.arrays.end()) {
       problems.push_back("your trace uses an array '" + a.name + "' that this machine does not have (it has " + names + ")");
       continue;
@@ -783,40 +767,158 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
   }
   for (const auto& o : part.outputs)
     if (!prog.find_array(o.array)) problems.push_back("your trace never stores to " + o.array);
+}
+
+// One trial's machine options and every array of the lesson: constants, random inputs in their
+// ranges (rounded to float unless the lesson is f64), then the reference's outputs and derived
+// arrays. The arrays the trace uses become the machine's inputs.
+sim::MachineOptions trial_setup(const Part& part, const isa::Program& prog, const ReferenceFn& ref, int trial,
+                                std::uint64_t seed, ArraySet& arrays) {
+  std::mt19937_64 rng(seed);
+  sim::MachineOptions mo;
+  mo.regs = part.regs;
+  mo.f64 = part.f64;
+  mo.history = false;
+  mo.symbolic = trial == 0;
+  mo.sram_bytes = part.sram_bytes;
+  mo.l2 = part.l2.value_or(isa::L2Geometry{});  // capacity 0: no L2
+  const auto derived = [&](const std::string& n) { return std::find(part.derived.begin(), part.derived.end(), n) != part.derived.end(); };
+  for (const auto& s : part.arrays) {
+    Matrix m{s.rows, s.cols, std::vector<double>(static_cast<std::size_t>(s.rows * s.cols), 0.0)};
+    if (auto k = part.constants.find(s.name); k != part.constants.end()) {
+      std::fill(m.v.begin(), m.v.end(), k->second);
+      if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
+    } else if (!is_output(part, s.name) && !derived(s.name)) {
+      auto range = part.ranges.count(s.name) ? part.ranges.at(s.name) : std::pair<double, double>{-1.0, 1.0};
+      std::uniform_real_distribution<double> dist(range.first, range.second);
+      for (auto& x : m.v) {
+        x = dist(rng);
+        if (!part.f64) x = static_cast<double>(static_cast<float>(x));
+      }
+      if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
+    }
+    arrays[s.name] = std::move(m);
+  }
+  ref(arrays);
+  for (const auto& d : part.derived)
+    if (prog.find_array(d)) mo.inputs[d] = arrays.at(d).v;
+  return mo;
+}
+
+// The counts the budgets and the report read, from a finished run.
+Counts counts_of(const sim::Machine& m, const isa::Program& prog) {
+  Counts k;
+  const auto& c = m.counters();
+  k.cycles = c.cycles;
+  k.instructions = c.instructions;
+  k.loads = c.count(isa::Opcode::LOAD);
+  k.stores = c.count(isa::Opcode::STORE);
+  k.macs = c.count(isa::Opcode::MAC) + c.count(isa::Opcode::MAC_Z);
+  k.dram_reads = c.elem_reads;
+  k.dram_writes = c.elem_writes;
+  k.bytes_read = c.bytes_read;
+  k.bytes_written = c.bytes_written;
+  k.sram_peak = m.sram_peak();
+  k.regs_used = prog.highest_reg + 1;
+  k.hbm_bytes_read = c.bytes_read;
+  k.hbm_bytes_written = c.bytes_written;
+  if (m.config().l2) {
+    const sim::L2Counts t = sim::TraceL2(m, *m.config().l2).total();
+    k.hbm_bytes_read = t.hbm_read;
+    k.hbm_bytes_written = t.hbm_written;
+    k.l2_hits = t.hits;
+    k.l2_misses = t.misses;
+  }
+  return k;
+}
+
+// Every output cell against the reference's: appends the first four wrong or unstored cells (with
+// the expression the trace stored, when symbolic) and returns how many were wrong.
+int check_outputs(const Part& part, const isa::Program& prog, const sim::Machine& m, const ArraySet& arrays,
+                  std::vector<std::string>& problems) {
+  int wrong = 0;
+  for (const auto& o : part.outputs) {
+    const auto& shape = *std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == o.array; });
+    auto id = *prog.find_array(o.array);
+    const auto& state = m.array(id);
+    const auto& decl = prog.arrays[id];
+    const Matrix& want = arrays.at(o.array);
+    for (std::int64_t r = 0; r < shape.rows; ++r)
+      for (std::int64_t c = 0; c < shape.cols; ++c) {
+        if (o.row && (r != *o.row || c != *o.col)) continue;
+        auto flat = static_cast<std::size_t>(r * shape.cols + c);
+        // tile_writes counts per tile; on the scalar machine a tile is an element
+        std::int64_t tr = r / decl.tile_rows, tc = c / decl.tile_cols;
+        auto tile = static_cast<std::size_t>(tr * decl.tile_grid_cols() + tc);
+        std::string cell = cell_text(o.array, shape.rank, r, c);
+        if (part.tiled()) cell += " (in tile " + cell_text(o.array, shape.rank, tr, tc) + ")";
+        double expected = want.at(r, c);
+        if (state.tile_writes[tile] == 0) {
+          if (!part.tiled()) {
+            if (wrong++ < 4) problems.push_back(cell + " is never stored (expected " + number(expected) + ")");
+          } else if (r % decl.tile_rows == 0 && c % decl.tile_cols == 0) {  // once per tile, at its first cell
+            if (wrong++ < 4) problems.push_back("tile " + cell_text(o.array, shape.rank, tr, tc) + " is never stored");
+          }
+          continue;
+        }
+        double got = state.values[flat];
+        double tol = part.tolerance * std::max(1.0, std::fabs(expected));
+        if (std::isfinite(got) && std::fabs(got - expected) <= tol) continue;
+        if (std::isinf(expected) && got == expected) continue;  // a row that sees no key: L = -inf
+        if (wrong++ >= 4) continue;
+        std::string msg = cell + ": expected " + number(expected) + ", got " + number(got);
+        if (m.symbolic()) msg += " (your trace stored " + m.value_symbol(id, static_cast<std::int64_t>(tile)) + ")";
+        problems.push_back(msg);
+      }
+  }
+  return wrong;
+}
+
+// The budgets, the time budget on the lesson's units and the lesson's own checks (first trial only).
+void check_budgets(const Part& part, const isa::Program& prog, const sim::Machine& m, Counts& counts,
+                   std::vector<std::string>& problems) {
+  for (const auto& b : part.budgets) {
+    auto got = counter_value(counts, m, b.counter);
+    if (got > b.limit) problems.push_back(over_budget(b.counter, got, b.limit) + (b.why.empty() ? "" : " (" + b.why + ")"));
+  }
+  if (!part.units.empty()) time_trace(part, prog, counts, problems);
+  for (const auto& name : part.custom_checks) {
+    auto it = custom_checks().find(name);
+    if (it == custom_checks().end()) problems.push_back("the lesson's check '" + name + "' is not registered");
+    else it->second(m, part, problems);
+  }
+}
+
+}  // namespace
+
+Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog) {
+  (void)lesson;
+  Verdict v;
+  v.trace = prog.name;
+  auto& problems = v.problems;
+
+  const ReferenceFn* ref = find_reference(part.reference);
+  if (!ref) {
+    problems.push_back("the lesson's reference '" + part.reference + "' is not registered (a lesson .cpp must call "
+                       "FLASHSIM_LESSON_REFERENCE)");
+    return v;
+  }
+  if (auto regs = register_problem(part, prog)) {
+    problems.push_back(*regs);
+    return v;
+  }
+  if (auto refused = machine_redefinition(part, prog)) {
+    problems.push_back(*refused);
+    v.refused = true;
+    return v;
+  }
+  fit_arrays_to_lesson(part, prog, problems);
   if (!problems.empty()) return v;
 
   for (int trial = 0; trial < part.trials; ++trial) {
-    std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial);
-    std::mt19937_64 rng(seed);
+    const std::uint64_t seed = 1000 + static_cast<std::uint64_t>(trial);
     ArraySet arrays;
-    sim::MachineOptions mo;
-    mo.regs = part.regs;
-    mo.f64 = part.f64;
-    mo.history = false;
-    mo.symbolic = trial == 0;
-    mo.sram_bytes = part.sram_bytes;
-    mo.l2 = part.l2.value_or(isa::L2Geometry{});  // capacity 0: no L2
-    const auto derived = [&](const std::string& n) { return std::find(part.derived.begin(), part.derived.end(), n) != part.derived.end(); };
-    for (const auto& s : part.arrays) {
-      Matrix m{s.rows, s.cols, std::vector<double>(static_cast<std::size_t>(s.rows * s.cols), 0.0)};
-      if (auto k = part.constants.find(s.name); k != part.constants.end()) {
-        std::fill(m.v.begin(), m.v.end(), k->second);
-        if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
-      } else if (!is_output(part, s.name) && !derived(s.name)) {
-        auto range = part.ranges.count(s.name) ? part.ranges.at(s.name) : std::pair<double, double>{-1.0, 1.0};
-        std::uniform_real_distribution<double> dist(range.first, range.second);
-        for (auto& x : m.v) {
-          x = dist(rng);
-          if (!part.f64) x = static_cast<double>(static_cast<float>(x));
-        }
-        if (prog.find_array(s.name)) mo.inputs[s.name] = m.v;
-      }
-      arrays[s.name] = std::move(m);
-    }
-    (*ref)(arrays);
-    for (const auto& d : part.derived)
-      if (prog.find_array(d)) mo.inputs[d] = arrays.at(d).v;
-
+    const sim::MachineOptions mo = trial_setup(part, prog, *ref, trial, seed, arrays);
     std::optional<sim::Machine> machine;
     try {
       machine.emplace(prog, mo);
@@ -829,86 +931,17 @@ Verdict check_program(const Lesson& lesson, const Part& part, isa::Program prog)
       return v;
     }
     const sim::Machine& m = *machine;
-    if (trial == 0) {
-      const auto& c = m.counters();
-      v.counts.cycles = c.cycles;
-      v.counts.instructions = c.instructions;
-      v.counts.loads = c.count(isa::Opcode::LOAD);
-      v.counts.stores = c.count(isa::Opcode::STORE);
-      v.counts.macs = c.count(isa::Opcode::MAC) + c.count(isa::Opcode::MAC_Z);
-      v.counts.dram_reads = c.elem_reads;
-      v.counts.dram_writes = c.elem_writes;
-      v.counts.bytes_read = c.bytes_read;
-      v.counts.bytes_written = c.bytes_written;
-      v.counts.sram_peak = m.sram_peak();
-      v.counts.regs_used = prog.highest_reg + 1;
-      v.counts.hbm_bytes_read = c.bytes_read;
-      v.counts.hbm_bytes_written = c.bytes_written;
-      if (m.config().l2) {
-        const sim::L2Counts t = sim::TraceL2(m, *m.config().l2).total();
-        v.counts.hbm_bytes_read = t.hbm_read;
-        v.counts.hbm_bytes_written = t.hbm_written;
-        v.counts.l2_hits = t.hits;
-        v.counts.l2_misses = t.misses;
-      }
-    }
+    if (trial == 0) v.counts = counts_of(m, prog);
 
-    int wrong = 0;
-    std::size_t before = problems.size();
-    for (const auto& o : part.outputs) {
-      const auto& shape = *std::find_if(part.arrays.begin(), part.arrays.end(), [&](const ArrayShape& x) { return x.name == o.array; });
-      auto id = *prog.find_array(o.array);
-      const auto& state = m.array(id);
-      const auto& decl = prog.arrays[id];
-      const Matrix& want = arrays.at(o.array);
-      for (std::int64_t r = 0; r < shape.rows; ++r)
-        for (std::int64_t c = 0; c < shape.cols; ++c) {
-          if (o.row && (r != *o.row || c != *o.col)) continue;
-          auto flat = static_cast<std::size_t>(r * shape.cols + c);
-          // tile_writes counts per tile; on the scalar machine a tile is an element
-          std::int64_t tr = r / decl.tile_rows, tc = c / decl.tile_cols;
-          auto tile = static_cast<std::size_t>(tr * decl.tile_grid_cols() + tc);
-          std::string cell = cell_text(o.array, shape.rank, r, c);
-          if (part.tiled()) cell += " (in tile " + cell_text(o.array, shape.rank, tr, tc) + ")";
-          double expected = want.at(r, c);
-          if (state.tile_writes[tile] == 0) {
-            if (!part.tiled()) {
-              if (wrong++ < 4) problems.push_back(cell + " is never stored (expected " + number(expected) + ")");
-            } else if (r % decl.tile_rows == 0 && c % decl.tile_cols == 0) {  // once per tile, at its first cell
-              if (wrong++ < 4) problems.push_back("tile " + cell_text(o.array, shape.rank, tr, tc) + " is never stored");
-            }
-            continue;
-          }
-          double got = state.values[flat];
-          double tol = part.tolerance * std::max(1.0, std::fabs(expected));
-          if (std::isfinite(got) && std::fabs(got - expected) <= tol) continue;
-          if (std::isinf(expected) && got == expected) continue;  // a row that sees no key: L = -inf
-          if (wrong++ >= 4) continue;
-          std::string msg = cell + ": expected " + number(expected) + ", got " + number(got);
-          if (m.symbolic()) msg += " (your trace stored " + m.value_symbol(id, static_cast<std::int64_t>(tile)) + ")";
-          problems.push_back(msg);
-        }
-    }
-    if (wrong > 0) {
+    const std::size_t before = problems.size();
+    if (const int wrong = check_outputs(part, prog, m, arrays, problems); wrong > 0) {
       if (wrong > 4) problems.push_back("... and " + std::to_string(wrong - 4) + " more wrong output cells");
       problems.insert(problems.begin() + static_cast<std::ptrdiff_t>(before),
                       "wrong values on random inputs (trial " + std::to_string(trial + 1) + " of " +
                           std::to_string(part.trials) + ", seed " + std::to_string(seed) + "):");
       return v;
     }
-    if (trial == 0) {
-      for (const auto& b : part.budgets) {
-        auto got = counter_value(v.counts, m, b.counter);
-        if (got > b.limit)
-          problems.push_back(over_budget(b.counter, got, b.limit) + (b.why.empty() ? "" : " (" + b.why + ")"));
-      }
-      if (!part.units.empty()) time_trace(part, prog, v.counts, problems);
-      for (const auto& name : part.custom_checks) {
-        auto it = custom_checks().find(name);
-        if (it == custom_checks().end()) problems.push_back("the lesson's check '" + name + "' is not registered");
-        else it->second(m, part, problems);
-      }
-    }
+    if (trial == 0) check_budgets(part, prog, m, v.counts, problems);
   }
   v.passed = problems.empty();
   return v;
