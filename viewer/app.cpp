@@ -1022,197 +1022,234 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   ImGui::EndTooltip();
 }
 
+namespace {
+
+// The DRAM pane's legend: the fill is the read count, the orange band the write count, the box this step.
+void dram_legend(ImDrawList* dl) {
+  ImVec2 g = ImGui::GetCursorScreenPos();
+  for (int i = 0; i < 40; ++i) dl->AddRectFilled(ImVec2(g.x + i, g.y + 4), ImVec2(g.x + i + 1, g.y + 14), heat(i / 39.0f));
+  ImGui::Dummy(ImVec2(42, 16));
+  ImGui::SameLine();
+  ImGui::TextDisabled("reads");
+  ImGui::SameLine();
+  ImVec2 w = ImGui::GetCursorScreenPos();
+  dl->AddRectFilled(ImVec2(w.x, w.y + 9), ImVec2(w.x + 16, w.y + 14), IM_COL32(240, 130, 60, 255));
+  ImGui::Dummy(ImVec2(18, 16));
+  ImGui::SameLine();
+  ImGui::TextDisabled("writes");
+  ImGui::SameLine();
+  ImVec2 o = ImGui::GetCursorScreenPos();
+  dl->AddRect(ImVec2(o.x, o.y + 3), ImVec2(o.x + 13, o.y + 15), rgb(theme::kTouchedCell), 0, 0, 2.5f);
+  ImGui::Dummy(ImVec2(15, 16));
+  ImGui::SameLine();
+  ImGui::TextDisabled("this step");
+}
+
+}  // namespace
+
+// Where one array's grid of cells lies on the screen, and what a cell stands for.
+struct DramGrid {
+  float x, y, cell;                     // top-left corner and cell size in pixels
+  std::int64_t per_row, rows, tiles, gc;  // cells across and down, tiles in all, tile-grid columns
+  const std::vector<std::uint32_t>* tile_reads;  // requested, or DRAM misses in the L2 view
+};
+
 void App::dram_pane(int slot, Rect r) {
   Trace& t = *model_.trace(slot);
   if (begin_pane(pane_title(slot, "DRAM").c_str(), slot, r, ImGuiWindowFlags_HorizontalScrollbar)) {
-    const auto& p = t.program();
-    const auto& m = t.machine();
-    ImDrawList* dl = ImGui::GetWindowDrawList();
-    ImFont* mono = static_cast<ImFont*>(mono_font_);
-    const std::string prefix = "t" + std::to_string(slot) + ".";
-    auto touched = t.touched();
-    auto next = t.next_touch();
-    // Legend: the fill is the read count, the orange band the write count, the box this step.
-    {
-      ImVec2 g = ImGui::GetCursorScreenPos();
-      for (int i = 0; i < 40; ++i) dl->AddRectFilled(ImVec2(g.x + i, g.y + 4), ImVec2(g.x + i + 1, g.y + 14), heat(i / 39.0f));
-      ImGui::Dummy(ImVec2(42, 16));
-      ImGui::SameLine();
-      ImGui::TextDisabled("reads");
-      ImGui::SameLine();
-      ImVec2 w = ImGui::GetCursorScreenPos();
-      dl->AddRectFilled(ImVec2(w.x, w.y + 9), ImVec2(w.x + 16, w.y + 14), IM_COL32(240, 130, 60, 255));
-      ImGui::Dummy(ImVec2(18, 16));
-      ImGui::SameLine();
-      ImGui::TextDisabled("writes");
-      ImGui::SameLine();
-      ImVec2 o = ImGui::GetCursorScreenPos();
-      dl->AddRect(ImVec2(o.x, o.y + 3), ImVec2(o.x + 13, o.y + 15), rgb(theme::kTouchedCell), 0, 0, 2.5f);
-      ImGui::Dummy(ImVec2(15, 16));
-      ImGui::SameLine();
-      ImGui::TextDisabled("this step");
-    }
+    dram_legend(ImGui::GetWindowDrawList());
     const sim::TraceL2* l2 = t.l2();
+    if (l2) dram_l2_bar(slot, *l2);
     const bool l2_view = l2 && dram_l2_view_;
-    if (l2) {
-      // What the fill counts: every LOAD, or only those the L2 could not serve.
-      if (ImGui::RadioButton(("requested##dv" + std::to_string(slot)).c_str(), !dram_l2_view_)) dram_l2_view_ = false;
-      ImGui::SameLine();
-      if (ImGui::RadioButton(("DRAM misses, L2 hits##dv" + std::to_string(slot)).c_str(), dram_l2_view_)) dram_l2_view_ = true;
-      ImVec2 a = ImGui::GetItemRectMin();
-      mark(prefix + "l2_toggle", a.x, a.y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
-      const auto cap = l2->config().capacity_bytes;
-      const float held = static_cast<float>(l2->resident_bytes()) / static_cast<float>(cap);
-      char overlay[128];
-      std::snprintf(overlay, sizeof overlay, "L2 %s: %s held, %s dirty", human_bytes(cap).c_str(),
-                    human_bytes(l2->resident_bytes()).c_str(), human_bytes(l2->dirty_bytes()).c_str());
-      ImGui::PushStyleColor(ImGuiCol_PlotHistogram, ImVec4(0.35f, 0.55f, 0.80f, 1));
-      ImGui::ProgressBar(std::min(held, 1.0f), ImVec2(-1, 0), overlay);
-      ImGui::PopStyleColor();
-      ImVec2 b0 = ImGui::GetItemRectMin(), b1 = ImGui::GetItemRectMax();
-      // The dirty part of what is held, as a band along the bar's bottom.
-      const float dirty = static_cast<float>(l2->dirty_bytes()) / static_cast<float>(cap);
-      dl->AddRectFilled(ImVec2(b0.x, b1.y - 4), ImVec2(b0.x + (b1.x - b0.x) * std::min(dirty, 1.0f), b1.y), IM_COL32(240, 130, 60, 255));
-      mark(prefix + "l2_occupancy", b0.x, b0.y, b1.x, b1.y);
-    }
-    for (std::uint32_t id = 0; id < p.arrays.size(); ++id) {
-      const auto& d = p.arrays[id];
-      const auto& s = m.array(id);
-      std::string head = d.name + (d.rank == 2 ? "[" + std::to_string(d.rows) + "][" + std::to_string(d.cols) + "]"
-                                               : "[" + std::to_string(d.rows) + "]");
-      head += m.is_input(id) ? (m.is_output(id) ? "  in/out" : "  in") : (m.is_output(id) ? "  out" : "");
-      std::string sub = "r " + human_bytes(s.bytes_read) + "  w " + human_bytes(s.bytes_written);
-      if (l2_view) {
-        const sim::L2Counts& c = l2->array(id);
-        sub = "DRAM r " + human_bytes(c.hbm_read) + "  w " + human_bytes(c.hbm_written) + "  (asked r " +
-              human_bytes(s.bytes_read) + ")";
-        if (c.hits + c.misses) sub += "  L2 hits " + std::to_string(100 * c.hits / (c.hits + c.misses)) + "%";
-      }
-      const std::vector<std::uint32_t>& tile_reads = l2_view ? l2->tile_hbm_reads(id) : s.tile_reads;
-      const bool tiled = d.tile_rows * d.tile_cols > 1;
-      const std::int64_t tiles = d.tile_count();
-      const std::int64_t gc = d.tile_grid_cols();
-      const float full = std::max(40.0f, ImGui::GetWindowContentRegionMax().x - ImGui::GetWindowContentRegionMin().x - 2);
-      float cell;
-      std::int64_t per_row, rows;
-      // Big arrays: binned into a pane's worth of small cells, painted as one texture.
-      const bool as_texture = tiles > kTextureHeatCells;
-      HeatLayout layout;
-      if (as_texture) {
-        const float max_h = std::max(48.0f, (r.h - 70.0f) / static_cast<float>(p.arrays.size()) - 46.0f);
-        layout = heat_layout(d, full - 16, max_h);  // room for the spacing after the group: no scrollbar
-        cell = static_cast<float>(layout.cell_px);
-        per_row = layout.cells_across;
-        rows = layout.cells_down;
-        std::int64_t per = layout.linear ? layout.per_cell : layout.block_rows * layout.block_cols;
-        if (per > 1) sub += "  (" + std::to_string(per) + (tiled ? " tiles" : " elements") + " per cell, their max)";
-      } else if (d.rank == 1) {
-        cell = std::clamp(full / static_cast<float>(tiles), 9.0f, 44.0f);
-        per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(tiles, static_cast<std::int64_t>(full / cell)));
-        rows = (tiles + per_row - 1) / per_row;
-      } else {
-        cell = std::clamp(full / static_cast<float>(gc), 8.0f, tiled ? 30.0f : 44.0f);
-        per_row = gc;
-        rows = d.tile_grid_rows();
-      }
-      // Small grids (tile grids, short vectors) flow side by side; big ones take the full width.
-      float block = std::max({static_cast<float>(per_row) * cell, ImGui::CalcTextSize(head.c_str()).x,
-                              ImGui::CalcTextSize(sub.c_str()).x}) + 14;
-      if (id > 0) {
-        ImGui::SameLine(0, 0);
-        float x = ImGui::GetCursorPosX();
-        if (x + block > ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
-        else ImGui::SameLine(0, 0);
-      }
-      ImGui::BeginGroup();
-      ImGui::Spacing();
-      ImGui::TextColored(ImVec4(0.85f, 0.88f, 0.95f, 1), "%s", head.c_str());
-      if (ImGui::IsItemHovered() && tiled)
-        ImGui::SetTooltip("%s: %lld x %lld tiles of %lld x %lld elements", d.name.c_str(), static_cast<long long>(d.tile_grid_rows()),
-                          static_cast<long long>(gc), static_cast<long long>(d.tile_rows), static_cast<long long>(d.tile_cols));
-      ImGui::TextDisabled("%s", sub.c_str());
-      const float scale_r = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_reads(id)));
-      const float scale_w = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_writes(id)));
-      ImVec2 origin = ImGui::GetCursorScreenPos();
-      ImVec2 grid(static_cast<float>(per_row) * cell, static_cast<float>(rows) * cell);
-      ImGui::InvisibleButton(("##grid" + std::to_string(id)).c_str(), ImVec2(std::max(grid.x, 1.0f), std::max(grid.y, 1.0f)));
-      bool hovered = ImGui::IsItemHovered();
-      if (as_texture) {
-        heat_texture(slot, id, layout, std::floor(origin.x), std::floor(origin.y), hovered, tile_reads, l2_view);
-        ImGui::EndGroup();
-        ImGui::SameLine(0, 14);
-        ImGui::Dummy(ImVec2(0, 0));
-        continue;
-      }
-      // Only the cells inside the pane's clip rectangle are drawn.
-      ImVec2 cmin = dl->GetClipRectMin(), cmax = dl->GetClipRectMax();
-      auto r0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.y - origin.y) / cell));
-      auto r1 = std::min<std::int64_t>(rows, static_cast<std::int64_t>((cmax.y - origin.y) / cell) + 1);
-      auto c0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.x - origin.x) / cell));
-      auto c1 = std::min<std::int64_t>(per_row, static_cast<std::int64_t>((cmax.x - origin.x) / cell) + 1);
-      const float gap = cell >= 14 ? 2.0f : 1.0f;
-      for (std::int64_t gr = r0; gr < r1; ++gr) {
-        for (std::int64_t gcol = c0; gcol < c1; ++gcol) {
-          std::int64_t tile = gr * per_row + gcol;
-          if (tile >= tiles) break;
-          auto ti = static_cast<std::size_t>(tile);
-          ImVec2 a(origin.x + static_cast<float>(gcol) * cell, origin.y + static_cast<float>(gr) * cell);
-          ImVec2 b(a.x + cell - gap, a.y + cell - gap);
-          std::uint32_t reads = tile_reads[ti], writes = s.tile_writes[ti];
-          dl->AddRectFilled(a, b, reads ? heat(0.15f + 0.85f * static_cast<float>(reads) / scale_r) : kGridEmpty, cell >= 14 ? 3.0f : 0.0f);
-          if (writes) {
-            float band = std::max(2.0f, (cell - gap) * 0.28f);
-            int alpha = static_cast<int>(120 + 135 * std::min(1.0f, static_cast<float>(writes) / scale_w));
-            dl->AddRectFilled(ImVec2(a.x, b.y - band), b, IM_COL32(240, 130, 60, alpha));
-          }
-          if (cell >= 26 && (reads || writes)) {
-            std::string label = std::to_string(reads);
-            if (writes) label += "/" + std::to_string(writes);
-            ImVec2 sz = mono->CalcTextSizeA(mono->FontSize * 0.85f, 1e9f, 0, label.c_str());
-            if (sz.x < cell - 4)
-              dl->AddText(mono, mono->FontSize * 0.85f, ImVec2(a.x + (cell - gap - sz.x) * 0.5f, a.y + 3),
-                          reads > scale_r * 0.6f ? IM_COL32(20, 24, 30, 255) : IM_COL32(235, 240, 245, 255), label.c_str());
-          }
-          // A tile the L2 holds now: a blue corner.
-          if (l2_view && cell >= 8 && l2->tile_resident(m, id, tile) > 0) {
-            float k = std::max(3.0f, (cell - gap) * 0.3f);
-            dl->AddTriangleFilled(ImVec2(b.x - k, a.y), ImVec2(b.x, a.y), ImVec2(b.x, a.y + k), IM_COL32(90, 160, 240, 255));
-          }
-          if (next && next->array == id && next->tile == tile)
-            dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(b.x - 1, b.y - 1), rgb(theme::kNextMarker), 0, 0, 1.5f);
-          if (touched && touched->array == id && touched->tile == tile) {
-            dl->AddRect(a, b, rgb(theme::kTouchedCell), cell >= 14 ? 3.0f : 0.0f, 0, cell >= 14 ? 3.0f : 2.0f);
-            mark(prefix + "touched_cell", a.x, a.y, b.x, b.y);
-          }
-        }
-      }
-      if (hovered) {
-        ImVec2 mp = ImGui::GetIO().MousePos;
-        auto gcol = static_cast<std::int64_t>((mp.x - origin.x) / cell), gr = static_cast<std::int64_t>((mp.y - origin.y) / cell);
-        std::int64_t tile = gr * per_row + gcol;
-        if (gcol >= 0 && gcol < per_row && tile >= 0 && tile < tiles) {
-          auto ti = static_cast<std::size_t>(tile);
-          std::int64_t tr = tile / gc, tc = tile % gc;
-          ImGui::BeginTooltip();
-          if (d.rank == 2) ImGui::Text("%s[%lld][%lld]", d.name.c_str(), static_cast<long long>(tr), static_cast<long long>(tc));
-          else ImGui::Text("%s[%lld]", d.name.c_str(), static_cast<long long>(tr));
-          ImGui::Text("read %u times, written %u times", s.tile_reads[ti], s.tile_writes[ti]);
-          if (l2) {
-            ImGui::Text("from DRAM %u times, served by the L2 %u times", l2->tile_hbm_reads(id)[ti], l2->tile_l2_hits(id)[ti]);
-            ImGui::Text("in the L2 now: %.0f%% of its sectors", 100.0 * l2->tile_resident(m, id, tile));
-          }
-          if (d.tile_rows == 1 && d.tile_cols == 1 && ti < s.values.size())
-            ImGui::Text("value %s", sim::format_value(s.values[ti]).c_str());
-          if (m.symbolic()) ImGui::Text("holds %s", m.value_symbol(id, tile).c_str());
-          ImGui::EndTooltip();
-        }
-      }
-      ImGui::EndGroup();
-      ImGui::SameLine(0, 14);
-      ImGui::Dummy(ImVec2(0, 0));
-    }
+    for (std::uint32_t id = 0; id < t.program().arrays.size(); ++id) dram_array(slot, id, r, l2_view);
   }
   end_pane();
+}
+
+// What the fill counts (every LOAD, or only those the L2 could not serve), and how full the L2 is.
+void App::dram_l2_bar(int slot, const sim::TraceL2& l2) {
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  if (ImGui::RadioButton(("requested##dv" + std::to_string(slot)).c_str(), !dram_l2_view_)) dram_l2_view_ = false;
+  ImGui::SameLine();
+  if (ImGui::RadioButton(("DRAM misses, L2 hits##dv" + std::to_string(slot)).c_str(), dram_l2_view_)) dram_l2_view_ = true;
+  ImVec2 a = ImGui::GetItemRectMin();
+  mark(prefix + "l2_toggle", a.x, a.y, ImGui::GetItemRectMax().x, ImGui::GetItemRectMax().y);
+  const auto cap = l2.config().capacity_bytes;
+  const float held = static_cast<float>(l2.resident_bytes()) / static_cast<float>(cap);
+  char overlay[128];
+  std::snprintf(overlay, sizeof overlay, "L2 %s: %s held, %s dirty", human_bytes(cap).c_str(),
+                human_bytes(l2.resident_bytes()).c_str(), human_bytes(l2.dirty_bytes()).c_str());
+  ImGui::PushStyleColor(ImGuiCol_PlotHistogram, ImVec4(0.35f, 0.55f, 0.80f, 1));
+  ImGui::ProgressBar(std::min(held, 1.0f), ImVec2(-1, 0), overlay);
+  ImGui::PopStyleColor();
+  ImVec2 b0 = ImGui::GetItemRectMin(), b1 = ImGui::GetItemRectMax();
+  // The dirty part of what is held, as a band along the bar's bottom.
+  const float dirty = static_cast<float>(l2.dirty_bytes()) / static_cast<float>(cap);
+  dl->AddRectFilled(ImVec2(b0.x, b1.y - 4), ImVec2(b0.x + (b1.x - b0.x) * std::min(dirty, 1.0f), b1.y), IM_COL32(240, 130, 60, 255));
+  mark(prefix + "l2_occupancy", b0.x, b0.y, b1.x, b1.y);
+}
+
+// One array of the DRAM pane: its name and traffic, then its tiles as a grid of cells (a texture
+// for big arrays), with a tooltip for the cell under the mouse.
+void App::dram_array(int slot, std::uint32_t id, Rect r, bool l2_view) {
+  Trace& t = *model_.trace(slot);
+  const auto& p = t.program();
+  const auto& m = t.machine();
+  const sim::TraceL2* l2 = t.l2();
+  const auto& d = p.arrays[id];
+  const auto& s = m.array(id);
+  std::string head = d.name + (d.rank == 2 ? "[" + std::to_string(d.rows) + "][" + std::to_string(d.cols) + "]"
+                                           : "[" + std::to_string(d.rows) + "]");
+  head += m.is_input(id) ? (m.is_output(id) ? "  in/out" : "  in") : (m.is_output(id) ? "  out" : "");
+  std::string sub = "r " + human_bytes(s.bytes_read) + "  w " + human_bytes(s.bytes_written);
+  if (l2_view) {
+    const sim::L2Counts& c = l2->array(id);
+    sub = "DRAM r " + human_bytes(c.hbm_read) + "  w " + human_bytes(c.hbm_written) + "  (asked r " +
+          human_bytes(s.bytes_read) + ")";
+    if (c.hits + c.misses) sub += "  L2 hits " + std::to_string(100 * c.hits / (c.hits + c.misses)) + "%";
+  }
+  DramGrid g{};
+  g.tile_reads = l2_view ? &l2->tile_hbm_reads(id) : &s.tile_reads;
+  const bool tiled = d.tile_rows * d.tile_cols > 1;
+  g.tiles = d.tile_count();
+  g.gc = d.tile_grid_cols();
+  const float full = std::max(40.0f, ImGui::GetWindowContentRegionMax().x - ImGui::GetWindowContentRegionMin().x - 2);
+  // Big arrays: binned into a pane's worth of small cells, painted as one texture.
+  const bool as_texture = g.tiles > kTextureHeatCells;
+  HeatLayout layout;
+  if (as_texture) {
+    const float max_h = std::max(48.0f, (r.h - 70.0f) / static_cast<float>(p.arrays.size()) - 46.0f);
+    layout = heat_layout(d, full - 16, max_h);  // room for the spacing after the group: no scrollbar
+    g.cell = static_cast<float>(layout.cell_px);
+    g.per_row = layout.cells_across;
+    g.rows = layout.cells_down;
+    std::int64_t per = layout.linear ? layout.per_cell : layout.block_rows * layout.block_cols;
+    if (per > 1) sub += "  (" + std::to_string(per) + (tiled ? " tiles" : " elements") + " per cell, their max)";
+  } else if (d.rank == 1) {
+    g.cell = std::clamp(full / static_cast<float>(g.tiles), 9.0f, 44.0f);
+    g.per_row = std::max<std::int64_t>(1, std::min<std::int64_t>(g.tiles, static_cast<std::int64_t>(full / g.cell)));
+    g.rows = (g.tiles + g.per_row - 1) / g.per_row;
+  } else {
+    g.cell = std::clamp(full / static_cast<float>(g.gc), 8.0f, tiled ? 30.0f : 44.0f);
+    g.per_row = g.gc;
+    g.rows = d.tile_grid_rows();
+  }
+  // Small grids (tile grids, short vectors) flow side by side; big ones take the full width.
+  float block = std::max({static_cast<float>(g.per_row) * g.cell, ImGui::CalcTextSize(head.c_str()).x,
+                          ImGui::CalcTextSize(sub.c_str()).x}) + 14;
+  if (id > 0) {
+    ImGui::SameLine(0, 0);
+    float x = ImGui::GetCursorPosX();
+    if (x + block > ImGui::GetWindowContentRegionMax().x) ImGui::NewLine();
+    else ImGui::SameLine(0, 0);
+  }
+  ImGui::BeginGroup();
+  ImGui::Spacing();
+  ImGui::TextColored(ImVec4(0.85f, 0.88f, 0.95f, 1), "%s", head.c_str());
+  if (ImGui::IsItemHovered() && tiled)
+    ImGui::SetTooltip("%s: %lld x %lld tiles of %lld x %lld elements", d.name.c_str(), static_cast<long long>(d.tile_grid_rows()),
+                      static_cast<long long>(g.gc), static_cast<long long>(d.tile_rows), static_cast<long long>(d.tile_cols));
+  ImGui::TextDisabled("%s", sub.c_str());
+  ImVec2 origin = ImGui::GetCursorScreenPos();
+  g.x = origin.x;
+  g.y = origin.y;
+  ImVec2 grid(static_cast<float>(g.per_row) * g.cell, static_cast<float>(g.rows) * g.cell);
+  ImGui::InvisibleButton(("##grid" + std::to_string(id)).c_str(), ImVec2(std::max(grid.x, 1.0f), std::max(grid.y, 1.0f)));
+  const bool hovered = ImGui::IsItemHovered();
+  if (as_texture) {
+    heat_texture(slot, id, layout, std::floor(origin.x), std::floor(origin.y), hovered, *g.tile_reads, l2_view);
+  } else {
+    dram_cells(slot, id, g, l2_view);
+    if (hovered) dram_tooltip(slot, id, g);
+  }
+  ImGui::EndGroup();
+  ImGui::SameLine(0, 14);
+  ImGui::Dummy(ImVec2(0, 0));
+}
+
+// The cells of one array's grid that lie inside the pane's clip rectangle.
+void App::dram_cells(int slot, std::uint32_t id, const DramGrid& g, bool l2_view) {
+  Trace& t = *model_.trace(slot);
+  const auto& m = t.machine();
+  const auto& s = m.array(id);
+  const sim::TraceL2* l2 = t.l2();
+  ImDrawList* dl = ImGui::GetWindowDrawList();
+  ImFont* mono = static_cast<ImFont*>(mono_font_);
+  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const auto touched = t.touched();
+  const auto next = t.next_touch();
+  const float scale_r = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_reads(id)));
+  const float scale_w = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_writes(id)));
+  const float cell = g.cell;
+  ImVec2 cmin = dl->GetClipRectMin(), cmax = dl->GetClipRectMax();
+  auto r0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.y - g.y) / cell));
+  auto r1 = std::min<std::int64_t>(g.rows, static_cast<std::int64_t>((cmax.y - g.y) / cell) + 1);
+  auto c0 = std::max<std::int64_t>(0, static_cast<std::int64_t>((cmin.x - g.x) / cell));
+  auto c1 = std::min<std::int64_t>(g.per_row, static_cast<std::int64_t>((cmax.x - g.x) / cell) + 1);
+  const float gap = cell >= 14 ? 2.0f : 1.0f;
+  for (std::int64_t gr = r0; gr < r1; ++gr) {
+    for (std::int64_t gcol = c0; gcol < c1; ++gcol) {
+      std::int64_t tile = gr * g.per_row + gcol;
+      if (tile >= g.tiles) break;
+      auto ti = static_cast<std::size_t>(tile);
+      ImVec2 a(g.x + static_cast<float>(gcol) * cell, g.y + static_cast<float>(gr) * cell);
+      ImVec2 b(a.x + cell - gap, a.y + cell - gap);
+      std::uint32_t reads = (*g.tile_reads)[ti], writes = s.tile_writes[ti];
+      dl->AddRectFilled(a, b, reads ? heat(0.15f + 0.85f * static_cast<float>(reads) / scale_r) : kGridEmpty, cell >= 14 ? 3.0f : 0.0f);
+      if (writes) {
+        float band = std::max(2.0f, (cell - gap) * 0.28f);
+        int alpha = static_cast<int>(120 + 135 * std::min(1.0f, static_cast<float>(writes) / scale_w));
+        dl->AddRectFilled(ImVec2(a.x, b.y - band), b, IM_COL32(240, 130, 60, alpha));
+      }
+      if (cell >= 26 && (reads || writes)) {
+        std::string label = std::to_string(reads);
+        if (writes) label += "/" + std::to_string(writes);
+        ImVec2 sz = mono->CalcTextSizeA(mono->FontSize * 0.85f, 1e9f, 0, label.c_str());
+        if (sz.x < cell - 4)
+          dl->AddText(mono, mono->FontSize * 0.85f, ImVec2(a.x + (cell - gap - sz.x) * 0.5f, a.y + 3),
+                      reads > scale_r * 0.6f ? IM_COL32(20, 24, 30, 255) : IM_COL32(235, 240, 245, 255), label.c_str());
+      }
+      // A tile the L2 holds now: a blue corner.
+      if (l2_view && cell >= 8 && l2->tile_resident(m, id, tile) > 0) {
+        float k = std::max(3.0f, (cell - gap) * 0.3f);
+        dl->AddTriangleFilled(ImVec2(b.x - k, a.y), ImVec2(b.x, a.y), ImVec2(b.x, a.y + k), IM_COL32(90, 160, 240, 255));
+      }
+      if (next && next->array == id && next->tile == tile)
+        dl->AddRect(ImVec2(a.x + 1, a.y + 1), ImVec2(b.x - 1, b.y - 1), rgb(theme::kNextMarker), 0, 0, 1.5f);
+      if (touched && touched->array == id && touched->tile == tile) {
+        dl->AddRect(a, b, rgb(theme::kTouchedCell), cell >= 14 ? 3.0f : 0.0f, 0, cell >= 14 ? 3.0f : 2.0f);
+        mark(prefix + "touched_cell", a.x, a.y, b.x, b.y);
+      }
+    }
+  }
+}
+
+// The tooltip of the cell under the mouse: its reads and writes, the L2's share, its value or expression.
+void App::dram_tooltip(int slot, std::uint32_t id, const DramGrid& g) {
+  Trace& t = *model_.trace(slot);
+  const auto& m = t.machine();
+  const auto& d = t.program().arrays[id];
+  const auto& s = m.array(id);
+  const sim::TraceL2* l2 = t.l2();
+  ImVec2 mp = ImGui::GetIO().MousePos;
+  auto gcol = static_cast<std::int64_t>((mp.x - g.x) / g.cell), gr = static_cast<std::int64_t>((mp.y - g.y) / g.cell);
+  std::int64_t tile = gr * g.per_row + gcol;
+  if (gcol < 0 || gcol >= g.per_row || tile < 0 || tile >= g.tiles) return;
+  auto ti = static_cast<std::size_t>(tile);
+  std::int64_t tr = tile / g.gc, tc = tile % g.gc;
+  ImGui::BeginTooltip();
+  if (d.rank == 2) ImGui::Text("%s[%lld][%lld]", d.name.c_str(), static_cast<long long>(tr), static_cast<long long>(tc));
+  else ImGui::Text("%s[%lld]", d.name.c_str(), static_cast<long long>(tr));
+  ImGui::Text("read %u times, written %u times", s.tile_reads[ti], s.tile_writes[ti]);
+  if (l2) {
+    ImGui::Text("from DRAM %u times, served by the L2 %u times", l2->tile_hbm_reads(id)[ti], l2->tile_l2_hits(id)[ti]);
+    ImGui::Text("in the L2 now: %.0f%% of its sectors", 100.0 * l2->tile_resident(m, id, tile));
+  }
+  if (d.tile_rows == 1 && d.tile_cols == 1 && ti < s.values.size())
+    ImGui::Text("value %s", sim::format_value(s.values[ti]).c_str());
+  if (m.symbolic()) ImGui::Text("holds %s", m.value_symbol(id, tile).c_str());
+  ImGui::EndTooltip();
 }
 
 // ---- bytes over time ----------------------------------------------------------------------

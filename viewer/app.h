@@ -61,6 +61,8 @@ struct Mark {
   float x0, y0, x1, y1;
 };
 
+struct DramGrid;  // where one array's cells lie in the DRAM pane (app.cpp)
+
 class App {
  public:
   // Opens the window; throws NoDisplay when none can be made.
@@ -108,6 +110,10 @@ class App {
   void registers_pane(int slot, Rect r);
   void counters_pane(int slot, Rect r);
   void dram_pane(int slot, Rect r);
+  void dram_l2_bar(int slot, const sim::TraceL2& l2);
+  void dram_array(int slot, std::uint32_t id, Rect r, bool l2_view);
+  void dram_cells(int slot, std::uint32_t id, const DramGrid& g, bool l2_view);
+  void dram_tooltip(int slot, std::uint32_t id, const DramGrid& g);
   void heat_texture(int slot, std::uint32_t array, const HeatLayout& layout, float x, float y, bool hovered,
                     const std::vector<std::uint32_t>& reads, bool l2_view);
   void plot_pane(Rect r, bool with_table);
