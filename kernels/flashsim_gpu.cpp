@@ -132,7 +132,12 @@ static std::vector<PredictJob> read_predict_jobs(const std::string& path, std::o
   for (int n = 2; std::getline(csv.in, line); ++n) {
     auto f = flashsim::sim::csv_split(line);
     if (f.size() < head.size()) throw bad(n, "too few fields");
-    Spec s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
+    Spec s;
+    try {
+      s = spec_from_row(f[c_s], f[c_size], f[c_dt]);
+    } catch (const std::invalid_argument& e) {
+      throw bad(n, e.what());
+    }
     Bytes meas;
     int occ = 0;
     try {
