@@ -16,6 +16,11 @@
 //                 registers away with setmaxnreg, consumers at 240 registers); then the same with the
 //                 mask test on run-time values, as the kernel compiles it (nothing is masked); then
 //                 also with K and V from two buffers in turn, as the kernel's two-stage ring
+//   tile stamps:  kernel order, FA2 order and turns with two consumers, each consumer's clock at the
+//                 top of 512 tiles: where consumer 1's tiles start inside consumer 0's (0: lockstep,
+//                 0.5: alternation). The time model's tensor rule puts both orders in alternation (its
+//                 products in issue order) or, shared between the streams, in lockstep; the probe's
+//                 clocks a tile lie between the two (docs/TIME_MODEL.md). Added 2026-12-01, not yet run.
 // and each with one consumer. The "timers" rows repeat the kernel order with clock64 read around
 // each part (a few instructions more a tile), splitting a tile's clocks into issue, waiting for
 // S, softmax, and waiting for P V with the rescale and the packing. The last table times
@@ -28,6 +33,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -52,6 +58,9 @@ constexpr int kTiles = 2048;                // KV tiles a consumer walks a launc
 constexpr double kTileFlops = 2.0 * 2 * 64 * kBC * kD;  // S and P V of one consumer's 64 rows
 enum Mode { kKernelOrder = 0, kTurns = 1, kFa2Order = 2, kProductsOnly = 3 };
 enum Part { kIssue = 0, kWaitS = 1, kSoftmax = 2, kWaitPvRescalePack = 3, kParts = 4 };
+// STAMPS: each consumer's clock at the top of tiles kStampFrom.. (after the start's transient), stored
+// after the per-consumer slots of `out`: out[slots + (block * 2 + consumer) * kStampTiles + i].
+constexpr int kStampFrom = 256, kStampTiles = 512;
 
 __device__ __forceinline__ void named_bar_sync(int id, int count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
@@ -86,7 +95,8 @@ __device__ __forceinline__ void pack(const float (&s)[kBC / 2], std::uint32_t (&
 // the causal flag at run time; here nothing is ever masked), instead of constants it removes.
 // ALT_BUFFERS: K_j and V_j from one of two buffer pairs by the parity of j, as the kernel's two-stage
 // ring has them (descriptors from a run-time address each tile), instead of one pair for every tile.
-template <int MODE, bool TIMERS, bool PRODUCER_WG = false, bool RUNTIME_MASK = false, bool ALT_BUFFERS = false>
+template <int MODE, bool TIMERS, bool PRODUCER_WG = false, bool RUNTIME_MASK = false, bool ALT_BUFFERS = false,
+          bool STAMPS = false>
 __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kernel(int consumers, long long* out, float* sink) {
   extern __shared__ unsigned char smem_raw[];
   const std::uint32_t ks = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs = ks + kKVBytes;
@@ -146,11 +156,18 @@ __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kern
     }
   };
   if (turns && c == 1) named_bar_arrive(1, 256);  // consumer 0 goes first
+  long long* const stamp_row = out + static_cast<std::size_t>(gridDim.x) * 2 * (2 + kParts) +
+                               (static_cast<std::size_t>(blockIdx.x) * 2 + c) * kStampTiles;
+  auto stamp = [&](int j) {
+    if constexpr (STAMPS)
+      if (threadIdx.x % 128 == 0 && j >= kStampFrom && j < kStampFrom + kStampTiles) stamp_row[j - kStampFrom] = clock64();
+  };
 
   const long long t0 = clock64();
   mark = t0;
   if constexpr (MODE == kFa2Order) {
     for (int j = 0; j < kTiles; ++j) {
+      stamp(j);
       wg::fence();
       issue_s(s, qa, ks);
       wg::commit();
@@ -179,6 +196,7 @@ __global__ void __launch_bounds__(PRODUCER_WG ? 384 : 256, 1) consumer_loop_kern
     softmax();
     rescale_and_pack();
     for (int j = 1; j < kTiles; ++j) {
+      stamp(j);
       tile::pin(o);
       tile::pin(pa);
       if (turns) named_bar_sync(1 + c, 256);
@@ -271,7 +289,28 @@ struct Case {
   bool timers;
   const char* name;
   int threads = 256;
+  bool stamps = false;
 };
+
+// Where consumer 1's tiles start inside consumer 0's, as a fraction of consumer 0's tile (0: the
+// two in lockstep, 0.5: in alternation), over the stamped tiles of every SM: quartiles and median.
+std::array<double, 3> phase_quartiles(const std::vector<long long>& host, std::size_t slots, int sms) {
+  std::vector<double> frac;
+  for (int b = 0; b < sms; ++b) {
+    const long long* t0 = &host[slots + static_cast<std::size_t>(b) * 2 * kStampTiles];
+    const long long* t1 = t0 + kStampTiles;
+    int k = 0;
+    for (int i = 0; i < kStampTiles; ++i) {
+      while (k + 1 < kStampTiles && t0[k + 1] <= t1[i]) ++k;
+      if (k + 1 >= kStampTiles || t1[i] < t0[k]) continue;
+      frac.push_back(static_cast<double>(t1[i] - t0[k]) / static_cast<double>(t0[k + 1] - t0[k]));
+    }
+  }
+  if (frac.empty()) return {0, 0, 0};
+  std::sort(frac.begin(), frac.end());
+  auto at = [&](double q) { return frac[static_cast<std::size_t>(q * static_cast<double>(frac.size() - 1))]; };
+  return {at(0.25), at(0.5), at(0.75)};
+}
 
 int run_main() {
   flashsim::gpu::probe::Device dev;
@@ -281,9 +320,11 @@ int run_main() {
   float* sink = nullptr;
   long long* out = nullptr;
   const std::size_t slots = static_cast<std::size_t>(sms) * 2 * (2 + kParts);
+  const std::size_t stamp_slots = static_cast<std::size_t>(sms) * 2 * kStampTiles;
   if (check(cudaMalloc(&sink, static_cast<size_t>(sms) * 256 * sizeof(float)), "cudaMalloc") ||
-      check(cudaMalloc(&out, std::max<std::size_t>(slots, static_cast<std::size_t>(sms) * kQueueProbe) * sizeof(long long)),
-                 "cudaMalloc"))
+      check(cudaMalloc(&out, std::max<std::size_t>(slots + stamp_slots, static_cast<std::size_t>(sms) * kQueueProbe) *
+                                 sizeof(long long)),
+            "cudaMalloc"))
     return 1;
   const Case cases[] = {
       {consumer_loop_kernel<kKernelOrder, false>, 1, false, "kernel order, one consumer"},
@@ -301,6 +342,9 @@ int run_main() {
       {consumer_loop_kernel<kKernelOrder, false, true, true>, 2, false, "the same, the mask test at run time", 384},
       {consumer_loop_kernel<kKernelOrder, true, true, true>, 2, true, "the same + timers", 384},
       {consumer_loop_kernel<kKernelOrder, false, true, true, true>, 2, false, "the same, two K/V buffers in turn", 384},
+      {consumer_loop_kernel<kKernelOrder, false, false, false, false, true>, 2, false, "kernel order, two, tile stamps", 256, true},
+      {consumer_loop_kernel<kFa2Order, false, false, false, false, true>, 2, false, "FA2 order, two, tile stamps", 256, true},
+      {consumer_loop_kernel<kTurns, false, false, false, false, true>, 2, false, "turns, two, tile stamps", 256, true},
   };
   for (const Case& c : cases)
     if (check(cudaFuncSetAttribute(c.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem")) return 1;
@@ -308,11 +352,13 @@ int run_main() {
               sms, kTiles);
   std::printf("%-40s %12s %12s %8s %8s %8s %12s\n", "case", "clk/tile", "FLOP/clk/SM", "issue", "wait S", "softmax",
               "wait PV+pack");
-  std::vector<long long> host(slots);
+  std::vector<long long> host(slots + stamp_slots);
+  std::vector<std::pair<const char*, std::array<double, 3>>> phases;
   for (const Case& c : cases) {
     for (int rep = 0; rep < 2; ++rep) c.kernel<<<sms, c.threads, kSmemBytes>>>(c.consumers, out, sink);  // the second is read
     if (check(cudaGetLastError(), "launch") || check(cudaDeviceSynchronize(), "kernel")) return 1;
-    if (check(cudaMemcpy(host.data(), out, slots * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy")) return 1;
+    if (check(cudaMemcpy(host.data(), out, host.size() * sizeof(long long), cudaMemcpyDeviceToHost), "cudaMemcpy")) return 1;
+    if (c.stamps) phases.emplace_back(c.name, phase_quartiles(host, slots, sms));
     double clk_per_tile = 0, flops_per_clk = 0, parts[kParts] = {0, 0, 0, 0};
     for (int b = 0; b < sms; ++b) {
       double slowest = 0;
@@ -334,6 +380,11 @@ int run_main() {
     std::printf("%-40s %12.1f %12.1f %8s %8s %8s %12s\n", c.name, clk_per_tile / sms, flops_per_clk / sms, part(kIssue),
                 part(kWaitS), part(kSoftmax), part(kWaitPvRescalePack));
   }
+  // lockstep (0) or alternation (0.5): what the time model's tensor rule decides (docs/TIME_MODEL.md)
+  std::printf("where consumer 1's tile starts in consumer 0's (0: lockstep, 0.5: alternation), tiles %d-%d, all SMs\n",
+              kStampFrom, kStampFrom + kStampTiles - 1);
+  for (const auto& [name, q] : phases)
+    std::printf("  %-38s median %.3f, quartiles %.3f-%.3f\n", name, q[1], q[0], q[2]);
   // the issue queue: mean over the SMs of the clocks from the first issue to after the i-th
   if (check(cudaFuncSetAttribute(issue_queue_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmemBytes), "smem"))
     return 1;
