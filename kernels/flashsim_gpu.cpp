@@ -179,13 +179,6 @@ static std::vector<PredictJob> read_predict_jobs(const std::string& path, std::o
   return jobs;
 }
 
-// "0.123", or "-" when there is no such figure.
-static std::string figure_or_dash(bool have, double v, int prec) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.*f", prec, v);
-  return have ? std::string(buf) : std::string("-");
-}
-
 // Each row of a compare CSV predicted again, with the occupancy it recorded, next to its measured
 // bytes; the last line counts the rows within 10 % (reads and writes of at least 1 MiB).
 // `dirty_at_start`: the profiler's dirty lines at a range's start, for CSVs from before compare
@@ -240,9 +233,8 @@ static int predict_main(const std::string& path, std::uint64_t l2_bytes, int sms
     char tcols[96] = "";
     if (any_time)
       std::snprintf(tcols, sizeof tcols, "%-*s %9s %9s %9s", ok ? 9 : 1, "",
-                    figure_or_dash(j.time_ms > 0, j.time_ms, 3).c_str(),
-                    figure_or_dash(pred_ms.has_value(), pred_ms.value_or(0), 3).c_str(),
-                    figure_or_dash(tr == tr, tr, 2).c_str());
+                    fmt_or_dash(j.time_ms > 0 ? std::optional<double>(j.time_ms) : std::nullopt, 3).c_str(),
+                    fmt_or_dash(pred_ms, 3).c_str(), fmt_or_dash(tr, 2).c_str());
     std::printf("%-15s %-22s %-5s %21s %21s %13s%s%s\n", f[c.schedule].c_str(), f[c.size].c_str(), f[c.dtype].c_str(),
                 fmt_rw(j.meas).c_str(), fmt_rw(*r.p).c_str(), fmt_ratio_rw(j.meas, *r.p).c_str(), ok ? "" : "  > 10 %", tcols);
     times.push_back(TimeCheck{f[c.schedule] + " " + f[c.size] + " " + f[c.dtype], time_bound_row(j.spec), j.time_ms, pred_ms});

@@ -33,7 +33,6 @@ double ratio(std::optional<Bytes> a, std::optional<Bytes> b) {
 }
 
 std::string fmt_ratio(double r) { return r == r ? fmt(r, 3) : "-"; }
-std::string fmt_ratio_time(double r) { return r == r ? fmt(r, 2) : "-"; }
 
 std::string u64(std::optional<Bytes> b, bool read) {
   if (!b) return "";
@@ -45,6 +44,8 @@ std::string run_label(const Row& r) {
   return std::string(info(r.spec.schedule).id) + " " + r.spec.size_label() + " " + dtype_name(r.spec.dtype);
 }
 }  // namespace
+
+std::string fmt_or_dash(std::optional<double> v, int prec) { return v && *v == *v ? fmt(*v, prec) : "-"; }
 
 std::string fmt_mib(double bytes) { return fmt(bytes / (1024.0 * 1024.0), 1); }
 
@@ -119,7 +120,7 @@ void print_table(std::ostream& out, const std::vector<Row>& rows, double l2_byte
     emit({info(r.spec.schedule).id, r.spec.size_label(), dtype_name(r.spec.dtype), fmt_rw(r.counted),
           fmt_rw(r.compulsory), fmt_rw(r.measured), fmt_ratio(ratio(r.measured, r.counted)), fmt_ratio(me),
           fmt_rw(r.predicted), fmt_ratio_rw(r.measured, r.predicted), fmt_rw(r.l2), fmt(r.time_ms, 3),
-          r.pred_ms ? fmt(*r.pred_ms, 3) : "-", fmt_ratio_time(time_ratio(r.time_ms, r.pred_ms)), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
+          r.pred_ms ? fmt(*r.pred_ms, 3) : "-", fmt_or_dash(time_ratio(r.time_ms, r.pred_ms), 2), fmt(r.gbps(), 0), r.tflops() > 0 ? fmt(r.tflops(), 2) : "-",
           r.validated ? fmt_sci(r.rel_err) : "-", check});
   }
   // With several measurements a run, the spread behind each median: it says which meas/pred

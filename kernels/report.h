@@ -104,5 +104,6 @@ std::string time_prediction_summary(const std::vector<Row>& rows);
 std::string fmt_mib(double bytes);                     // "1536.0"
 std::string fmt_rw(std::optional<Bytes> b);            // "1536.0/512.0" or "-"
 std::string fmt_ratio_rw(std::optional<Bytes> measured, std::optional<Bytes> predicted);  // "1.00/0.98" or "-"
+std::string fmt_or_dash(std::optional<double> v, int prec);  // "0.123", or "-" for none or NaN
 
 }  // namespace flashsim::gpu

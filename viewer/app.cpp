@@ -35,6 +35,9 @@ constexpr ImU32 kTextDim = IM_COL32(140, 148, 160, 255);
 constexpr ImU32 kText = IM_COL32(225, 228, 232, 255);
 constexpr ImU32 kRowHover = IM_COL32(50, 56, 66, 255);
 constexpr ImU32 kGridEmpty = IM_COL32(36, 40, 48, 255);
+
+// "t0.": what the screenshot test's marks of trace slot `slot` start with.
+std::string mark_prefix(int slot) { return "t" + std::to_string(slot) + "."; }
 // The panes' background. The framebuffer clear paints it and the panes themselves are
 // transparent: a software rasterizer (llvmpipe under xvfb) then shades no full-screen
 // background quads, which were the largest share of its per-frame work.
@@ -611,7 +614,7 @@ void App::source_lines(int slot) {
   const bool loops = cols.loops;
   const float code_x = loops ? std::max(132.0f, 30 + cols.number_w + 12 + cols.hits_w + 10) : std::max(66.0f, 30 + cols.number_w + 8);
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const std::string prefix = mark_prefix(slot);
   std::uint32_t current = t.current_line(), next = t.next_line();
   // Follow the execution: keep the current line in view when it changes.
   std::uint32_t follow = current ? current : next;
@@ -681,7 +684,7 @@ void App::trace_lines(int slot) {
   ImFont* mono = static_cast<ImFont*>(mono_font_);
   const float row_h = mono->FontSize + 7;
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const std::string prefix = mark_prefix(slot);
   auto cur = t.current_index();
   std::uint64_t focus = cur ? *cur : 0;
 
@@ -740,7 +743,7 @@ void App::registers_pane(int slot, Rect r) {
     const auto& m = t.machine();
     ImDrawList* dl = ImGui::GetWindowDrawList();
     ImFont* mono = static_cast<ImFont*>(mono_font_);
-    const std::string prefix = "t" + std::to_string(slot) + ".";
+    const std::string prefix = mark_prefix(slot);
     if (t.tile_machine()) {
       std::uint64_t cap = m.config().sram_bytes.value_or(0);
       std::uint64_t scale = cap ? cap : std::max<std::uint64_t>(1, m.sram_peak());
@@ -869,7 +872,7 @@ void App::counters_pane(int slot, Rect r) {
       ImGui::ProgressBar(std::min(frac, 1.0f), ImVec2(-1, 0), overlay);
       ImGui::PopStyleColor();
       ImVec2 a = ImGui::GetItemRectMin(), bb = ImGui::GetItemRectMax();
-      mark("t" + std::to_string(slot) + ".budget." + b.counter, a.x, a.y, bb.x, bb.y);
+      mark(mark_prefix(slot) + "budget." + b.counter, a.x, a.y, bb.x, bb.y);
     }
     if (t.budgets().empty() && !t.lesson().empty()) ImGui::TextDisabled("lesson %s has no budget", t.lesson().c_str());
     if (ImGui::BeginTable("##ops", 3, ImGuiTableFlags_RowBg | ImGuiTableFlags_BordersInnerH | ImGuiTableFlags_ScrollY)) {
@@ -976,7 +979,7 @@ void App::heat_texture(int slot, std::uint32_t id, const HeatLayout& layout, flo
   const float px = static_cast<float>(layout.cell_px);
   ImVec2 a(x, y), b(x + static_cast<float>(layout.width_px()), y + static_cast<float>(layout.height_px()));
   dl->AddImage(reinterpret_cast<ImTextureID>(static_cast<std::intptr_t>(h.gl)), a, b);
-  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const std::string prefix = mark_prefix(slot);
   mark(prefix + "heat_texture." + t.program().arrays[id].name, a.x, a.y, b.x, b.y);
   auto cell_rect = [&](std::int64_t cell, float grow) {
     float cx = a.x + static_cast<float>(cell % layout.cells_across) * px, cy = a.y + static_cast<float>(cell / layout.cells_across) * px;
@@ -1069,7 +1072,7 @@ void App::dram_pane(int slot, Rect r) {
 // What the fill counts (every LOAD, or only those the L2 could not serve), and how full the L2 is.
 void App::dram_l2_bar(int slot, const sim::TraceL2& l2) {
   ImDrawList* dl = ImGui::GetWindowDrawList();
-  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const std::string prefix = mark_prefix(slot);
   if (ImGui::RadioButton(("requested##dv" + std::to_string(slot)).c_str(), !dram_l2_view_)) dram_l2_view_ = false;
   ImGui::SameLine();
   if (ImGui::RadioButton(("DRAM misses, L2 hits##dv" + std::to_string(slot)).c_str(), dram_l2_view_)) dram_l2_view_ = true;
@@ -1176,7 +1179,7 @@ void App::dram_cells(int slot, std::uint32_t id, const DramGrid& g, bool l2_view
   const sim::TraceL2* l2 = t.l2();
   ImDrawList* dl = ImGui::GetWindowDrawList();
   ImFont* mono = static_cast<ImFont*>(mono_font_);
-  const std::string prefix = "t" + std::to_string(slot) + ".";
+  const std::string prefix = mark_prefix(slot);
   const auto touched = t.touched();
   const auto next = t.next_touch();
   const float scale_r = static_cast<float>(std::max<std::uint32_t>(1, t.max_tile_reads(id)));
@@ -1308,7 +1311,7 @@ void App::units_timeline(int slot, float width, float height) {
   auto px = [&](double c) { return x0 + (x1 - x0) * static_cast<float>((c - v.c0) / (v.c1 - v.c0)); };
   const theme::Rgb unit_colors[isa::kUnitCount] = {theme::kUnitMemory, theme::kUnitTensor, theme::kUnitSpecial,
                                                    theme::kUnitVector};
-  const std::string who = "t" + std::to_string(slot) + ".units";
+  const std::string who = mark_prefix(slot) + "units";
   dl->AddRectFilled(ImVec2(x0, o.y), ImVec2(x1, o.y + lane_h * static_cast<float>(v.lanes.size())), IM_COL32(20, 23, 29, 255));
   mark(who + ".lanes", x0, o.y, x1, o.y + lane_h * static_cast<float>(v.lanes.size()));
   const sim::TimingResult* tr = t->timing();

@@ -628,6 +628,9 @@ TEST_CASE("report formatting: table, CSV, JSON and the L2 explanation", "[kernel
   CHECK(fmt_mib(1024.0 * 1024 * 1536) == "1536.0");
   CHECK(fmt_rw(std::nullopt) == "-");
   CHECK(fmt_rw(Bytes{1 << 20, 2 << 20}) == "1.0/2.0");
+  CHECK(fmt_or_dash(0.0081, 3) == "0.008");
+  CHECK(fmt_or_dash(std::nullopt, 3) == "-");
+  CHECK(fmt_or_dash(NAN, 2) == "-");
   // measured / predicted, read and written, two decimals; "-" when either is missing
   CHECK(fmt_ratio_rw(Bytes{1100, 500}, Bytes{1000, 1000}) == "1.10/0.50");
   CHECK(fmt_ratio_rw(std::nullopt, Bytes{1000, 1000}) == "-");
@@ -1616,3 +1619,4 @@ TEST_CASE("attn-fp8's check: operands read back from the quantize pass's bytes, 
   nan.add_head(x, 0, true, rows, off.data(), lse.data());
   CHECK_FALSE(within_tolerance(nan.result().worst_fraction(), 1.0));
 }
+
