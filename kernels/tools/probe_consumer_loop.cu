@@ -41,6 +41,7 @@
 #include "kernels/attention_tile.cuh"
 #include "kernels/mma.cuh"
 #include "kernels/tools/probe_common.cuh"
+#include "kernels/tools/tile_phase.h"
 #include "kernels/wgmma.cuh"
 #include "sim/main_guard.h"
 
@@ -292,24 +293,14 @@ struct Case {
   bool stamps = false;
 };
 
-// Where consumer 1's tiles start inside consumer 0's, as a fraction of consumer 0's tile (0: the
-// two in lockstep, 0.5: in alternation), over the stamped tiles of every SM: quartiles and median.
+// consumer 1's tile starts inside consumer 0's tiles over the stamped tiles of every SM: quartiles
 std::array<double, 3> phase_quartiles(const std::vector<long long>& host, std::size_t slots, int sms) {
   std::vector<double> frac;
   for (int b = 0; b < sms; ++b) {
     const long long* t0 = &host[slots + static_cast<std::size_t>(b) * 2 * kStampTiles];
-    const long long* t1 = t0 + kStampTiles;
-    int k = 0;
-    for (int i = 0; i < kStampTiles; ++i) {
-      while (k + 1 < kStampTiles && t0[k + 1] <= t1[i]) ++k;
-      if (k + 1 >= kStampTiles || t1[i] < t0[k]) continue;
-      frac.push_back(static_cast<double>(t1[i] - t0[k]) / static_cast<double>(t0[k + 1] - t0[k]));
-    }
+    flashsim::gpu::probe::add_tile_phases(t0, t0 + kStampTiles, kStampTiles, frac);
   }
-  if (frac.empty()) return {0, 0, 0};
-  std::sort(frac.begin(), frac.end());
-  auto at = [&](double q) { return frac[static_cast<std::size_t>(q * static_cast<double>(frac.size() - 1))]; };
-  return {at(0.25), at(0.5), at(0.75)};
+  return flashsim::gpu::probe::quartiles(std::move(frac));
 }
 
 int run_main() {

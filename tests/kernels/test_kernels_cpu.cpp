@@ -19,6 +19,7 @@
 #include "kernels/report.h"
 #include "kernels/ring.h"
 #include "kernels/spec.h"
+#include "kernels/tools/tile_phase.h"
 #include "sim/gpu_time.h"
 #include "tests/json_check.h"
 
@@ -1620,3 +1621,29 @@ TEST_CASE("attn-fp8's check: operands read back from the quantize pass's bytes, 
   CHECK_FALSE(within_tolerance(nan.result().worst_fraction(), 1.0));
 }
 
+TEST_CASE("tile phases: lockstep reads 0, alternation 0.5, stamps outside the other's tiles are left out", "[kernels][probe]") {
+  namespace pr = flashsim::gpu::probe;
+  std::vector<long long> a, alt, lock, late;
+  for (int i = 0; i < 8; ++i) {
+    a.push_back(1000 + 100 * i);
+    alt.push_back(1050 + 100 * i);   // half a tile after a's
+    lock.push_back(1000 + 100 * i);  // with a's
+    late.push_back(1024 + 100 * i);
+  }
+  std::vector<double> f;
+  pr::add_tile_phases(a.data(), alt.data(), 8, f);
+  REQUIRE(f.size() == 7);  // the last stamp lies past a's last whole tile
+  CHECK(pr::quartiles(f) == std::array<double, 3>{0.5, 0.5, 0.5});
+  f.clear();
+  pr::add_tile_phases(a.data(), lock.data(), 8, f);
+  CHECK(pr::quartiles(f)[1] == 0.0);
+  f.clear();
+  pr::add_tile_phases(a.data(), late.data(), 8, f);
+  CHECK(pr::quartiles(f)[1] == Approx(0.24));
+  const std::vector<long long> early{10, 20};  // before a's first tile
+  f.clear();
+  pr::add_tile_phases(a.data(), early.data(), 2, f);
+  CHECK(f.empty());
+  CHECK(pr::quartiles({}) == std::array<double, 3>{0, 0, 0});
+  CHECK(pr::quartiles({0.1, 0.2, 0.3, 0.4, 0.9}) == std::array<double, 3>{0.2, 0.3, 0.4});
+}
