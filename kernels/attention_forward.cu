@@ -991,6 +991,11 @@ using tile::kStatic;
 // that the fabric can share), kLoadsNoSync loads each ring buffer once and then neither the
 // producer nor the consumers touch the K/V barriers again (the loop without copies or handshakes).
 enum WsLoads { kLoadsAll = 0, kLoadsFirstFill = 1, kLoadsOneTile = 2, kLoadsNoSync = 3 };
+// What a consumer does between P_{j-1} V_{j-1}'s issue and the next tile's: kTailAfterPv (the
+// launchers) rescales O and packs P_j once P V is done; kRescaleUnderS rescales O between S_j's
+// and P V's issue, under S_j's products (FA3's order). (P_j packed into a second register set while
+// P V still reads the first was tried: ptxas serializes the products, C7513, nvcc 13.0.)
+enum WsTail { kTailAfterPv = 0, kRescaleUnderS = 1 };
 
 template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
@@ -1018,7 +1023,7 @@ struct WsConfig {
 // 0 none, 1 every key, 2 the causal diagonal), one key chunk after the other; a batch with no key
 // writes O = 0 and lse = -inf.
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG,
-          int LOADS = kLoadsAll>
+          int LOADS = kLoadsAll, int TAIL = kTailAfterPv>
 __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>::kThreads, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
@@ -1191,6 +1196,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       const KvTile first = kv_tile(q0, head, 0);
       W::softmax(s, row_max, row_sum, alpha, first.kv0, q_row, n, first.causal, scale_log2);
       W::pack(s, pa);
+      if constexpr (TAIL != kTailAfterPv) alpha[0] = alpha[1] = 1.f;  // O is still zero
       // steady state: S_j and P_{j-1} V_{j-1} in flight together
       for (int j = 1; j < tiles; ++j) {
         const int cur = it + j, prev = cur - 1;
@@ -1202,6 +1208,10 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         wgmma::fence();
         issue_s(kbuf(cur));
         wgmma::commit();
+        if constexpr (TAIL != kTailAfterPv) {  // FA3's place: O's rescale under S_j's products
+          tile::rescale_rows(acc_o, alpha);
+          wgmma::fence();
+        }
         W::issue_pv(acc_o, pa, vbuf(prev));
         wgmma::commit();
         turn_pass();
@@ -1215,7 +1225,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         tile::pin(acc_o);
         tile::pin(pa);
         release(v_empty(prev % STAGES));
-        tile::rescale_rows(acc_o, alpha);
+        if constexpr (TAIL == kTailAfterPv) tile::rescale_rows(acc_o, alpha);
         W::pack(s, pa);
       }
       // epilogue: the last P V
@@ -1223,6 +1233,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       wait_full(v_full(lastv % STAGES), lastv);
       tile::pin(acc_o);
       tile::pin(pa);
+      if constexpr (TAIL != kTailAfterPv) tile::rescale_rows(acc_o, alpha);
       turn_wait();
       wgmma::fence();
       W::issue_pv(acc_o, pa, vbuf(lastv));
@@ -1264,12 +1275,12 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
 
 // SEG: attention_forward_fast_ring_step's launch (seg_heads, seg_kinds: the kernel's)
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM, int NC, int ORDER, bool SEG,
-          int LOADS = kLoadsAll>
+          int LOADS = kLoadsAll, int TAIL = kTailAfterPv>
 void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                         cudaStream_t stream, int seg_heads, int seg_kinds) {
   constexpr bool PERSIST = SCHED != kOneTile;
   using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
-  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, SEG, LOADS>;
+  auto kernel = attn_fwd_ws_kernel<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, SEG, LOADS, TAIL>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   static int sms_of[64] = {};
   int dev = 0;
@@ -1291,10 +1302,10 @@ void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, in
 }
 
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2,
-          int ORDER = tile::kExpThenAdd, int LOADS = kLoadsAll>
+          int ORDER = tile::kExpThenAdd, int LOADS = kLoadsAll, int TAIL = kTailAfterPv>
 void launch_fwd_ws(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                    cudaStream_t stream) {
-  launch_fwd_ws_with<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, false, LOADS>(q, k, v, o, lse, bh, n, causal,
+  launch_fwd_ws_with<T, D, BC, STAGES, PINGPONG, SCHED, QSMEM, NC, ORDER, false, LOADS, TAIL>(q, k, v, o, lse, bh, n, causal,
                                                                                         stream, 1, 0);
 }
 
@@ -1558,6 +1569,12 @@ namespace flashsim::gpu::fwd_variants {
   {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst loads " #LOADS,                                         \
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::LOADS>, \
    hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::LOADS>, DIAG}
+// the d = 128 launchers' kernels with the consumer's tail as WsTail says
+#define FLASHSIM_V6T(SCHED, TAIL)                                                                                 \
+  {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst tail " #TAIL,                                       \
+   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, \
+                         hopper::TAIL>,                                                                          \
+   hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, hopper::TAIL>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1580,6 +1597,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6O(64, 128, 3, true, 1, true, 3, kExpsFirst),    FLASHSIM_V6O(64, 128, 2, true, 2, true, 3, kExpsFirst),
     FLASHSIM_V6L(1, kLoadsAll, false), FLASHSIM_V6L(1, kLoadsFirstFill, true), FLASHSIM_V6L(1, kLoadsOneTile, true),
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
+    FLASHSIM_V6T(1, kRescaleUnderS), FLASHSIM_V6T(2, kRescaleUnderS),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1589,5 +1607,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6W3
 #undef FLASHSIM_V6O
 #undef FLASHSIM_V6L
+#undef FLASHSIM_V6T
 }  // namespace flashsim::gpu::fwd_variants
 #endif

@@ -17,6 +17,9 @@
 #include "kernels/fp8_ref.h"
 #include "kernels/launch_order.h"
 #include "kernels/reference.h"
+#ifdef FLASHSIM_HAVE_NCCL
+#include "kernels/ring_run.h"
+#endif
 #include "kernels/runner.h"
 #include "kernels/workload.h"
 
@@ -498,3 +501,32 @@ TEST_CASE("the FP8 forward's wider key tiles compute their own arithmetic", "[ke
   const fp8::Operands ops = fp8::operands_in(ws.get(), 1, 64, 128);
   CHECK_THROWS_AS(fp8::attention_forward_variant(ops, nullptr, nullptr, false, bad, nullptr), std::invalid_argument);
 }
+
+#ifdef FLASHSIM_HAVE_NCCL
+TEST_CASE("the ring's finishing sums: out = dt(acc + in), in place too", "[kernels][gpu][ring]") {
+  if (!have_gpu()) return;
+  namespace rd = ring_detail;
+  const std::size_t elems = 4 * 1000 + 4 * 257;  // more than one grid-stride pass at the grid's cap
+  std::vector<float> acc(elems), in(elems);
+  for (std::size_t i = 0; i < elems; ++i) {
+    acc[i] = 0.25f * static_cast<float>(i % 97) - 7.f;
+    in[i] = 0.5f * static_cast<float>(i % 13) + 0.125f;
+  }
+  DevBuf dacc(elems * 4), din(elems * 4), dout16(elems * 2);
+  CUDA_CHECK(cudaMemcpy(dacc.get(), acc.data(), elems * 4, cudaMemcpyHostToDevice));
+  CUDA_CHECK(cudaMemcpy(din.get(), in.data(), elems * 4, cudaMemcpyHostToDevice));
+  // bf16 out of acc + in; then bf16 of acc alone (the one-GPU path); both exact in bf16 for these values
+  rd::ring_sum_to(dout16.get(), dacc.as<float>(), din.as<float>(), elems, Dtype::BF16, nullptr);
+  auto got = to_host(dout16.get(), 0, elems, Dtype::BF16);
+  for (std::size_t i = 0; i < elems; ++i) REQUIRE(got[i] == acc[i] + in[i]);
+  rd::ring_sum_to(dout16.get(), dacc.as<float>(), nullptr, elems, Dtype::BF16, nullptr);
+  got = to_host(dout16.get(), 0, elems, Dtype::BF16);
+  for (std::size_t i = 0; i < elems; ++i) REQUIRE(got[i] == acc[i]);
+  // W += R: the accumulator is also the output (the review mend of 281989c folded two kernels into this)
+  rd::ring_add_f32(dacc.as<float>(), din.as<float>(), elems, nullptr);
+  rd::ring_add_f32(dacc.as<float>(), din.as<float>(), elems, nullptr);
+  got = to_host(dacc.get(), 0, elems, Dtype::F32);
+  for (std::size_t i = 0; i < elems; ++i) REQUIRE(got[i] == acc[i] + 2 * in[i]);
+  CHECK_THROWS_AS(rd::ring_sum_to(dout16.get(), dacc.as<float>(), nullptr, 6, Dtype::BF16, nullptr), std::invalid_argument);
+}
+#endif  // FLASHSIM_HAVE_NCCL
