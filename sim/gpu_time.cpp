@@ -148,6 +148,8 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         }
         if (p.pingpong && c == 0 && ti == 0 && j == 0) ++turn_waits[0];
         tx.line("MAC_Z " + reg(c, kQ) + ", " + K(g0 + j) + "^T, " + reg(c, kS));
+        // the last tile's factor (none after the first tile: O is zero)
+        if (p.rescale_under_s && j >= 2) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
         if (p.intra_overlap && j >= 1) pv(c, j - 1);
         if (p.pingpong) tx.line(".arrive turn" + std::to_string((c + 1) % C));
         if (mask) tx.line("MASK " + reg(c, kS) + ", " + reg(c, kS));
@@ -169,12 +171,13 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         } else {
           tx.line("MUL " + sums8(c) + ", " + reg(c, kAlpha) + ", " + sums8(c));  // O's 8 extra columns
         }
-        tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
+        if (!p.rescale_under_s) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
         if (!p.intra_overlap) pv(c, j);
       }
     }
     for (int c = 0; c < C; ++c) {
       tx.stream(consumer(c));
+      if (p.rescale_under_s && J >= 2) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
       if (p.intra_overlap) pv(c, J - 1);
       if (p.sums_on_tensor) tx.line("ROWMAX " + sums8(c) + ", " + reg(c, kL));
       tx.line("SDIV " + reg(c, kO) + ", " + reg(c, kL) + ", " + reg(c, kO));
@@ -442,6 +445,10 @@ KernelPlan plan_for(const TimeQuery& q) {
         p.name += ", row sums on the tensor cores";
       }
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
+      // the d = 128 launcher rescales O under S_{j+1} (kernels/attention_forward.cu WsTail)
+      p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(q.d == 128 && !q.fp8);
+      if (q.rescale_under_s && *q.rescale_under_s && !(v == 6 && p.intra_overlap))
+        throw std::invalid_argument("O's rescale under S is version 6's, with the intra-warpgroup overlap");
       break;
     }
     case TimedOp::AttnBwd: {

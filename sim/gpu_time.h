@@ -38,6 +38,10 @@ struct TimeQuery {
   // The FlashAttention-3 ablation on forward version 6: turn ping-pong / the intra-warpgroup
   // overlap of S_{j+1} with the softmax of j on or off (default: the version's own).
   std::optional<bool> pingpong, intra_overlap;
+  // Forward version 6 with the overlap: O's rescale by the last tile's factor issued between S_{j+1}
+  // and P_j V_j (under S_{j+1}, FA3's order) or after P_{j-1} V_{j-1} is done (default: the
+  // launcher's, on at d = 128 since 2026-12-01, off at d = 64).
+  std::optional<bool> rescale_under_s;
   // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
   // (FP8 takes 224 keys from n = 8192, kernels/fp8.h key_tile_for).
@@ -59,6 +63,7 @@ struct KernelPlan {
   int blocks_per_sm = 1;
   int version = 0;
   bool sums_on_tensor = false;  // forward v6: row sums as P times ones on the tensor unit
+  bool rescale_under_s = false;  // forward v6: O's rescale issued under S_{j+1} (TimeQuery)
 };
 
 struct LaunchPrediction {

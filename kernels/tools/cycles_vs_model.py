@@ -58,7 +58,8 @@ def compare_rows(flashsim, gpu, folder, units=()):
         extra = ["--causal"] if mask == "yes" else []
         for i, (h, n, d) in enumerate(SIZES):
             shape = ["--n", str(n), "--d", str(d), "--heads", str(h), *extra]
-            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], shape))
+            # the stored sets ran the forward before O's rescale moved under S (2026-12-01)
+            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [*shape, "--rescale-under-s", "off"]))
             # each backward size: its forward (the inputs), then 4 backward launches
             rows.append(("bwd", h, n, d, mask, rest[5 * i + 1:5 * i + 5], [*shape, "--backward"]))
     try:

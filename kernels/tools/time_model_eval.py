@@ -71,6 +71,9 @@ def predict(args, gpu):
 
 
 def attention(n, d, heads, *extra):
+    # every stored forward ran with O's rescale after P V's wait (before 2026-12-01), unless a row says
+    if "--backward" not in extra and "--rescale-under-s" not in extra:
+        extra = (*extra, "--rescale-under-s", "off")
     return ["attention", "--n", str(n), "--d", str(d), "--heads", str(heads), *extra]
 
 
