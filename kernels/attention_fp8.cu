@@ -207,9 +207,8 @@ struct Config {
 // What a launch does besides its work: kPlain; kNoExp leaves the exponentials out (a timing
 // diagnostic: how long the loop takes without the special-function unit; wrong output); kTrace
 // records clock64 at the phases of each KV tile for block 0's first Q tile (kernels/fp8.h);
-// kExpsFirst is kPlain with the softmax's exponentials issued before its sums; kRescaleUnderS is
-// kPlain with O's rescale issued between S_j's products and P V's, under S_j (fp8.h Variant).
-enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2, kExpsFirst = 3, kRescaleUnderS = 4 };
+// kExpsFirst is kPlain with the softmax's exponentials issued before its sums (fp8.h Variant).
+enum Mode { kPlain = 0, kNoExp = 1, kTrace = 2, kExpsFirst = 3 };
 constexpr int kTraceEvents = 6;  // start, products issued, S done, softmax done, P V done, P packed
 
 // One consumer warpgroup's work on a KV tile.
@@ -457,8 +456,6 @@ __global__ void __launch_bounds__(384, 1)
     stamp(local, 0, 4, 0.f);
     W::pack(s, pa);
     stamp(local, 0, 5, __uint_as_float(pa[BC / 32 - 1][3]));
-    constexpr bool kRescaleFirst = MODE == kRescaleUnderS;
-    if constexpr (kRescaleFirst) alpha[0] = alpha[1] = 1.f;  // O is still zero
     for (int j = 1; j < tiles; ++j) {
       const int cur = it + j, prev = cur - 1;
       stamp(local, j, 0, 0.f);
@@ -471,10 +468,6 @@ __global__ void __launch_bounds__(384, 1)
       wgmma::fence();
       issue_s(kbuf(cur));
       wgmma::commit();
-      if constexpr (kRescaleFirst) {
-        tile::rescale_rows(acc_o, alpha);
-        wgmma::fence();
-      }
       W::issue_pv(acc_o, pa, vbuf(prev));
       wgmma::commit();
       turn_pass();
@@ -491,7 +484,7 @@ __global__ void __launch_bounds__(384, 1)
       tile::pin(pa);
       stamp(local, j, 4, acc_o[0]);
       release(v_empty(prev % STAGES));
-      if constexpr (!kRescaleFirst) tile::rescale_rows(acc_o, alpha);
+      tile::rescale_rows(acc_o, alpha);
       W::pack(s, pa);
       stamp(local, j, 5, __uint_as_float(pa[BC / 32 - 1][3]));
     }
@@ -499,7 +492,6 @@ __global__ void __launch_bounds__(384, 1)
     tma::mbar_wait(v_full(lastv % STAGES), full_parity(lastv));
     tile::pin(acc_o);
     tile::pin(pa);
-    if constexpr (kRescaleFirst) tile::rescale_rows(acc_o, alpha);
     turn_wait();
     wgmma::fence();
     W::issue_pv(acc_o, pa, vbuf(lastv));
@@ -691,13 +683,7 @@ void attention_forward_variant(const Operands& ops, __nv_bfloat16* o, float* lse
     throw std::invalid_argument("fp8::attention_forward: operands not laid out by fp8::operands_in");
   const Variant v = variant;
   const int key_tile = key_tile_for(ops.n, v);
-  if (v.rescale_under_s) {
-    if (v.pingpong || v.qsmem || v.no_exponentials || v.exps_first)
-      throw std::invalid_argument("fp8::attention_forward: rescale_under_s goes with the key tile alone");
-    if (key_tile == 224) launch_masked<false, true, kRescaleUnderS, 224>(ops, o, lse, causal, stream);
-    else if (key_tile == 192) launch_masked<false, false, kRescaleUnderS, 192>(ops, o, lse, causal, stream);
-    else launch_masked<false, false, kRescaleUnderS>(ops, o, lse, causal, stream);
-  } else if (v.exps_first) {
+  if (v.exps_first) {
     if (v.pingpong || v.qsmem || v.no_exponentials)
       throw std::invalid_argument("fp8::attention_forward: exps_first goes with the key tile alone");
     if (key_tile == 224) launch_masked<false, true, kExpsFirst, 224>(ops, o, lse, causal, stream);

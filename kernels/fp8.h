@@ -55,7 +55,6 @@ struct Variant {
   bool no_exponentials = false;
   int key_tile = 0;  // keys a KV tile: 128, 192 or 224 (FA3 takes 224 for FP8 at d = 128); 0: key_tile_for's choice
   bool exps_first = false;  // the softmax issues a tile's exponentials before its sums (tile::kExpsFirst)
-  bool rescale_under_s = false;  // O's rescale between S_j's products and P V's, under S_j (FA3's order)
 };
 // The key tile a launch of `variant` takes at sequence length n: variant.key_tile if set, else
 // fp8_ref.h default_key_tile(n); ping-pong, qsmem and no_exponentials run 128 only. The checks' emulation

@@ -27,8 +27,9 @@ inline int bwd_mma_heads_per_group(std::int64_t n, std::int64_t d, int elem_byte
 // (kernels/RESULTS.md, 2026-11-25): d = 128, version 6 on 128-row tiles, one persistent block per
 // SM, causal tiles in pairs of equal work; d = 64, version 6 with three consumer warpgroups on
 // 192-row tiles, persistent, where N is long enough that the last tile's padding costs little
-// (full mask from N = 2048, causal from N = 8192; below that version 5's 64-row tiles, one block
-// each, three per SM, are as fast or faster).
+// (full mask from N = 2048, causal from N = 4096; below that version 5's 64-row tiles, one block
+// each, three per SM, are as fast or faster). The causal bound was 8192 until version 6 rescaled O
+// under S_j: then it ran N = 4096 causal 6 % faster than version 5 (H200, 2026-12-01, two runs).
 struct AttnFwdTiling {
   int br;            // Q-tile rows
   int bc;            // K/V-tile rows
@@ -37,7 +38,7 @@ struct AttnFwdTiling {
 };
 inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t d, bool causal) {
   if (d == 128) return {128, 128, true, causal};
-  if (n >= (causal ? 8192 : 2048)) return {192, 128, true, causal};
+  if (n >= (causal ? 4096 : 2048)) return {192, 128, true, causal};
   return {64, 128, false, false};
 }
 

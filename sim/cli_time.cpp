@@ -204,7 +204,7 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--overlap", att->overlap, "Forward: the intra-warpgroup overlap of S_{j+1} with the softmax of j on or off");
   ta->add_option("--rescale-under-s", att->rescale_under_s,
                  "Forward version 6: O's rescale issued under the next S (FA3's order) on or off; default: the launcher's "
-                 "(on at d = 128)");
+                 "(on; off with --dtype fp8)");
   ta->add_option("--key-tile", att->key_tile, "Forward version 6: keys a KV tile (a multiple of 16, FP8 32, up to 256); default: the launcher's")
       ->check(CLI::Range(16, 256));
   ta->add_option("--consumers", att->consumers, "Forward version 6: consumer warpgroups, 2 or 3 (64 query rows each); default: the launcher's")

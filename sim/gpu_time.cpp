@@ -402,7 +402,7 @@ KernelPlan plan_for(const TimeQuery& q) {
     case TimedOp::AttnFwd: {
       // The launcher's rule (kernels/launch_order.h attention_forward_fast_tiling).
       int v = q.version;
-      const bool long_n = q.n >= (q.causal ? 8192 : 2048);
+      const bool long_n = q.n >= (q.causal ? 4096 : 2048);
       if (v == 0) v = (q.d == 128 || long_n) ? 6 : 5;
       if (v != 5 && v != 6 && v != 2) throw std::invalid_argument("attention forward versions are 5 and 6 (2: the FA2 baseline)");
       p.version = v;
@@ -445,8 +445,8 @@ KernelPlan plan_for(const TimeQuery& q) {
         p.name += ", row sums on the tensor cores";
       }
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
-      // the d = 128 launcher rescales O under S_{j+1} (kernels/attention_forward.cu WsTail)
-      p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(q.d == 128 && !q.fp8);
+      // the launchers rescale O under S_{j+1} (kernels/attention_forward.cu WsTail); the FP8 forward not
+      p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(!q.fp8);
       if (q.rescale_under_s && *q.rescale_under_s && !(v == 6 && p.intra_overlap))
         throw std::invalid_argument("O's rescale under S is version 6's, with the intra-warpgroup overlap");
       break;

@@ -40,7 +40,7 @@ struct TimeQuery {
   std::optional<bool> pingpong, intra_overlap;
   // Forward version 6 with the overlap: O's rescale by the last tile's factor issued between S_{j+1}
   // and P_j V_j (under S_{j+1}, FA3's order) or after P_{j-1} V_{j-1} is done (default: the
-  // launcher's, on at d = 128 since 2026-12-01, off at d = 64).
+  // launcher's: on since 2026-12-01, off for the FP8 forward).
   std::optional<bool> rescale_under_s;
   // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's

@@ -16,7 +16,7 @@
 //   bench_attention_forward_fp8 --one N CAUSAL [VARIANT]   one timed shape (for ncu); VARIANT an
 //                                            index into kVariants: 0 default, 1 pingpong, 2 qsmem,
 //                                            3 pingpong+qsmem, 4-6 keys128/192/224, 7 exps-first,
-//                                            8 exps-first keys128, 9 rescale-under-s; 10 no exponentials (a timing
+//                                            8 exps-first keys128; 9 no exponentials (a timing
 //                                            diagnostic, output wrong and not checked)
 // Checks: O and lse against the kernel's own arithmetic in double (fp8_ref.h
 // attention_fp8_emulated_rows, on the quantized operands read back), tolerances from e4m3's step
@@ -166,7 +166,6 @@ const char* scaling_name(const f8::QuantOptions& o) {
 }
 std::string variant_name(f8::Variant v) {
   if (v.no_exponentials) return "no-exp (diagnostic)";
-  if (v.rescale_under_s) return "rescale-under-s" + (v.key_tile != 0 ? " keys" + std::to_string(v.key_tile) : std::string());
   if (v.exps_first) return "exps-first" + (v.key_tile != 0 ? " keys" + std::to_string(v.key_tile) : std::string());
   if (v.key_tile != 0) return "keys" + std::to_string(v.key_tile);
   return v.pingpong ? (v.qsmem ? "pingpong+qsmem" : "pingpong") : (v.qsmem ? "qsmem" : "default");
@@ -180,8 +179,7 @@ const f8::Variant kVariants[] = {{false, false},
                                  {false, false, false, 192},
                                  {false, false, false, 224},
                                  {false, false, false, 0, true},
-                                 {false, false, false, 128, true},
-                                 {false, false, false, 0, false, true}};
+                                 {false, false, false, 128, true}};
 // --one's VARIANT = kVariantCount: the timing diagnostic without exponentials (fp8.h), unchecked
 constexpr int kVariantCount = static_cast<int>(std::size(kVariants));
 const f8::Variant kNoExp{false, false, true};

@@ -72,6 +72,8 @@ def compare_rows(flashsim, gpu, folder, units=()):
         names = sorted({l["kernel"].split("<")[0].split("::")[-1] for l in ls})
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
+        if "attn_fwd_wgmma_kernel" in names and "--version" not in args:
+            args = [*args, "--version", "5"]  # what the launcher ran then (d = 64 causal below 8192 until 2026-12-01)
         j = model(flashsim, gpu, args, units)
         out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
                        j["extra_ms"], names))

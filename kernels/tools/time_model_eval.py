@@ -71,9 +71,12 @@ def predict(args, gpu):
 
 
 def attention(n, d, heads, *extra):
-    # every stored forward ran with O's rescale after P V's wait (before 2026-12-01), unless a row says
+    # every stored forward ran with O's rescale after P V's wait (before 2026-12-01), unless a row says,
+    # and at d = 64 under the causal mask version 5 below N = 8192 (the launcher's rule then)
     if "--backward" not in extra and "--rescale-under-s" not in extra:
         extra = (*extra, "--rescale-under-s", "off")
+        if d == 64 and "--causal" in extra and n < 8192 and "--version" not in extra:
+            extra = (*extra, "--version", "5")
     return ["attention", "--n", str(n), "--d", str(d), "--heads", str(heads), *extra]
 
 

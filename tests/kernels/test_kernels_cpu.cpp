@@ -389,13 +389,14 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
     CHECK(s.bc == 128);
   }
   CHECK(expand({Schedule::AttnFA2Mma}, parse_sizes("attn-fwd:2x100x64"), {}, {false}).front().bc == 128);
-  // d = 64: the launcher's 192-row persistent tiles from N = 2048 (full) and 8192 (causal), 64 below
+  // d = 64: the launcher's 192-row persistent tiles from N = 2048 (full) and 4096 (causal), 64 below
   auto fwd64 = [](const char* size, bool causal) {
     return expand({Schedule::AttnFA2Mma}, parse_sizes(size), {}, {causal}).front();
   };
   CHECK(fwd64("attn-fwd:2x2047x64", false).br == 64);
   CHECK(fwd64("attn-fwd:2x2048x64", false).br == 192);
-  CHECK(fwd64("attn-fwd:2x4096x64", true).br == 64);
+  CHECK(fwd64("attn-fwd:2x4095x64", true).br == 64);
+  CHECK(fwd64("attn-fwd:2x4096x64", true).br == 192);
   CHECK(fwd64("attn-fwd:2x8192x64", true).br == 192);
   CHECK(fwd64("attn-fwd:2x8192x64", true).bc == 128);
   CHECK(attention_forward_fast_tiling(8192, 64, true).paired);
