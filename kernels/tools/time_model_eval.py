@@ -70,10 +70,10 @@ def predict(args, gpu):
     return _cache[key]
 
 
-def attention(n, d, heads, *extra):
-    # every stored forward ran with O's rescale after P V's wait (before 2026-12-01), unless a row says,
-    # and at d = 64 under the causal mask version 5 below N = 8192 (the launcher's rule then)
-    if "--backward" not in extra and "--rescale-under-s" not in extra:
+def attention(n, d, heads, *extra, before_2026_12_01=True):
+    # the forwards measured before 2026-12-01 rescaled O after P V's wait, unless a row says, and ran
+    # d = 64 under the causal mask on version 5 below N = 8192 (the launcher's rule then)
+    if before_2026_12_01 and "--backward" not in extra and "--rescale-under-s" not in extra:
         extra = (*extra, "--rescale-under-s", "off")
         if d == 64 and "--causal" in extra and n < 8192 and "--version" not in extra:
             extra = (*extra, "--version", "5")
@@ -86,7 +86,7 @@ def bwd_version(op_is_bwd, d, d64_version):
     return ["--version", str(d64_version)] if op_is_bwd and d == 64 and d64_version else []
 
 
-def bench_row_args(r, min_n, min_mn, d64_version, softmax):
+def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=True):
     """`flashsim time` arguments for one bench_kernels CSV row, or None for a row left out:
     attention below N = min_n, matmul below m, n = min_mn, softmax unless asked for."""
     op, shape, mask = r["op"], r["shape"], r["mask"]
@@ -96,7 +96,7 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax):
             return None
         return attention(n, d, h, *(["--causal"] if mask == "causal" else []),
                          *(["--backward"] if op == "attn-bwd" else []),
-                         *bwd_version(op == "attn-bwd", d, d64_version))
+                         *bwd_version(op == "attn-bwd", d, d64_version), before_2026_12_01=before_2026_12_01)
     if op == "matmul":
         m, n, k = map(int, shape.split("x"))
         return ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)] if m >= min_mn and n >= min_mn else None
@@ -106,22 +106,22 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax):
     return None
 
 
-def bench_rows(name, bwd_d64_version=6):
+def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
-        a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False)
+        a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False, before_2026_12_01=before_2026_12_01)
         if a is not None:
             rows.append((f"{r['op']} {r['shape']} {r['mask']} {r['dtype']}", a, float(r["ms"])))
     return rows
 
 
-def compare_rows(name):
+def compare_rows(name, d64_version=6, before_2026_12_01=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         h, n, d = map(int, r["size"].split()[0].split("x"))
         bwd = r["schedule"].startswith("bwd")
         a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []), *(["--backward"] if bwd else []),
-                      *bwd_version(bwd, d, 6))
+                      *bwd_version(bwd, d, d64_version), before_2026_12_01=before_2026_12_01)
         a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
         rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
     return rows
@@ -154,7 +154,12 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H100 bench_kernels 2026-11-27, night, run 2 (not tuned on)", "h100",
          bench_rows("2026-11-27-bench-sm-clock/h100-bench_kernels-run2.csv", bwd_d64_version=None)),
         ("H200 bench_kernels 2026-11-27, night (not tuned on)", "h200",
-         bench_rows("2026-11-27-bench-sm-clock/h200-bench_kernels.csv", bwd_d64_version=None))]
+         bench_rows("2026-11-27-bench-sm-clock/h200-bench_kernels.csv", bwd_d64_version=None)),
+        # the launchers with O's rescale under S_j and d = 64 causal on version 6 from N = 4096
+        ("H200 bench_kernels 2026-12-01 (not tuned on)", "h200",
+         bench_rows("2026-12-01-h200-tail/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False)),
+        ("H200 compare at unseen sizes 2026-12-01", "h200",
+         compare_rows("2026-12-01-h200-tail/compare-call-c.csv", d64_version=None, before_2026_12_01=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -208,6 +213,21 @@ PAIRS = [
      694.65 / 695.2, "2026-11-29 H200, dropped"),
     ("forward d=128 N=8192: the mask test only where needed", attention(8192, 128, 32), attention(8192, 128, 32),
      661.9 / 699.4, "2026-11-29 H200, dropped"),
+    # kernels/RESULTS.md, "O's rescale under the next S" (2026-12-01, H200; the model run after the
+    # measurements, nothing in it changed to fit them): SM clocks of the previous kernel over the new
+    ("forward d=128 N=8192: O's rescale under S_j", attention(8192, 128, 32, "--rescale-under-s", "off"),
+     attention(8192, 128, 32, "--rescale-under-s", "on"), 3.098 / 3.050, "2026-12-01 H200 call b"),
+    ("forward d=128 N=16384 causal: the same", attention(16384, 128, 16, "--causal", "--rescale-under-s", "off"),
+     attention(16384, 128, 16, "--causal", "--rescale-under-s", "on"), 3.152 / 3.061, "2026-12-01 H200 call b"),
+    ("forward d=64 N=8192: the same", attention(8192, 64, 64, "--rescale-under-s", "off"),
+     attention(8192, 64, 64, "--rescale-under-s", "on"), 3.913 / 3.770, "2026-12-01 H200 call b"),
+    ("forward d=64 N=16384 causal: the same", attention(16384, 64, 32, "--causal", "--rescale-under-s", "off"),
+     attention(16384, 64, 32, "--causal", "--rescale-under-s", "on"), 4.359 / 4.069, "2026-12-01 H200 call b"),
+    ("FP8 d=128 N=16384: the same (dropped)", attention(16384, 128, 16, "--dtype", "fp8"),
+     attention(16384, 128, 16, "--dtype", "fp8", "--rescale-under-s", "on"), 879.2 / 919.4, "2026-12-01 H200 call b"),
+    ("forward d=64 N=4096 causal: version 6 over 5", attention(4096, 64, 128, "--causal", "--version", "5"),
+     attention(4096, 64, 128, "--causal", "--version", "6", "--rescale-under-s", "on"), 1.253 / 1.180,
+     "2026-12-01 H200 call b"),
 ]
 
 
