@@ -430,3 +430,37 @@ TEST_CASE("the consumer-loop traces beside probe_consumer_loop time as kernels/R
     CHECK((predicted(row.trace, 8192) - predicted(row.trace, 4096)) / 32 == Approx(row.per_tile).margin(1));
   }
 }
+
+TEST_CASE("forward version 6 with O's rescale under the next S: the rescale moves, its work does not", "[timing]") {
+  sim::TimeQuery q = forward_d128(1024, 2, false);
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  auto mul_right_after_s = [](const std::string& trace) {
+    std::istringstream in(trace);
+    std::string line, prev;
+    int n = 0;
+    while (std::getline(in, line)) {
+      if (prev.rfind("MAC_Z", 0) == 0 && prev.find("^T") != std::string::npos && line.rfind("MUL", 0) == 0) ++n;
+      prev = line;
+    }
+    return n;
+  };
+  q.rescale_under_s = true;
+  const std::string under = sim::block_trace(q, g);
+  const sim::LaunchPrediction on = sim::predict_time(q, g);
+  q.rescale_under_s = false;
+  const std::string after = sim::block_trace(q, g);
+  const sim::LaunchPrediction off = sim::predict_time(q, g);
+  // 8 KV tiles a Q tile: the rescale by the last tile's factor from the third S on, two consumers
+  CHECK(mul_right_after_s(under) > 0);
+  CHECK(mul_right_after_s(after) == 0);
+  CHECK(on.plan.rescale_under_s);
+  CHECK_FALSE(off.plan.rescale_under_s);
+  const auto vector = static_cast<std::size_t>(isa::Unit::Vector);
+  CHECK(on.units[vector].work == Approx(off.units[vector].work));
+  // the launcher's default (on), and refused where there is no overlap to put it under
+  q.rescale_under_s.reset();
+  CHECK(sim::predict_time(q, g).plan.rescale_under_s);
+  CHECK(test::run_flashsim("time attention --n 1024 --d 64 --causal --rescale-under-s on").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --rescale-under-s perhaps").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --rescale-under-s off --json").status == 0);
+}
