@@ -4,11 +4,12 @@
 clock taken out (issue 32). Measured: sm__cycles_elapsed.max of the profiled launches (median);
 model: `flashsim time attention ... --json` "cycles" (the longest SM) and its tensor unit's busy
 fraction beside ncu's tensor-pipe activity.
-Usage: cycles_vs_model.py FLASHSIM GPU DIR [--bench CSV] [--unit NAME:rate=R,latency=L ...]
+Usage: cycles_vs_model.py FLASHSIM GPU DIR [--bench CSV] [--unit NAME:rate=R,latency=L ...] [--rescale-under-s on|off]
   DIR: ncu_cycles.sh's output; GPU: h100 or h200; CSV: a bench_kernels CSV of the same GPU, whose
   bf16 rows of the same shapes get the SM clock their measured times imply (the measured cycles
   over the time; the backward's time less the model's two small launches). --unit (repeatable) is
-  passed to flashsim: a unit's figures over the preset's.
+  passed to flashsim: a unit's figures over the preset's. --rescale-under-s: where the measured
+  forward rescaled O (flashsim time's option; default off, as every set before 2026-12-01 ran).
 """
 import csv
 import io
@@ -49,7 +50,7 @@ def model(flashsim, gpu, args, units=()):
 Row = namedtuple("Row", "kind heads n d mask cycles model_cycles busy model_busy bound extra_ms names")
 
 
-def compare_rows(flashsim, gpu, folder, units=()):
+def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off"):
     """One Row per kernel and shape; units: --unit options for flashsim."""
     rows = []
     for mask in ("no", "yes"):
@@ -58,8 +59,7 @@ def compare_rows(flashsim, gpu, folder, units=()):
         extra = ["--causal"] if mask == "yes" else []
         for i, (h, n, d) in enumerate(SIZES):
             shape = ["--n", str(n), "--d", str(d), "--heads", str(h), *extra]
-            # the stored sets ran the forward before O's rescale moved under S (2026-12-01)
-            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [*shape, "--rescale-under-s", "off"]))
+            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [*shape, "--rescale-under-s", rescale_under_s]))
             # each backward size: its forward (the inputs), then 4 backward launches
             rows.append(("bwd", h, n, d, mask, rest[5 * i + 1:5 * i + 5], [*shape, "--backward"]))
     try:
@@ -73,7 +73,8 @@ def compare_rows(flashsim, gpu, folder, units=()):
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
         if "attn_fwd_wgmma_kernel" in names and "--version" not in args:
-            args = [*args, "--version", "5"]  # what the launcher ran then (d = 64 causal below 8192 until 2026-12-01)
+            # version 5 ran (d = 64 causal below N = 8192 until 2026-12-01): no overlap to rescale under
+            args = [*args[:args.index("--rescale-under-s")], "--version", "5"] if "--rescale-under-s" in args else [*args, "--version", "5"]
         j = model(flashsim, gpu, args, units)
         out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
                        j["extra_ms"], names))
@@ -109,13 +110,16 @@ def main():
     units = [opt for spec in pop_options(args, "--unit") for opt in ("--unit", spec)]
     bench_csv = pop_options(args, "--bench")
     bench = bench_times(bench_csv[-1]) if bench_csv else None
+    tail = pop_options(args, "--rescale-under-s")
+    if tail and tail[-1] not in ("on", "off"):
+        fail(f"cycles_vs_model.py: --rescale-under-s takes on or off, not '{tail[-1]}'")
     if len(args) != 3:
         fail(__doc__)
     flashsim, gpu, folder = args
     print(f"{'kernel':4s} {'shape':14s} {'mask':6s} {'meas Mcyc':>9s} {'model Mcyc':>10s} {'meas/model':>10s} "
           f"{'tensor meas':>11s} {'model':>6s}  bound" + ("  (bench ms -> implied MHz)" if bench else ""))
     ratios, clocks = [], {"fwd": [], "bwd": []}
-    for r in compare_rows(flashsim, gpu, folder, units):
+    for r in compare_rows(flashsim, gpu, folder, units, tail[-1] if tail else "off"):
         ratios.append(r.cycles / r.model_cycles)
         line = (f"{r.kind:4s} {r.heads:3d}x{r.n:5d}x{r.d:<3d}  {'causal' if r.mask == 'yes' else 'full':6s} "
                 f"{r.cycles / 1e6:9.3f} {r.model_cycles / 1e6:10.3f} {r.cycles / r.model_cycles:10.2f} {r.busy:10.1f}% "
