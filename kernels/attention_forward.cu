@@ -1584,13 +1584,6 @@ namespace flashsim::gpu::fwd_variants {
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, \
                          hopper::TAIL>,                                                                          \
    hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, hopper::TAIL>}
-// the d = 64 launchers' kernels with the softmax's exponentials first (the d = 128 order)
-#define FLASHSIM_V6E64(ST, SCHED)                                                                                     \
-  {64, "v6 ws 3c x128 st" #ST " pp 1 sched " #SCHED " Q smem order kExpsFirst tail kRescaleUnderS",                  \
-   hopper::launch_fwd_ws<__nv_bfloat16, 64, 128, ST, true, SCHED, true, 3, tile::kExpsFirst, hopper::kLoadsAll,     \
-                         hopper::kRescaleUnderS>,                                                                    \
-   hopper::launch_fwd_ws<__half, 64, 128, ST, true, SCHED, true, 3, tile::kExpsFirst, hopper::kLoadsAll,            \
-                         hopper::kRescaleUnderS>}
 #define FLASHSIM_V6T64(ST, SCHED, TAIL)                                                                              \
   {64, "v6 ws 3c x128 st" #ST " pp 1 sched " #SCHED " Q smem tail " #TAIL,                                           \
    hopper::launch_fwd_ws<__nv_bfloat16, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll,     \
@@ -1619,7 +1612,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6L(1, kLoadsAll, false), FLASHSIM_V6L(1, kLoadsFirstFill, true), FLASHSIM_V6L(1, kLoadsOneTile, true),
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
     FLASHSIM_V6T(1, kTailAfterPv), FLASHSIM_V6T(2, kTailAfterPv), FLASHSIM_V6T64(3, 1, kTailAfterPv),
-    FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6E64(3, 1), FLASHSIM_V6E64(2, 2),
+    FLASHSIM_V6T64(2, 2, kTailAfterPv),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1631,6 +1624,5 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6L
 #undef FLASHSIM_V6T
 #undef FLASHSIM_V6T64
-#undef FLASHSIM_V6E64
 }  // namespace flashsim::gpu::fwd_variants
 #endif
