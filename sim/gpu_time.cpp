@@ -133,6 +133,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         tx.line(first ? "MAC_Z " + P(c, 0) + ", " + ones + ", " + sums8(c)
                       : "MAC " + P(c, j) + ", " + ones + ", " + sums8(c) + ", " + sums8(c));
     };
+    auto rescale_o = [&](int c) { tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO)); };
     auto load_until = [&](std::int64_t j) {
       for (; loaded <= std::min(j, J - 1); ++loaded) load_step(loaded);
     };
@@ -149,7 +150,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         if (p.pingpong && c == 0 && ti == 0 && j == 0) ++turn_waits[0];
         tx.line("MAC_Z " + reg(c, kQ) + ", " + K(g0 + j) + "^T, " + reg(c, kS));
         // the last tile's factor (none after the first tile: O is zero)
-        if (p.rescale_under_s && j >= 2) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
+        if (p.rescale_under_s && j >= 2) rescale_o(c);
         if (p.intra_overlap && j >= 1) pv(c, j - 1);
         if (p.pingpong) tx.line(".arrive turn" + std::to_string((c + 1) % C));
         if (mask) tx.line("MASK " + reg(c, kS) + ", " + reg(c, kS));
@@ -171,13 +172,13 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         } else {
           tx.line("MUL " + sums8(c) + ", " + reg(c, kAlpha) + ", " + sums8(c));  // O's 8 extra columns
         }
-        if (!p.rescale_under_s) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
+        if (!p.rescale_under_s) rescale_o(c);
         if (!p.intra_overlap) pv(c, j);
       }
     }
     for (int c = 0; c < C; ++c) {
       tx.stream(consumer(c));
-      if (p.rescale_under_s && J >= 2) tx.line("MUL " + reg(c, kO) + ", " + reg(c, kAlpha) + ", " + reg(c, kO));
+      if (p.rescale_under_s && J >= 2) rescale_o(c);
       if (p.intra_overlap) pv(c, J - 1);
       if (p.sums_on_tensor) tx.line("ROWMAX " + sums8(c) + ", " + reg(c, kL));
       tx.line("SDIV " + reg(c, kO) + ", " + reg(c, kL) + ", " + reg(c, kO));
@@ -447,7 +448,7 @@ KernelPlan plan_for(const TimeQuery& q) {
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
       // the launchers rescale O under S_{j+1} (kernels/attention_forward.cu WsTail); the FP8 forward not
       p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(!q.fp8);
-      if (q.rescale_under_s && *q.rescale_under_s && !(v == 6 && p.intra_overlap))
+      if (q.rescale_under_s.value_or(false) && !p.rescale_under_s)
         throw std::invalid_argument("O's rescale under S is version 6's, with the intra-warpgroup overlap");
       break;
     }

@@ -59,7 +59,7 @@ def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off"):
         extra = ["--causal"] if mask == "yes" else []
         for i, (h, n, d) in enumerate(SIZES):
             shape = ["--n", str(n), "--d", str(d), "--heads", str(h), *extra]
-            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], [*shape, "--rescale-under-s", rescale_under_s]))
+            rows.append(("fwd", h, n, d, mask, fwd[4 * i:4 * i + 4], shape))
             # each backward size: its forward (the inputs), then 4 backward launches
             rows.append(("bwd", h, n, d, mask, rest[5 * i + 1:5 * i + 5], [*shape, "--backward"]))
     try:
@@ -72,9 +72,11 @@ def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off"):
         names = sorted({l["kernel"].split("<")[0].split("::")[-1] for l in ls})
         cyc = statistics.median(l["sm__cycles_elapsed.max"] for l in ls)
         busy = statistics.median(l[TENSOR] for l in ls)
-        if "attn_fwd_wgmma_kernel" in names and "--version" not in args:
-            # version 5 ran (d = 64 causal below N = 8192 until 2026-12-01): no overlap to rescale under
-            args = [*args[:args.index("--rescale-under-s")], "--version", "5"] if "--rescale-under-s" in args else [*args, "--version", "5"]
+        if kind == "fwd":
+            # version 5 ran where the launcher took it (d = 64 causal below N = 8192 until 2026-12-01):
+            # no overlap to rescale under; version 6 rescaled where the set says
+            v5 = "attn_fwd_wgmma_kernel" in names
+            args = [*args, *(["--version", "5"] if v5 else ["--rescale-under-s", rescale_under_s])]
         j = model(flashsim, gpu, args, units)
         out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
                        j["extra_ms"], names))
