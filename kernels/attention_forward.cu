@@ -1336,13 +1336,15 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   using hopper::kLoadsAll;
   using hopper::kRescaleUnderS;
   // d = 128: the softmax's exponentials before its sums, 1-5 % faster (H100, 2026-11-27); O's rescale
-  // under S_j's products, 1-5 % fewer clocks at N >= 4096 (H200, 2026-12-01)
+  // under S_j's products, 1-5 % fewer clocks at N >= 4096 (H200, 2026-12-01); each row's maximum as a
+  // tree, 0.4-1.2 % fewer clocks full at N = 2048-8192, a tie causal (H200, 2026-12-02)
+  constexpr int kOrder128 = tile::kExpsFirstTreeMax;
   if (d == 128) {
     if (t.paired)
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, tile::kExpsFirst, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kOrder128, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
     else
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, tile::kExpsFirst, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kOrder128, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
   } else if (!t.persistent) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
@@ -1375,11 +1377,12 @@ void attention_forward_fast_ring_step(const T* q, const T* k, const T* v, T* o, 
   const int bh = 2 * heads;
   using hopper::kLoadsAll;
   using hopper::kRescaleUnderS;
+  constexpr int kOrder128 = tile::kExpsFirstTreeMax;  // as the launcher
   if (d == 128 && diagonal)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, tile::kExpsFirst, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, kOrder128, true, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (d == 128)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, tile::kExpsFirst, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, kOrder128, true, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (diagonal)
     launch_fwd_ws_with<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, true, kLoadsAll, kRescaleUnderS>(
@@ -1589,6 +1592,13 @@ namespace flashsim::gpu::fwd_variants {
    hopper::launch_fwd_ws<__nv_bfloat16, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll,     \
                          hopper::TAIL>,                                                                              \
    hopper::launch_fwd_ws<__half, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll, hopper::TAIL>}
+// the d = 128 launchers' kernels before 2026-12-02: each row's maximum as a chain (tile::kExpsFirst)
+#define FLASHSIM_V6C(SCHED)                                                                                       \
+  {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst tail kRescaleUnderS (chain max)",                   \
+   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, \
+                         hopper::kRescaleUnderS>,                                                                \
+   hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll,        \
+                         hopper::kRescaleUnderS>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1612,7 +1622,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6L(1, kLoadsAll, false), FLASHSIM_V6L(1, kLoadsFirstFill, true), FLASHSIM_V6L(1, kLoadsOneTile, true),
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
     FLASHSIM_V6T(1, kTailAfterPv), FLASHSIM_V6T(2, kTailAfterPv), FLASHSIM_V6T64(3, 1, kTailAfterPv),
-    FLASHSIM_V6T64(2, 2, kTailAfterPv),
+    FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6C(1), FLASHSIM_V6C(2),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1624,5 +1634,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6L
 #undef FLASHSIM_V6T
 #undef FLASHSIM_V6T64
+#undef FLASHSIM_V6C
 }  // namespace flashsim::gpu::fwd_variants
 #endif

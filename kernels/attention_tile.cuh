@@ -55,8 +55,12 @@ __device__ __forceinline__ float fast_exp2(float x) {
 // The order of a softmax's instructions within one warp. kExpThenAdd: each probability is added
 // to its row's sum as it is made (one dependent chain a row, the kernels' order). kExpsFirst: every
 // exponential of the thread's two rows first, then the sums as four chains a row, so that no
-// FADD waits on the exponential just issued (kernels/tools/probe_softmax.cu measures both).
-enum SoftmaxOrder { kExpThenAdd = 0, kExpsFirst = 1 };
+// FADD waits on the exponential just issued (kernels/tools/probe_softmax.cu measures both). The
+// ...TreeMax orders take each row's maximum as a tree of depth log2(BC / 4) instead of a chain of
+// BC / 8 dependent FMNMX (the same value: max does not depend on the order).
+enum SoftmaxOrder { kExpThenAdd = 0, kExpsFirst = 1, kExpThenAddTreeMax = 2, kExpsFirstTreeMax = 3 };
+__host__ __device__ constexpr bool exps_first(int order) { return (order & 1) != 0; }
+__host__ __device__ constexpr bool tree_max(int order) { return (order & 2) != 0; }
 
 // row_sum = row_sum * alpha + the sum of each of the thread's two rows of P (four chains a row, so
 // that no FADD waits for the one before it): the sums of the kExpsFirst order.
@@ -71,25 +75,42 @@ __device__ __forceinline__ void add_row_sums(const float (&p)[BC / 2], float (&r
   }
 }
 
+// t[0] = the maximum of t[0 .. 2W): a tree, each level folding the upper half onto the lower
+template <int W, int N>
+__device__ __forceinline__ void fold_max(float (&t)[N]) {
+#pragma unroll
+  for (int i = 0; i < W; ++i) t[i] = fmaxf(t[i], t[i + W]);
+  if constexpr (W > 1) fold_max<W / 2>(t);
+}
+
 // The online softmax of a 64 x BC score tile (already masked) in log2 units: s becomes P, row_max
 // and row_sum move on (row_sum per thread; the quad sums at the end), alpha gets the factors the
 // old O needs.
 template <int BC, int ORDER = kExpThenAdd>
 __device__ __forceinline__ void online_softmax(float (&s)[BC / 2], float (&row_max)[2], float (&row_sum)[2],
                                                float (&alpha)[2], float scale_log2) {
+  static_assert(!tree_max(ORDER) || ((BC / 8) & (BC / 8 - 1)) == 0, "the tree maximum needs BC / 8 a power of two");
   float base[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float mx = -INFINITY;
+    if constexpr (tree_max(ORDER)) {
+      float t[BC / 8];
 #pragma unroll
-    for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+      for (int nt = 0; nt < BC / 8; ++nt) t[nt] = fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]);
+      fold_max<BC / 16>(t);
+      mx = t[0];
+    } else {
+#pragma unroll
+      for (int nt = 0; nt < BC / 8; ++nt) mx = fmaxf(mx, fmaxf(s[4 * nt + 2 * h], s[4 * nt + 2 * h + 1]));
+    }
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
     mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
     const float m_new = fmaxf(row_max[h], mx * scale_log2);
     base[h] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet
     alpha[h] = fast_exp2(row_max[h] - base[h]);
     row_max[h] = m_new;
-    if constexpr (ORDER == kExpThenAdd) {
+    if constexpr (!exps_first(ORDER)) {
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < BC / 8; ++nt)
@@ -102,7 +123,7 @@ __device__ __forceinline__ void online_softmax(float (&s)[BC / 2], float (&row_m
       row_sum[h] = row_sum[h] * alpha[h] + sum;
     }
   }
-  if constexpr (ORDER == kExpsFirst) {
+  if constexpr (exps_first(ORDER)) {
 #pragma unroll
     for (int i = 0; i < BC / 2; ++i) s[i] = fast_exp2(fmaf(s[i], scale_log2, -base[(i / 2) % 2]));
     add_row_sums<BC>(s, row_sum, alpha);
