@@ -159,7 +159,12 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H200 bench_kernels 2026-12-01 (not tuned on)", "h200",
          bench_rows("2026-12-01-h200-tail/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False)),
         ("H200 compare at unseen sizes 2026-12-01", "h200",
-         compare_rows("2026-12-01-h200-tail/compare-call-c.csv", d64_version=None, before_2026_12_01=False))]
+         compare_rows("2026-12-01-h200-tail/compare-call-c.csv", d64_version=None, before_2026_12_01=False)),
+        # the d = 128 launchers with each row's maximum as a tree (a tile operation cannot tell)
+        ("H200 bench_kernels 2026-12-02, call c (not tuned on)", "h200",
+         bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False)),
+        ("H200 bench_kernels 2026-12-02, call d (not tuned on)", "h200",
+         bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -228,6 +233,17 @@ PAIRS = [
     ("forward d=64 N=4096 causal: version 6 over 5", attention(4096, 64, 128, "--causal", "--version", "5"),
      attention(4096, 64, 128, "--causal", "--version", "6", "--rescale-under-s", "on"), 1.253 / 1.180,
      "2026-12-01 H200 call b"),
+    # kernels/RESULTS.md, "Each row's maximum as a tree" (2026-12-02, H200; SM clocks of the chain over
+    # the tree, or of version 7 over its variant, summed over two runs): instruction orders inside a
+    # tile operation, so the model predicts a tie for each
+    ("forward d=128 N=4096: row maximum as a tree", attention(4096, 128, 64, before_2026_12_01=False),
+     attention(4096, 128, 64, before_2026_12_01=False), (1.570 + 1.562) / (1.555 + 1.557), "2026-12-02 H200 call c"),
+    ("forward d=128 N=16384: the same", attention(16384, 128, 16, before_2026_12_01=False),
+     attention(16384, 128, 16, before_2026_12_01=False), 6.024 / 6.013, "2026-12-02 H200 call c, run 1"),
+    ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, before_2026_12_01=False),
+     attention(8192, 64, 64, before_2026_12_01=False), (3.772 + 3.763) / (3.853 + 3.798), "2026-12-02 H200 call b"),
+    ("backward d=128 N=16384: statistics read early (dropped)", attention(16384, 128, 16, "--backward"),
+     attention(16384, 128, 16, "--backward"), (562.5 + 561.2) / (566.1 + 565.2), "2026-12-02 H200 call a, sustained"),
 ]
 
 
