@@ -1565,7 +1565,7 @@ namespace flashsim::gpu::fwd_variants {
    hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, hopper::kOneTile, true>,                                 \
    hopper::launch_fwd_ws<__half, D, BC, ST, PP, hopper::kOneTile, true>}
 // the launcher's persistent kernels with the softmax's other instruction order (tile::SoftmaxOrder):
-// d = 128 runs kExpsFirst, d = 64 kExpThenAdd
+// d = 128 runs kExpsFirstTreeMax (kExpsFirst before 2026-12-02), d = 64 kExpThenAdd
 #define FLASHSIM_V6O(D, BC, ST, PP, SCHED, QS, NC, ORDER)                                                          \
   {D, "v6 ws " #NC "c x" #BC " st" #ST " pp " #PP " sched " #SCHED " order " #ORDER,                               \
    hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED, QS, NC, tile::ORDER>,                               \
