@@ -1580,8 +1580,9 @@ namespace flashsim::gpu::fwd_variants {
   {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst loads " #LOADS,                                         \
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::LOADS>, \
    hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::LOADS>, DIAG}
-// the launchers' kernels with the consumer's tail as WsTail says (the launchers take kRescaleUnderS
-// since 2026-12-01; kTailAfterPv is their kernel before)
+// the d = 128 launchers' kernels with the consumer's tail as WsTail says and each row's maximum as a
+// chain (kExpsFirst): kTailAfterPv their kernel before 2026-12-01, kRescaleUnderS before 2026-12-02
+// (the launchers take the maximum as a tree since)
 #define FLASHSIM_V6T(SCHED, TAIL)                                                                                 \
   {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst tail " #TAIL,                                       \
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, \
@@ -1592,13 +1593,6 @@ namespace flashsim::gpu::fwd_variants {
    hopper::launch_fwd_ws<__nv_bfloat16, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll,     \
                          hopper::TAIL>,                                                                              \
    hopper::launch_fwd_ws<__half, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll, hopper::TAIL>}
-// the d = 128 launchers' kernels before 2026-12-02: each row's maximum as a chain (tile::kExpsFirst)
-#define FLASHSIM_V6C(SCHED)                                                                                       \
-  {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirst tail kRescaleUnderS (chain max)",                   \
-   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll, \
-                         hopper::kRescaleUnderS>,                                                                \
-   hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirst, hopper::kLoadsAll,        \
-                         hopper::kRescaleUnderS>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1622,7 +1616,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6L(1, kLoadsAll, false), FLASHSIM_V6L(1, kLoadsFirstFill, true), FLASHSIM_V6L(1, kLoadsOneTile, true),
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
     FLASHSIM_V6T(1, kTailAfterPv), FLASHSIM_V6T(2, kTailAfterPv), FLASHSIM_V6T64(3, 1, kTailAfterPv),
-    FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6C(1), FLASHSIM_V6C(2),
+    FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6T(1, kRescaleUnderS), FLASHSIM_V6T(2, kRescaleUnderS),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1634,6 +1628,5 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6L
 #undef FLASHSIM_V6T
 #undef FLASHSIM_V6T64
-#undef FLASHSIM_V6C
 }  // namespace flashsim::gpu::fwd_variants
 #endif
