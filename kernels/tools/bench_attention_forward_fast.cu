@@ -13,6 +13,7 @@
 // FLASHSIM_FWD_FLAT_INPUTS=1: Q and K constant (no row maximum moves after the first KV tile), a timing
 // diagnostic beside probe_consumer_loop; the checks still hold (uniform attention).
 //   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, for compute-sanitizer
+//   bench_attention_forward_fast --heads D N BH...   the launcher (bf16, full) at each batch x heads, twice
 // Small checks: O (relative L2) and lse (entry by entry: relative above 1, absolute below) of every head
 // against kernels/reference.cpp attention_forward (double);
 // timed shapes: 2 heads (first, last), 16 sampled rows, attention_forward_rows. Outputs are poisoned
@@ -134,9 +135,11 @@ bool check_small(int bh, int n, int d, bool causal, fv::Launcher<T> run, const c
 }
 
 // diagnostic: the variant's output is wrong by design (fv::Variant::diagnostic); timed, not checked
+// bh_wanted 0: the timed shapes' batch x heads, (16384 / n) x (2048 / d)
 template <class T>
-bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std::uint64_t seed, bool diagnostic = false) {
-  const int bh = (16384 / n) * (2048 / d);
+bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std::uint64_t seed, bool diagnostic = false,
+           int bh_wanted = 0) {
+  const int bh = bh_wanted > 0 ? bh_wanted : (16384 / n) * (2048 / d);
   Problem<T> p(bh, n, d, causal, seed);
   p.run = run;
   double eo, el;
@@ -156,7 +159,31 @@ bool bench(int d, int n, bool causal, fv::Launcher<T> run, const char* name, std
 
 }  // namespace
 
+// --heads D N BH...: the launcher (bf16, full mask) at each batch x heads, in the order given, twice:
+// with persistent blocks the SMs take whole Q tiles, so the rate shows how the tiles divide over the SMs
+static int run_heads(int argc, char** argv) {
+  const int d = argc > 2 ? std::atoi(argv[2]) : 0, n = argc > 3 ? std::atoi(argv[3]) : 0;
+  std::vector<int> bhs;
+  for (int i = 4; i < argc; ++i) bhs.push_back(std::atoi(argv[i]));
+  const bool bad_bh = bhs.empty() || std::any_of(bhs.begin(), bhs.end(), [](int b) { return b < 1 || b > 4096; });
+  if ((d != 64 && d != 128) || n < 1 || n > 65536 || bad_bh) {
+    std::fprintf(stderr, "bench_attention_forward_fast: --heads takes D (64 or 128), N (1..65536) and one or more "
+                         "batch x heads counts (1..4096)\n");
+    return 2;
+  }
+  cudaDeviceProp prop{};
+  CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs; Q tiles of %d rows\n", prop.name, prop.multiProcessorCount, d == 128 ? 128 : 192);
+  std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
+  bool ok = true;
+  for (int round = 0; round < 2; ++round)
+    for (int bh : bhs) ok &= bench<__nv_bfloat16>(d, n, false, nullptr, "attention_forward_fast", seed += 10, false, bh);
+  std::printf("%s\n", ok ? "ALL OK" : "SOME CHECKS FAILED");
+  return ok ? 0 : 1;
+}
+
 static int run_main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--heads") == 0) return run_heads(argc, argv);
   const bool variants = argc > 1 && std::strcmp(argv[1], "--variants") == 0;
   const bool sanitize = argc > 1 && std::strcmp(argv[1], "--sanitize") == 0;
   const int head_dim = variants && argc > 2 ? std::atoi(argv[2]) : 0;  // 0: both
