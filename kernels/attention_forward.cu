@@ -1319,6 +1319,9 @@ void check_fast_args(const char* who, int bh, int n, int d) {
   if (d != 64 && d != 128) throw std::invalid_argument(std::string(who) + ": head dimension must be 64 or 128");
 }
 
+// The d = 128 softmax order of the launcher and the ring step's kernels (tile::SoftmaxOrder)
+constexpr int kFwd128Order = tile::kExpsFirstTreeMax;
+
 }  // namespace
 
 template <class T>
@@ -1338,13 +1341,12 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   // d = 128: the softmax's exponentials before its sums, 1-5 % faster (H100, 2026-11-27); O's rescale
   // under S_j's products, 1-5 % fewer clocks at N >= 4096 (H200, 2026-12-01); each row's maximum as a
   // tree, 0.4-1.2 % fewer clocks full at N = 2048-8192, a tie causal (H200, 2026-12-02)
-  constexpr int kOrder128 = tile::kExpsFirstTreeMax;
   if (d == 128) {
     if (t.paired)
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kOrder128, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
     else
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kOrder128, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
   } else if (!t.persistent) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
@@ -1377,12 +1379,11 @@ void attention_forward_fast_ring_step(const T* q, const T* k, const T* v, T* o, 
   const int bh = 2 * heads;
   using hopper::kLoadsAll;
   using hopper::kRescaleUnderS;
-  constexpr int kOrder128 = tile::kExpsFirstTreeMax;  // as the launcher
   if (d == 128 && diagonal)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, kOrder128, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, true, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (d == 128)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, kOrder128, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, true, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (diagonal)
     launch_fwd_ws_with<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, true, kLoadsAll, kRescaleUnderS>(

@@ -40,6 +40,7 @@
 #include "kernels/attention_forward_variants.h"
 #include "kernels/cuda_util.cuh"
 #include "kernels/fast.h"
+#include "kernels/launch_order.h"
 #include "kernels/reference.h"
 #include "kernels/tools/standalone.cuh"
 #include "sim/main_guard.h"
@@ -173,7 +174,9 @@ static int run_heads(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("device: %s, %d SMs; Q tiles of %d rows\n", prop.name, prop.multiProcessorCount, d == 128 ? 128 : 192);
+  const fg::AttnFwdTiling tiling = fg::attention_forward_fast_tiling(n, d, false);
+  std::printf("device: %s, %d SMs; Q tiles of %d rows%s\n", prop.name, prop.multiProcessorCount, tiling.br,
+              tiling.persistent ? ", persistent blocks" : "");
   std::uint64_t seed = static_cast<std::uint64_t>(std::time(nullptr));
   bool ok = true;
   for (int round = 0; round < 2; ++round)
