@@ -982,6 +982,7 @@ __device__ __forceinline__ void named_bar_arrive(int id, int count) {
 
 using tile::kOneTile;
 using tile::kPaired;
+using tile::kSplitTail;
 using tile::kStatic;
 
 // What the producer loads: kLoadsAll (every kernel but the diagnostics). Three timing diagnostics
@@ -1027,8 +1028,11 @@ template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSM
 __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>::kThreads, 1)
     attn_fwd_ws_kernel(T* __restrict__ o, float* __restrict__ lse, int bh, int n, bool causal, float scale_log2,
                        const __grid_constant__ CUtensorMap map_q, const __grid_constant__ CUtensorMap map_k,
-                       const __grid_constant__ CUtensorMap map_v, int seg_heads, int seg_kinds) {
+                       const __grid_constant__ CUtensorMap map_v, int seg_heads, int seg_kinds,
+                       const __grid_constant__ SplitTail split, float* __restrict__ part_o,
+                       float* __restrict__ part_lse) {
   constexpr bool PERSIST = SCHED != kOneTile;
+  static_assert(SCHED != tile::kSplitTail || !SEG, "the ring step's segments are not split");
   using C = WsConfig<D, BC, STAGES, PERSIST, NC>;
   using W = Tile<T, D, BC, ORDER>;
   extern __shared__ unsigned char smem_raw[];
@@ -1045,12 +1049,24 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
   auto vbuf = [&](int it) { return vs0 + (it % STAGES) * C::kKVBytes; };
 
   const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
-  auto next_tile = [&](int& k, int& q0, int& head) { return walk.next(k, q0, head); };
+  const tile::SplitTailWalk<C::kBR> split_walk(split, n);
   auto seg_kind = [&](int head, int j) { return (seg_kinds >> (2 * (2 * (head / seg_heads) + j))) & 3; };
   auto seg_tiles = [&](int q0, int kind) { return kind == 0 ? 0 : ((kind == 2 ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
   auto kv_tiles = [&](int q0, int head) {
     if constexpr (SEG) return seg_tiles(q0, seg_kind(head, 0)) + seg_tiles(q0, seg_kind(head, 1));
     else return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC;
+  };
+  // the block's next piece of work: a whole Q tile, or (kSplitTail) part of one's keys
+  auto next_item = [&](int& k, tile::WorkItem& w) {
+    if constexpr (SCHED == tile::kSplitTail) {
+      return split_walk.next(k, w);
+    } else {
+      if (!walk.next(k, w.q0, w.head)) return false;
+      w.kv_begin = 0;
+      w.kv_count = kv_tiles(w.q0, w.head);
+      w.part = -1;
+      return true;
+    }
   };
   // KV tile jj of the Q tile at (q0, head): its key batch, its first key, and whether it is masked
   struct KvTile {
@@ -1083,10 +1099,11 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
-    int it = 0, cursor = 0, q0, head;
-    for (int local = 0; next_tile(cursor, q0, head); ++local) {
+    int it = 0, cursor = 0;
+    tile::WorkItem w;
+    for (int local = 0; next_item(cursor, w); ++local) {
       if (PERSIST) tma::mbar_wait(q_empty, (local & 1) ^ 1);  // a fresh barrier's phase "-1" counts as done
-      const int tiles = kv_tiles(q0, head);
+      const int tiles = w.kv_count, q0 = w.q0, head = w.head;
       tma::mbar_arrive_expect_tx(q_full, C::kQBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
       for (int h = 0; h < NC; ++h)
@@ -1097,7 +1114,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         const int s = it % STAGES;
         const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
         if (LOADS == kLoadsNoSync && it >= STAGES) continue;
-        const KvTile kt = LOADS == kLoadsOneTile ? KvTile{0, 0, false} : kv_tile(q0, head, j);
+        const KvTile kt = LOADS == kLoadsOneTile ? KvTile{0, 0, false} : kv_tile(q0, head, w.kv_begin + j);
         const bool signal_only = LOADS == kLoadsFirstFill && it >= STAGES;
         tma::mbar_wait(k_empty(s), parity);
         if (signal_only) {
@@ -1147,10 +1164,11 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     if (c == NC - 1) named_bar_arrive(1, 256);  // consumer 0 goes first
   }
 
-  int it = 0, cursor = 0, q0, head;
-  for (int local = 0; next_tile(cursor, q0, head); ++local) {
+  int it = 0, cursor = 0;
+  tile::WorkItem w;
+  for (int local = 0; next_item(cursor, w); ++local) {
     tma::mbar_wait(q_full, local & 1);
-    const int tiles = kv_tiles(q0, head);
+    const int tiles = w.kv_count, q0 = w.q0, head = w.head;
     const int q0c = q0 + 64 * c;
     const int q_row = q0c + row_w + g;
 
@@ -1193,7 +1211,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       // overwrite Q first, wrong output at N = 77 with 300 heads, H100 2026-11-25); QSMEM, after the
       // tile's last S
       if constexpr (PERSIST) if (!QSMEM || tiles == 1) release(q_empty);
-      const KvTile first = kv_tile(q0, head, 0);
+      const KvTile first = kv_tile(q0, head, w.kv_begin);
       W::softmax(s, row_max, row_sum, alpha, first.kv0, q_row, n, first.causal, scale_log2);
       W::pack(s, pa);
       if constexpr (TAIL != kTailAfterPv) alpha[0] = alpha[1] = 1.f;  // O is still zero
@@ -1219,7 +1237,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         tile::pin(s);
         release(k_empty(cur % STAGES));
         if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
-        const KvTile kt = kv_tile(q0, head, j);
+        const KvTile kt = kv_tile(q0, head, w.kv_begin + j);
         W::softmax(s, row_max, row_sum, alpha, kt.kv0, q_row, n, kt.causal, scale_log2);
         wgmma::wait<0>();
         tile::pin(acc_o);
@@ -1246,7 +1264,11 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       it += tiles;
     }
 
-    // normalize; stage the warp's own rows (only this warp reads them back), 16-byte rows out
+    // normalize; a whole tile's rows staged (only this warp reads them back), 16-byte rows out. A
+    // part of a split tile (kSplitTail): O over its keys in fp32 and its logsumexp in log2 units,
+    // every row (the merge skips rows past n). The shuffles and warp syncs stay outside the branch.
+    const bool partial = SCHED == tile::kSplitTail && w.part >= 0;
+    float* po = part_o + static_cast<std::size_t>(partial ? w.part : 0) * C::kBR * D;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float l = row_sum[h];
@@ -1254,18 +1276,27 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? 1.f / l : 0.f;
       const int r = row_w + g + 8 * h;
+      if (partial) {
 #pragma unroll
-      for (int dt = 0; dt < D / 8; ++dt) {
-        const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+        for (int dt = 0; dt < D / 8; ++dt)
+          *reinterpret_cast<float2*>(po + (64 * c + r) * D + dt * 8 + t4 * 2) =
+              make_float2(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+        if (t4 == 0) part_lse[w.part * C::kBR + 64 * c + r] = l > 0.f ? row_max[h] + log2f(l) : -INFINITY;
+      } else {
+#pragma unroll
+        for (int dt = 0; dt < D / 8; ++dt) {
+          const std::uint32_t packed = mma::pack2<T>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+        }
+        if (t4 == 0 && q0c + r < n)
+          lse[static_cast<std::size_t>(head) * n + q0c + r] =
+              l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
       }
-      if (t4 == 0 && q0c + r < n)
-        lse[static_cast<std::size_t>(head) * n + q0c + r] =
-            l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
     }
     __syncwarp();
-    store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
-                             [&](int r, int ch) { return wgmma::sw128<64>(oc, r, ch); });
+    if (!partial)
+      store_staged_rows<D, 16>(o + static_cast<std::size_t>(head) * n * D, q0c, row_w, n, lane,
+                               [&](int r, int ch) { return wgmma::sw128<64>(oc, r, ch); });
     __syncwarp();  // the staging rows are rewritten by the next tile
   }
   if constexpr (PINGPONG) {
@@ -1295,10 +1326,19 @@ void launch_fwd_ws_with(const T* q, const T* k, const T* v, T* o, float* lse, in
   record_occupancy(reinterpret_cast<const void*>(kernel), C::kThreads, C::kSmem);
   const int q_tiles = (n + C::kBR - 1) / C::kBR;
   const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * bh : q_tiles * bh;  // kPaired: a block takes two tiles at a time
-  const dim3 grid = PERSIST ? dim3(std::min(units, sms)) : dim3(q_tiles, bh);
+  dim3 grid = PERSIST ? dim3(std::min(units, sms)) : dim3(q_tiles, bh);
+  SplitTail split;
+  tile::SplitScratch scratch;
+  if constexpr (SCHED == tile::kSplitTail) {
+    if (causal) throw std::logic_error("the split tail schedule takes the full mask only");
+    split = split_tail_plan(units, (n + BC - 1) / BC, sms);
+    grid = dim3(split.blocks);
+    scratch = tile::split_scratch<D, C::kBR>(split, stream);
+  }
   kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, bh, n, causal, scale_log2, map_q, map_k, map_v, seg_heads,
-                                                  seg_kinds);
+                                                  seg_kinds, split, scratch.part_o, scratch.part_lse);
   CUDA_CHECK_LAUNCH();
+  tile::merge_split<T, D, C::kBR>(o, lse, n, split, scratch, stream);
 }
 
 template <class T, int D, int BC, int STAGES, bool PINGPONG, int SCHED, bool QSMEM = false, int NC = 2,
@@ -1345,6 +1385,9 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
     if (t.paired)
       hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
+    else if (fwd_split_enabled())  // the last round's tiles split along the keys (launch_order.h)
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kSplitTail, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
+          q, k, v, o, lse, bh, n, causal, stream);
     else
       hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
           q, k, v, o, lse, bh, n, causal, stream);
@@ -1352,6 +1395,9 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
   } else if (t.paired) {  // O's rescale under S_j: 6-7 % fewer clocks at N >= 4096 (H200, 2026-12-01)
     hopper::launch_fwd_ws<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, kLoadsAll, kRescaleUnderS>(
+        q, k, v, o, lse, bh, n, causal, stream);
+  } else if (fwd_split_enabled()) {  // the same, the last round split
+    hopper::launch_fwd_ws<T, 64, 128, 3, true, hopper::kSplitTail, true, 3, tile::kExpThenAdd, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, causal, stream);
   } else {  // the same, 3-5 % fewer
     hopper::launch_fwd_ws<T, 64, 128, 3, true, hopper::kStatic, true, 3, tile::kExpThenAdd, kLoadsAll, kRescaleUnderS>(
@@ -1594,6 +1640,14 @@ namespace flashsim::gpu::fwd_variants {
    hopper::launch_fwd_ws<__nv_bfloat16, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll,     \
                          hopper::TAIL>,                                                                              \
    hopper::launch_fwd_ws<__half, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll, hopper::TAIL>}
+// the d = 128 launcher's kernel over whole tiles only (kStatic: the full-mask launcher before the
+// split tail, 2026-12-02)
+#define FLASHSIM_V6K(SCHED)                                                                                        \
+  {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirstTreeMax tail kRescaleUnderS",                           \
+   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax,                \
+                         hopper::kLoadsAll, hopper::kRescaleUnderS>,                                                \
+   hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax, hopper::kLoadsAll,    \
+                         hopper::kRescaleUnderS>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1618,6 +1672,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
     FLASHSIM_V6T(1, kTailAfterPv), FLASHSIM_V6T(2, kTailAfterPv), FLASHSIM_V6T64(3, 1, kTailAfterPv),
     FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6T(1, kRescaleUnderS), FLASHSIM_V6T(2, kRescaleUnderS),
+    FLASHSIM_V6K(1), FLASHSIM_V6T64(3, 1, kRescaleUnderS),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1629,5 +1684,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6L
 #undef FLASHSIM_V6T
 #undef FLASHSIM_V6T64
+#undef FLASHSIM_V6K
 }  // namespace flashsim::gpu::fwd_variants
 #endif

@@ -314,7 +314,9 @@ __global__ void __launch_bounds__(384, 1)
                         const float* __restrict__ k_scale, const float* __restrict__ v_scale, int bh, int n,
                         bool causal, float scale_log2, long long* __restrict__ trace, int trace_tiles,
                         const __grid_constant__ CUtensorMap map_q,
-                        const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt) {
+                        const __grid_constant__ CUtensorMap map_k, const __grid_constant__ CUtensorMap map_vt,
+                        const __grid_constant__ SplitTail split, float* __restrict__ part_o,
+                        float* __restrict__ part_lse) {
   using C = Config<BC, STAGES>;
   using W = Fp8Tile<BC, MODE == kNoExp, MODE == kExpsFirst ? tile::kExpsFirst : tile::kExpThenAdd>;
   extern __shared__ unsigned char smem_raw[];
@@ -331,9 +333,20 @@ __global__ void __launch_bounds__(384, 1)
 
   // persistent blocks over the (head, Q tile) slots; kPaired: a head's heaviest causal tile with
   // its lightest (kStatic runs the full mask only, so its causal order never matters)
+  // kSplitTail: kStatic's whole rounds, then the last round's tiles in parts along the keys
   const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
-  auto next_tile = [&](int& k, int& q0, int& head) { return walk.next(k, q0, head); };
-  auto kv_tiles = [&](int q0) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
+  const tile::SplitTailWalk<C::kBR> split_walk(split, n);
+  auto next_item = [&](int& k, tile::WorkItem& w) {
+    if constexpr (SCHED == tile::kSplitTail) {
+      return split_walk.next(k, w);
+    } else {
+      if (!walk.next(k, w.q0, w.head)) return false;
+      w.kv_begin = 0;
+      w.kv_count = ((causal ? min(n, w.q0 + C::kBR) : n) + BC - 1) / BC;
+      w.part = -1;
+      return true;
+    }
+  };
 
   if (threadIdx.x == 0) {
     tma::mbar_init(q_full, 1);
@@ -352,10 +365,11 @@ __global__ void __launch_bounds__(384, 1)
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 24;");
     if (threadIdx.x != 0) return;
-    int it = 0, cursor = 0, q0, head;
-    for (int local = 0; next_tile(cursor, q0, head); ++local) {
+    int it = 0, cursor = 0;
+    tile::WorkItem w;
+    for (int local = 0; next_item(cursor, w); ++local) {
       tma::mbar_wait(q_empty, (local & 1) ^ 1);
-      const int tiles = kv_tiles(q0);
+      const int tiles = w.kv_count, q0 = w.q0, head = w.head, kv0 = w.kv_begin * BC;
       tma::mbar_arrive_expect_tx(q_full, C::kQBytes);
 #pragma unroll
       for (int h = 0; h < 2; ++h) tma::load_3d(qs + h * (64 * kD), &map_q, q_full, 0, q0 + 64 * h, head);
@@ -364,12 +378,12 @@ __global__ void __launch_bounds__(384, 1)
         const std::uint32_t parity = ((it / STAGES) & 1) ^ 1;
         tma::mbar_wait(k_empty(s), parity);
         tma::mbar_arrive_expect_tx(k_full(s), C::kKBytes);
-        tma::load_3d(kbuf(it), &map_k, k_full(s), 0, j * BC, head);
+        tma::load_3d(kbuf(it), &map_k, k_full(s), 0, kv0 + j * BC, head);
         tma::mbar_wait(v_empty(s), parity);
         tma::mbar_arrive_expect_tx(v_full(s), C::kVBytes);
 #pragma unroll
         for (int b = 0; b < C::kVBoxes; ++b)
-          tma::load_3d(vbuf(it) + b * (kD * 128), &map_vt, v_full(s), j * BC + 128 * b, 0, head);
+          tma::load_3d(vbuf(it) + b * (kD * 128), &map_vt, v_full(s), kv0 + j * BC + 128 * b, 0, head);
       }
     }
     return;
@@ -405,10 +419,11 @@ __global__ void __launch_bounds__(384, 1)
       }
     }
   };
-  int it = 0, cursor = 0, q0, head;
-  for (int local = 0; next_tile(cursor, q0, head); ++local) {
+  int it = 0, cursor = 0;
+  tile::WorkItem w;
+  for (int local = 0; next_item(cursor, w); ++local) {
     tma::mbar_wait(q_full, local & 1);
-    const int tiles = kv_tiles(q0);
+    const int tiles = w.kv_count, q0 = w.q0, head = w.head, j0 = w.kv_begin;
     const int q0c = q0 + 64 * c;
     const int q_row = q0c + row_w + g;
     const float q_factor = scale_log2 * q_scale[head * q_blocks + min(q0c / kQBlockRows, q_blocks - 1)];
@@ -447,11 +462,11 @@ __global__ void __launch_bounds__(384, 1)
     if (!QSMEM || tiles == 1) release(q_empty);
     auto factors = [&](int j, float (&f)[W::kKBlocks]) {  // K's scales of tile j (past n: unused)
 #pragma unroll
-      for (int b = 0; b < W::kKBlocks; ++b) f[b] = q_factor * k_scale_h[min(j * W::kKBlocks + b, k_blocks - 1)];
+      for (int b = 0; b < W::kKBlocks; ++b) f[b] = q_factor * k_scale_h[min((j0 + j) * W::kKBlocks + b, k_blocks - 1)];
     };
     float f[W::kKBlocks];
     factors(0, f);
-    W::softmax(s, row_max, row_sum, alpha, 0, q_row, n, causal, f);
+    W::softmax(s, row_max, row_sum, alpha, j0 * BC, q_row, n, causal, f);
     stamp(local, 0, 3, row_sum[0] + row_sum[1]);
     stamp(local, 0, 4, 0.f);
     W::pack(s, pa);
@@ -477,7 +492,7 @@ __global__ void __launch_bounds__(384, 1)
       stamp(local, j, 2, s[0]);
       release(k_empty(cur % STAGES));
       if constexpr (QSMEM) if (j == tiles - 1) release(q_empty);
-      W::softmax(s, row_max, row_sum, alpha, j * BC, q_row, n, causal, f);
+      W::softmax(s, row_max, row_sum, alpha, (j0 + j) * BC, q_row, n, causal, f);
       stamp(local, j, 3, row_sum[0] + row_sum[1]);
       wgmma::wait<0>();
       tile::pin(acc_o);
@@ -504,6 +519,10 @@ __global__ void __launch_bounds__(384, 1)
     it += tiles;
 
     const float sv = v_scale[head];
+    // a part of a split tile (kSplitTail): O over its keys, descaled and normalized, in fp32, and its
+    // logsumexp in log2 units (tile::merge_split_parts); the shuffles and warp syncs outside the branch
+    const bool partial = SCHED == tile::kSplitTail && w.part >= 0;
+    float* po = part_o + static_cast<std::size_t>(partial ? w.part : 0) * C::kBR * kD;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float l = row_sum[h];
@@ -511,20 +530,28 @@ __global__ void __launch_bounds__(384, 1)
       l += __shfl_xor_sync(0xffffffffu, l, 2);
       const float inv = l > 0.f ? sv / l : 0.f;
       const int r = row_w + g + 8 * h;
+      if (partial) {
 #pragma unroll
-      for (int dt = 0; dt < kD / 8; ++dt) {
-        const std::uint32_t packed =
-            mma::pack2<__nv_bfloat16>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+        for (int dt = 0; dt < kD / 8; ++dt)
+          *reinterpret_cast<float2*>(po + (64 * c + r) * kD + dt * 8 + t4 * 2) =
+              make_float2(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+        if (t4 == 0) part_lse[w.part * C::kBR + 64 * c + r] = l > 0.f ? row_max[h] + log2f(l) - W::kPShift : -INFINITY;
+      } else {
+#pragma unroll
+        for (int dt = 0; dt < kD / 8; ++dt) {
+          const std::uint32_t packed =
+              mma::pack2<__nv_bfloat16>(acc_o[4 * dt + 2 * h] * inv, acc_o[4 * dt + 2 * h + 1] * inv);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<64>(oc, r, dt) + t4 * 4), "r"(packed));
+        }
+        if (t4 == 0 && q0c + r < n)
+          lse[static_cast<std::size_t>(head) * n + q0c + r] =
+              l > 0.f ? (row_max[h] + log2f(l) - W::kPShift) * 0.69314718055994531f : -INFINITY;
       }
-      if (t4 == 0 && q0c + r < n)
-        lse[static_cast<std::size_t>(head) * n + q0c + r] =
-            l > 0.f ? (row_max[h] + log2f(l) - W::kPShift) * 0.69314718055994531f : -INFINITY;
     }
     __syncwarp();
     // the warp's own 16 staged rows out, 16 bytes a lane
     __nv_bfloat16* oh = o + static_cast<std::size_t>(head) * n * kD;
-    for (int i = lane; i < 16 * (kD / 8); i += 32) {
+    for (int i = lane; i < 16 * (kD / 8) && !partial; i += 32) {
       const int r = row_w + i / (kD / 8), ch = i % (kD / 8);
       if (q0c + r >= n) continue;
       uint4 val;
@@ -573,19 +600,30 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
   const CUtensorMap map_vt = byte_tensor_map(ops.vt, ops.n_keys, kD, ops.bh, 128, kD);
   const int q_tiles = (ops.n + C::kBR - 1) / C::kBR;
   const int units = SCHED == kPaired ? (q_tiles + 1) / 2 * ops.bh : q_tiles * ops.bh;
-  const dim3 grid(std::min(units, sms_of[dev & 63]));
+  dim3 grid(std::min(units, sms_of[dev & 63]));
+  SplitTail split;
+  tile::SplitScratch scratch;
+  if constexpr (SCHED == tile::kSplitTail) {
+    split = split_tail_plan(units, (ops.n + BC - 1) / BC, sms_of[dev & 63]);
+    grid = dim3(split.blocks);
+    scratch = tile::split_scratch<kD, C::kBR>(split, stream);
+  }
   const float scale_log2 = 1.4426950408889634f / std::sqrt(static_cast<float>(kD));
   kernel<<<grid, C::kThreads, C::kSmem, stream>>>(o, lse, ops.q_scale, ops.k_scale, ops.v_scale, ops.bh, ops.n, causal,
-                                                  scale_log2, trace, trace_tiles, map_q, map_k, map_vt);
+                                                  scale_log2, trace, trace_tiles, map_q, map_k, map_vt, split,
+                                                  scratch.part_o, scratch.part_lse);
   CUDA_CHECK_LAUNCH();
+  tile::merge_split<__nv_bfloat16, kD, C::kBR>(o, lse, ops.n, split, scratch, stream);
   record_occupancy(reinterpret_cast<const void*>(kernel), C::kThreads, C::kSmem);  // compare's L2 model
 }
 
 // causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
+// (FLASHSIM_FWD_SPLIT=1: the last round split along the keys, as the bf16 forward's)
 template <bool PINGPONG, bool QSMEM, int MODE = kPlain, int BC = 128>
 void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
                    long long* trace = nullptr, int trace_tiles = 0) {
   if (causal) launch<BC, 2, PINGPONG, kPaired, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
+  else if (fwd_split_enabled()) launch<BC, 2, PINGPONG, tile::kSplitTail, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
   else launch<BC, 2, PINGPONG, kStatic, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
 }
 

@@ -6,6 +6,9 @@
 
 #include <cstdint>
 
+#include "kernels/cuda_util.cuh"
+#include "kernels/launch_order.h"
+#include "kernels/mma.cuh"
 #include "kernels/wgmma.cuh"
 
 namespace flashsim::gpu::tile {
@@ -148,8 +151,10 @@ __device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)
 // Which Q tiles a block of a warp-specialized forward takes (attention_forward.cu version 6 says why
 // each exists): kOneTile = one block per 128-row tile (blockIdx.x the tile, blockIdx.y the head);
 // kStatic = persistent blocks walking the tiles blockIdx.x, + gridDim.x, ... head-major; kPaired =
-// the same over pairs of equal work, a head's heaviest causal tile with its lightest.
-enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2 };
+// the same over pairs of equal work, a head's heaviest causal tile with its lightest; kSplitTail =
+// kStatic's whole rounds, then the last round's tiles split along the keys over every block
+// (kernels/launch_order.h SplitTail; full mask only).
+enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2, kSplitTail = 3 };
 
 template <int SCHED, int BR>
 struct QTileWalk {
@@ -164,7 +169,8 @@ struct QTileWalk {
   // this block's k-th slot
   __device__ __forceinline__ int slot(int k) const {
     if constexpr (SCHED == kOneTile) return k == 0 ? 0 : end;
-    else if constexpr (SCHED == kStatic) return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
+    else if constexpr (SCHED == kStatic || SCHED == kSplitTail)
+      return static_cast<int>(blockIdx.x) + k * static_cast<int>(gridDim.x);
     else return 2 * (static_cast<int>(blockIdx.x) + (k >> 1) * static_cast<int>(gridDim.x)) + (k & 1);
   }
   // the Q tile of slot t; false for kPaired's padding slot
@@ -194,5 +200,111 @@ struct QTileWalk {
     }
   }
 };
+
+// One piece of a block's work: the Q tile at (q0, head) over its key tiles [kv_begin, kv_begin +
+// kv_count); part < 0 writes O and logsumexp, else a partial to scratch slot `part`.
+struct WorkItem {
+  int q0, head, kv_begin, kv_count, part;
+};
+
+// kSplitTail's walk (full mask): the block's `whole` tiles, then the parts of its span of the tail
+template <int BR>
+struct SplitTailWalk {
+  const SplitTail& plan;  // the kernel's __grid_constant__ parameter: its tables read in place
+  int q_tiles;
+  __device__ __forceinline__ SplitTailWalk(const SplitTail& p, int n) : plan(p), q_tiles((n + BR - 1) / BR) {}
+  __device__ __forceinline__ void place(int unit, WorkItem& w) const {
+    w.head = unit / q_tiles;
+    w.q0 = unit % q_tiles * BR;
+  }
+  __device__ __forceinline__ bool next(int& k, WorkItem& w) const {
+    const int b = static_cast<int>(blockIdx.x);
+    if (k < plan.whole || plan.tail == 0) {
+      const int unit = b + k * plan.blocks;
+      if (unit >= plan.units) return false;
+      place(unit, w);
+      w.kv_begin = 0;
+      w.kv_count = plan.kv_tiles;
+      w.part = -1;
+      ++k;
+      return true;
+    }
+    if (b >= plan.tail_blocks) return false;
+    const int lo = plan.begin[b], hi = plan.begin[b + 1];
+    const int i = k - plan.whole, u = plan.first[b] + i;  // the i-th part of the span: tail tile u
+    const int p = i == 0 ? lo : u * plan.kv_tiles;
+    if (p >= hi) return false;
+    const int end = min(hi, (u + 1) * plan.kv_tiles);
+    place(plan.whole * plan.blocks + u, w);
+    w.kv_begin = p - u * plan.kv_tiles;
+    w.kv_count = end - p;
+    w.part = w.kv_count == plan.kv_tiles ? -1 : u + b;
+    ++k;
+    return true;
+  }
+};
+
+// kSplitTail: a split tail tile's parts into its O and logsumexp, as the ring merges its steps
+// (weights 2^(lse_part - lse)); a tile one block took whole was written by that block. A warp per
+// row at d = 128 (two rows at d = 64), four columns a lane, 16-byte loads.
+template <class T, int D, int BR>
+__global__ void __launch_bounds__(256) merge_split_parts(T* __restrict__ o, float* __restrict__ lse, int n,
+                                                         const __grid_constant__ SplitTail split, const float* __restrict__ part_o,
+                                                         const float* __restrict__ part_lse) {
+  const int u = blockIdx.x;
+  const int first = split.block_at(u * split.kv_tiles);
+  const int last = split.block_at((u + 1) * split.kv_tiles - 1);
+  if (first == last) return;
+  const int q_tiles = (n + BR - 1) / BR, unit = split.whole * split.blocks + u;
+  const int head = unit / q_tiles, q0 = unit % q_tiles * BR;
+  constexpr int kLanesPerRow = D / 4, kRowsPerWarp = 32 / kLanesPerRow;
+  const int lane = threadIdx.x % 32, col = lane % kLanesPerRow * 4;
+  for (int r = threadIdx.x / 32 * kRowsPerWarp + lane / kLanesPerRow; r < BR && q0 + r < n;
+       r += blockDim.x / 32 * kRowsPerWarp) {
+    float m = -INFINITY;
+    for (int b = first; b <= last; ++b) m = fmaxf(m, part_lse[(u + b) * BR + r]);
+    float sum = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+    if (m != -INFINITY)
+      for (int b = first; b <= last; ++b) {
+        const float weight = exp2f(part_lse[(u + b) * BR + r] - m);
+        const float4 x = *reinterpret_cast<const float4*>(part_o + (static_cast<std::size_t>(u + b) * BR + r) * D + col);
+        sum += weight;
+        acc[0] += weight * x.x;
+        acc[1] += weight * x.y;
+        acc[2] += weight * x.z;
+        acc[3] += weight * x.w;
+      }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const std::size_t row = static_cast<std::size_t>(head) * n + q0 + r;
+    *reinterpret_cast<uint2*>(o + row * D + col) =
+        make_uint2(mma::pack2<T>(acc[0] * inv, acc[1] * inv), mma::pack2<T>(acc[2] * inv, acc[3] * inv));
+    if (col == 0) lse[row] = sum > 0.f ? (m + log2f(sum)) * 0.69314718055994531f : -INFINITY;
+  }
+}
+
+// kSplitTail's scratch: every part's fp32 O, then their logsumexps (log2 units), in stream order
+// from flashsim's pool (kernels/cuda_util.cuh); nothing where the plan splits nothing.
+struct SplitScratch {
+  float* part_o = nullptr;
+  float* part_lse = nullptr;
+};
+template <int D, int BR>
+SplitScratch split_scratch(const SplitTail& split, cudaStream_t stream) {
+  SplitScratch s;
+  if (split.tail == 0) return s;
+  const std::size_t parts = static_cast<std::size_t>(split.slots());
+  CUDA_CHECK(cudaMallocFromPoolAsync(reinterpret_cast<void**>(&s.part_o), parts * BR * (D + 1) * sizeof(float),
+                                     scratch_pool(), stream));
+  s.part_lse = s.part_o + parts * BR * D;
+  return s;
+}
+// after the forward: the split tiles' parts merged into O and logsumexp, the scratch returned
+template <class T, int D, int BR>
+void merge_split(T* o, float* lse, int n, const SplitTail& split, const SplitScratch& s, cudaStream_t stream) {
+  if (!s.part_o) return;
+  merge_split_parts<T, D, BR><<<split.tail, 256, 0, stream>>>(o, lse, n, split, s.part_o, s.part_lse);
+  CUDA_CHECK_LAUNCH();
+  CUDA_CHECK(cudaFreeAsync(s.part_o, stream));
+}
 
 }  // namespace flashsim::gpu::tile

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <mutex>
 
 #include "kernels/workload.h"
 
@@ -145,6 +146,28 @@ inline bool first_launch_on_this_device(std::uint64_t& done, int* dev_out = null
   if (done & bit) return false;
   done |= bit;
   return true;
+}
+
+// Scratch memory in stream order from a pool of flashsim's own per device that keeps what it once
+// held (release threshold: never), so that a launch's scratch costs no cudaMalloc after the first,
+// works under graph capture and cannot race another stream's.
+inline cudaMemPool_t scratch_pool() {
+  static std::mutex mu;
+  static cudaMemPool_t pools[64] = {};
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  cudaMemPool_t& pool = pools[dev & 63];
+  if (!pool) {
+    cudaMemPoolProps props{};
+    props.allocType = cudaMemAllocationTypePinned;
+    props.location.type = cudaMemLocationTypeDevice;
+    props.location.id = dev;
+    CUDA_CHECK(cudaMemPoolCreate(&pool, &props));
+    std::uint64_t keep = ~std::uint64_t{0};
+    CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  return pool;
 }
 
 }  // namespace flashsim::gpu

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "sim/split_tail.h"
+
 namespace flashsim::gpu {
 
 // bwd-mma runs its K/V-tile blocks in groups of heads, the K/V tile outer inside a group, so
@@ -40,6 +42,20 @@ inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t 
   if (d == 128) return {128, 128, true, causal};
   if (n >= (causal ? 4096 : 2048)) return {192, 128, true, causal};
   return {64, 128, false, false};
+}
+
+// The full-mask forward's split tail (sim/split_tail.h). Opt-in: FLASHSIM_FWD_SPLIT=1 makes the
+// launchers take the kSplitTail kernels (an experiment knob; the time model's --split-tail on
+// predicts it). Off by default: as built with nvcc 13.0 those kernels compute every wgmma descriptor
+// in vector registers and ran 14-20 % slower than kStatic's, split or not (H200, 2026-12-02,
+// kernels/RESULTS.md "The last round split along the keys").
+using sim::SplitTail;
+inline bool fwd_split_enabled() {
+  const char* env = std::getenv("FLASHSIM_FWD_SPLIT");
+  return env && std::strtol(env, nullptr, 10) == 1;
+}
+inline SplitTail split_tail_plan(std::int64_t q_tiles_total, std::int64_t kv_tiles, int sms) {
+  return sim::split_tail_plan(q_tiles_total, kv_tiles, sms, fwd_split_enabled());
 }
 
 }  // namespace flashsim::gpu

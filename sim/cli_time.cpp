@@ -23,7 +23,7 @@ struct TimeArgs {
   std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
   bool causal = false, backward = false, json = false;
   int version = 0;
-  std::string pingpong, overlap, rescale_under_s;  // "", "on", "off"
+  std::string pingpong, overlap, rescale_under_s, split_tail;  // "", "on", "off"
   int key_tile = 0, consumers = 0;  // 0: the launcher's
   bool sums_on_tensor = false;
   double hbm_bytes = 0;
@@ -132,6 +132,7 @@ void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
      << ", \"stages\": " << p.plan.stages << ", \"warp_specialized\": " << (p.plan.warp_specialized ? "true" : "false")
      << ", \"intra_overlap\": " << (p.plan.intra_overlap ? "true" : "false")
      << ", \"rescale_under_s\": " << (p.plan.rescale_under_s ? "true" : "false")
+     << ", \"split_tail\": " << (p.plan.split_tail ? "true" : "false")
      << ", \"pingpong\": " << (p.plan.pingpong ? "true" : "false") << ", \"persistent\": " << (p.plan.persistent ? "true" : "false")
      << ", \"blocks_per_sm\": " << p.plan.blocks_per_sm << "}}";
   std::cout << os.str() << "\n";
@@ -158,6 +159,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   q.pingpong = on_off(a.pingpong, "--pingpong");
   q.intra_overlap = on_off(a.overlap, "--overlap");
   q.rescale_under_s = on_off(a.rescale_under_s, "--rescale-under-s");
+  q.split_tail = on_off(a.split_tail, "--split-tail");
   if (a.key_tile) q.key_tile = a.key_tile;
   if (a.consumers) q.consumers = a.consumers;
   q.sums_on_tensor = a.sums_on_tensor;
@@ -205,6 +207,9 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--rescale-under-s", att->rescale_under_s,
                  "Forward version 6: O's rescale issued under the next S (FA3's order) on or off; default: the launcher's "
                  "(on; off with --dtype fp8)");
+  ta->add_option("--split-tail", att->split_tail,
+                 "Forward version 6, full mask: the persistent launch's last round split along the keys over every SM "
+                 "(sim/split_tail.h) on or off; default: the launcher's (off: FLASHSIM_FWD_SPLIT=1 turns it on)");
   ta->add_option("--key-tile", att->key_tile, "Forward version 6: keys a KV tile (a multiple of 16, FP8 32, up to 256); default: the launcher's")
       ->check(CLI::Range(16, 256));
   ta->add_option("--consumers", att->consumers, "Forward version 6: consumer warpgroups, 2 or 3 (64 query rows each); default: the launcher's")

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "isa/assembler.h"
+#include "sim/split_tail.h"
 
 namespace flashsim::sim {
 
@@ -448,6 +449,10 @@ KernelPlan plan_for(const TimeQuery& q) {
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
       // the launchers rescale O under S_{j+1} (kernels/attention_forward.cu WsTail); the FP8 forward not
       p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(!q.fp8);
+      // the launchers' split tail is opt-in (kernels/launch_order.h fwd_split_enabled): off unless asked
+      p.split_tail = v == 6 && p.persistent && !q.causal && q.split_tail.value_or(false);
+      if (q.split_tail.value_or(false) && !p.split_tail)
+        throw std::invalid_argument("the split tail is version 6's, under the full mask");
       if (q.rescale_under_s.value_or(false) && !p.rescale_under_s)
         throw std::invalid_argument("O's rescale under S is version 6's, with the intra-warpgroup overlap");
       break;
@@ -510,7 +515,22 @@ std::vector<std::vector<FwdTile>> forward_sm_work(const TimeQuery& q, const Kern
     t.causal_edge = q.causal;
   }
   std::vector<std::vector<FwdTile>> per_sm;
-  if (p.persistent) {
+  const SplitTail split = split_tail_plan(static_cast<std::int64_t>(order.size()), ceil_div(q.n, p.bc), sms, p.split_tail);
+  if (split.tail > 0) {
+    // whole tiles b, b + sms, ..., then block b's parts of the tail's key tiles
+    per_sm.resize(static_cast<std::size_t>(sms));
+    for (int b = 0; b < sms; ++b) {
+      for (int k = 0; k < split.whole; ++k) per_sm[b].push_back(order[static_cast<std::size_t>(b + k * sms)]);
+      if (b >= split.tail_blocks) continue;
+      for (int pos = split.start(b), end = split.start(b + 1); pos < end;) {
+        const int u = pos / split.kv_tiles, stop = std::min(end, (u + 1) * split.kv_tiles);
+        FwdTile part = order[static_cast<std::size_t>(split.whole * sms + u)];
+        part.steps = stop - pos;
+        per_sm[b].push_back(part);
+        pos = stop;
+      }
+    }
+  } else if (p.persistent) {
     // Static: block b takes tiles b, b + sms, ... (paired: pairs of tiles).
     const std::int64_t unit = p.paired ? 2 : 1;
     const std::int64_t units = ceil_div(static_cast<std::int64_t>(order.size()), unit);
@@ -576,6 +596,9 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
         TimingResult r = time_text(forward_trace(q, p, gpu, work[longest]), 1);
         take_usage(lp, r);
         sm_cycles = r.cycles;
+        // a split tail's merge: every part's fp32 O and logsumexp read once, at HBM's rate
+        const SplitTail split = split_tail_plan(static_cast<std::int64_t>(lp.blocks), ceil_div(q.n, p.bc), gpu.sms, p.split_tail);
+        lp.extra_ms = static_cast<double>(split.slots()) * p.br * (q.d + 1) * 4 / gpu.hbm_bytes_per_s * 1e3;
       } else {
         // Blocks of each length, timed with `blocks_per_sm` of them sharing the SM.
         std::map<std::int64_t, TimingResult> by_steps;

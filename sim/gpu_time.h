@@ -42,6 +42,7 @@ struct TimeQuery {
   // and P_j V_j (under S_{j+1}, FA3's order) or after P_{j-1} V_{j-1} is done (default: the
   // launcher's: on since 2026-12-01, off for the FP8 forward).
   std::optional<bool> rescale_under_s;
+  std::optional<bool> split_tail;  // forward v6, full mask: the last round split along the keys
   // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
   // (FP8 takes 224 keys from n = 8192, kernels/fp8.h key_tile_for).
@@ -64,6 +65,7 @@ struct KernelPlan {
   int version = 0;
   bool sums_on_tensor = false;  // forward v6: row sums as P times ones on the tensor unit
   bool rescale_under_s = false;  // forward v6: O's rescale issued under S_{j+1} (TimeQuery)
+  bool split_tail = false;  // forward v6, full mask: the last round split along the keys (sim/split_tail.h)
 };
 
 struct LaunchPrediction {

@@ -12,7 +12,8 @@
 //                                            output by design: timed, never checked)
 // FLASHSIM_FWD_FLAT_INPUTS=1: Q and K constant (no row maximum moves after the first KV tile), a timing
 // diagnostic beside probe_consumer_loop; the checks still hold (uniform attention).
-//   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, for compute-sanitizer
+//   bench_attention_forward_fast --sanitize  n = 100 and 77 (bh = 2), n = 77 at bh = 300, n = 1000 at bh = 3 (the
+//                                            split tail, FLASHSIM_FWD_SPLIT=1), for compute-sanitizer
 //   bench_attention_forward_fast --heads D N BH...   the launcher (bf16, full) at each batch x heads, twice
 // Small checks: O (relative L2) and lse (entry by entry: relative above 1, absolute below) of every head
 // against kernels/reference.cpp attention_forward (double);
@@ -214,9 +215,11 @@ static int run_main(int argc, char** argv) {
         // bh = 300 (500): more tiles than SMs, so a persistent block takes several, with little work
         // between them: a buffer handed to the next tile too early shows here (it did, H100
         // 2026-11-25: the d = 128 launcher's Q), and racecheck sees the handovers
-        for (auto [n, bh] : sanitize ? std::vector<std::pair<int, int>>{{77, 2}, {100, 2}, {77, 300}}
+        // n = 1000, bh = 3 at d = 128: 24 Q tiles of 8 key tiles, split in halves over 48 blocks
+        // (the launcher's split tail and its merge, with FLASHSIM_FWD_SPLIT=1)
+        for (auto [n, bh] : sanitize ? std::vector<std::pair<int, int>>{{77, 2}, {100, 2}, {77, 300}, {1000, 3}}
                                      : std::vector<std::pair<int, int>>{{1, 1}, {77, 2}, {100, 2}, {256, 2}, {333, 2},
-                                                                        {77, 300}, {1, 500}}) {
+                                                                        {77, 300}, {1, 500}, {1000, 3}}) {
           ok &= check_small<__nv_bfloat16>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].bf16, name, seed += 10);
           ok &= check_small<__half>(bh, n, d, causal, i < 0 ? nullptr : fv::kVariants[i].fp16, name, seed += 10);
         }

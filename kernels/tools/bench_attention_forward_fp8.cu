@@ -421,7 +421,7 @@ int run_main(int argc, char** argv) {
   if (mode != "--accuracy") {
     // bh = 300: more tiles than SMs, so a persistent block takes several with little work between
     const std::vector<std::pair<int, int>> shapes =
-        mode == "--sanitize" ? std::vector<std::pair<int, int>>{{77, 2}, {333, 2}, {77, 300}}
+        mode == "--sanitize" ? std::vector<std::pair<int, int>>{{77, 2}, {333, 2}, {77, 300}, {1000, 2}}
                              : std::vector<std::pair<int, int>>{{1, 1}, {77, 2}, {200, 3}, {333, 2}, {1000, 2}, {77, 300}};
     for (auto [n, bh] : shapes)
       for (bool causal : {false, true}) {

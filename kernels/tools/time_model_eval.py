@@ -70,7 +70,10 @@ def predict(args, gpu):
     return _cache[key]
 
 
-def attention(n, d, heads, *extra, before_2026_12_01=True):
+def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True):
+    # the forwards measured before the split tail (2026-12-02) ran whole Q tiles only
+    if before_split and "--backward" not in extra and "--split-tail" not in extra:
+        extra = (*extra, "--split-tail", "off")
     # the forwards measured before 2026-12-01 rescaled O after P V's wait, unless a row says, and ran
     # d = 64 under the causal mask on version 5 below N = 8192 (the launcher's rule then)
     if before_2026_12_01 and "--backward" not in extra and "--rescale-under-s" not in extra:

@@ -2,9 +2,11 @@
 // latency, one unit's rate is shared, barriers order streams, deadlocks are reported.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -12,6 +14,7 @@
 #include "main_helpers.h"
 #include "sim/machine.h"
 #include "sim/gpu_time.h"
+#include "sim/split_tail.h"
 #include "sim/timing.h"
 #include "tests/json_check.h"
 #include "tests/scratch_dir.h"
@@ -463,4 +466,72 @@ TEST_CASE("forward version 6 with O's rescale under the next S: the rescale move
   CHECK(test::run_flashsim("time attention --n 1024 --d 64 --causal --rescale-under-s on").status == 2);
   CHECK(test::run_flashsim("time attention --n 4096 --d 128 --rescale-under-s perhaps").status == 2);
   CHECK(test::run_flashsim("time attention --n 4096 --d 128 --rescale-under-s off --json").status == 0);
+}
+
+TEST_CASE("the split tail deals every tail key tile to exactly one block, in slots no two parts share", "[timing][split]") {
+  // 2048 Q tiles (d = 128 at any N of the bench) on 132 SMs: 15 whole rounds, 68 tiles split
+  const sim::SplitTail p = sim::split_tail_plan(2048, 128, 132);
+  CHECK(p.blocks == 132);
+  CHECK(p.whole == 15);
+  CHECK(p.tail == 68);
+  CHECK(p.tail_blocks == 132);
+  for (auto [units, kv, sms] : std::vector<std::tuple<int, int, int>>{{2048, 128, 132}, {24, 8, 132}, {33, 33, 132},
+                                                                     {153, 17, 132}, {2752, 128, 132}, {7, 20, 3}}) {
+    const sim::SplitTail s = sim::split_tail_plan(units, kv, sms);
+    INFO(units << " tiles, " << kv << " key tiles, " << sms << " SMs");
+    REQUIRE(s.tail > 0);
+    CHECK(s.whole * s.blocks + s.tail == units);
+    CHECK(s.tail_blocks > s.tail);
+    std::vector<int> owner(static_cast<std::size_t>(s.span()), -1), slot_used(static_cast<std::size_t>(s.slots()), 0);
+    for (int b = 0; b < s.tail_blocks; ++b) {
+      CHECK(s.start(b + 1) - s.start(b) >= sim::kMinSplitKeyTiles);
+      for (int k = s.start(b); k < s.start(b + 1); ++k) {
+        CHECK(owner[static_cast<std::size_t>(k)] == -1);
+        owner[static_cast<std::size_t>(k)] = b;
+        CHECK(s.block_at(k) == b);
+      }
+      // one slot per (tail tile, block) part
+      for (int u = s.start(b) / kv; u * kv < s.start(b + 1); ++u) ++slot_used[static_cast<std::size_t>(u + b)];
+    }
+    CHECK(std::count(owner.begin(), owner.end(), -1) == 0);
+    CHECK(std::count_if(slot_used.begin(), slot_used.end(), [](int n) { return n > 1; }) == 0);
+  }
+  // no split: the tiles divide evenly, a tile has one key tile, the tail too short to share, or off
+  CHECK(sim::split_tail_plan(264, 128, 132).tail == 0);
+  CHECK(sim::split_tail_plan(2048, 1, 132).tail == 0);
+  CHECK(sim::split_tail_plan(2, 3, 132).tail == 0);  // 6 key tiles: one span, fewer blocks than tiles
+  CHECK(sim::split_tail_plan(2048 + 68, 1 << 22, 132).tail == 0);  // spans past 32-bit arithmetic
+  const sim::SplitTail off = sim::split_tail_plan(2048, 128, 132, false);
+  CHECK(off.tail == 0);
+  CHECK(off.blocks == 132);
+  CHECK(sim::split_tail_plan(50, 128, 132, false).blocks == 50);
+}
+
+TEST_CASE("the time model with the split tail: the last round's staircase flattens", "[timing][split]") {
+  // N = 8192, d = 128: 32 heads are 2048 Q tiles (68 SMs take a 16th), 33 heads exactly 16 rounds
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h200");
+  auto ms = [&](std::int64_t heads, bool split) {
+    sim::TimeQuery q = forward_d128(8192, heads, false);
+    q.split_tail = split;
+    return sim::predict_time(q, g);
+  };
+  const double whole32 = ms(32, false).predicted_ms, whole33 = ms(33, false).predicted_ms;
+  const sim::LaunchPrediction split32 = ms(32, true);
+  CHECK(split32.plan.split_tail);
+  CHECK(whole32 == Approx(whole33).epsilon(0.01));  // the same clocks for 3 % more work
+  CHECK(split32.predicted_ms < 0.985 * whole32);
+  CHECK(split32.predicted_ms > 32.0 / 33 * whole33);  // not better than perfectly balanced
+  CHECK(ms(33, true).predicted_ms == Approx(whole33));  // nothing to split
+  // the launcher's default: off (kernels/launch_order.h: opt-in), refused under the causal mask
+  sim::TimeQuery q = forward_d128(8192, 32, false);
+  CHECK_FALSE(sim::predict_time(q, g).plan.split_tail);
+  q.causal = true;
+  CHECK_FALSE(sim::predict_time(q, g).plan.split_tail);
+  q.split_tail = true;
+  CHECK_THROWS_AS(sim::predict_time(q, g), std::invalid_argument);
+  sim::TimeQuery fp8 = forward_d128(8192, 32, true);
+  fp8.split_tail = true;
+  CHECK(sim::predict_time(fp8, g).plan.split_tail);
+  CHECK(test::run_flashsim("time attention --n 8192 --d 128 --heads 32 --split-tail maybe").status == 2);
+  CHECK(test::run_flashsim("time attention --n 8192 --d 128 --heads 32 --causal --split-tail on").status == 2);
 }

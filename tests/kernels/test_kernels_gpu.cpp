@@ -106,13 +106,39 @@ TEST_CASE("the fast forward's persistent d = 64 path (192-row tiles) matches the
   check_against_reference(specs, 4242);
 }
 
+TEST_CASE("the fast forward's split tail (parts of the last round's tiles, merged) matches the CPU reference",
+          "[kernels][gpu]") {
+  if (!have_gpu()) return;
+  // the split is opt-in (kernels/launch_order.h fwd_split_enabled); on for this case only
+  struct SplitOn {
+    SplitOn() { setenv("FLASHSIM_FWD_SPLIT", "1", 1); }
+    ~SplitOn() { unsetenv("FLASHSIM_FWD_SPLIT"); }
+  } split_on;
+  int dev = 0, sms = 0;
+  REQUIRE(cudaGetDevice(&dev) == cudaSuccess);
+  REQUIRE(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) == cudaSuccess);
+  // d = 128: 3 x 8 tiles of 8 key tiles (each split in two); 33 tiles of 33 key tiles, the last one
+  // partly past n; d = 64: 9 x 11 tiles of 192 rows, 17 key tiles each
+  REQUIRE(split_tail_plan(3 * 8, 8, sms).tail > 0);
+  REQUIRE(split_tail_plan(33, 33, sms).tail > 0);
+  REQUIRE(split_tail_plan(9 * 11, 17, sms).tail > 0);
+  auto specs = expand({Schedule::AttnFA2Mma}, parse_sizes("attn:3x1000x128,attn:1x4100x128,attn:9x2100x64"),
+                      {Dtype::BF16, Dtype::F16}, {false});
+  REQUIRE(specs.size() == 6);
+  // and the FP8 forward's (checked against its emulation)
+  for (const auto& s8 : expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:3x1000x128"), {}, {false})) specs.push_back(s8);
+  check_against_reference(specs, 5151);
+}
+
 // attn-fp8 through the Runner as compare runs it: quantized in setup, the forward checked against the
-// FP8 emulation; n not a multiple of 128 nor of 32 (V^T's padding keys), one key, both masks.
+// FP8 emulation; n not a multiple of 128 nor of 32 (V^T's padding keys), one key, both masks, a split tail.
 TEST_CASE("attn-fp8 runs through the Runner and passes its check", "[kernels][gpu][fp8]") {
   if (!have_gpu()) return;
-  auto specs = expand({Schedule::AttnFP8}, parse_sizes("attn-fwd:2x300x128,attn-fwd:1x1x128,attn-fwd:3x200x128"), {},
+  // 3 x 1000: 24 Q tiles of 8 key tiles, the last round split (full mask) and merged
+  auto specs = expand({Schedule::AttnFP8},
+                      parse_sizes("attn-fwd:2x300x128,attn-fwd:1x1x128,attn-fwd:3x200x128,attn-fwd:3x1000x128"), {},
                       {false, true});
-  REQUIRE(specs.size() == 6);
+  REQUIRE(specs.size() == 8);
   for (const auto& s : specs) CHECK(s.dtype == Dtype::E4M3);
   check_against_reference(specs, 8088);
   // and a forward that never ran fails it
