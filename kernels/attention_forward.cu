@@ -1057,17 +1057,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
     else return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC;
   };
   // the block's next piece of work: a whole Q tile, or (kSplitTail) part of one's keys
-  auto next_item = [&](int& k, tile::WorkItem& w) {
-    if constexpr (SCHED == tile::kSplitTail) {
-      return split_walk.next(k, w);
-    } else {
-      if (!walk.next(k, w.q0, w.head)) return false;
-      w.kv_begin = 0;
-      w.kv_count = kv_tiles(w.q0, w.head);
-      w.part = -1;
-      return true;
-    }
-  };
+  auto next_item = [&](int& k, tile::WorkItem& w) { return tile::next_work_item(walk, split_walk, k, w, kv_tiles); };
   // KV tile jj of the Q tile at (q0, head): its key batch, its first key, and whether it is masked
   struct KvTile {
     int batch, kv0;

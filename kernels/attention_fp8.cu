@@ -336,17 +336,8 @@ __global__ void __launch_bounds__(384, 1)
   // kSplitTail: kStatic's whole rounds, then the last round's tiles in parts along the keys
   const tile::QTileWalk<SCHED, C::kBR> walk(n, bh, causal);
   const tile::SplitTailWalk<C::kBR> split_walk(split, n);
-  auto next_item = [&](int& k, tile::WorkItem& w) {
-    if constexpr (SCHED == tile::kSplitTail) {
-      return split_walk.next(k, w);
-    } else {
-      if (!walk.next(k, w.q0, w.head)) return false;
-      w.kv_begin = 0;
-      w.kv_count = ((causal ? min(n, w.q0 + C::kBR) : n) + BC - 1) / BC;
-      w.part = -1;
-      return true;
-    }
-  };
+  auto kv_tiles = [&](int q0, int) { return ((causal ? min(n, q0 + C::kBR) : n) + BC - 1) / BC; };
+  auto next_item = [&](int& k, tile::WorkItem& w) { return tile::next_work_item(walk, split_walk, k, w, kv_tiles); };
 
   if (threadIdx.x == 0) {
     tma::mbar_init(q_full, 1);

@@ -244,6 +244,22 @@ struct SplitTailWalk {
   }
 };
 
+// The block's next piece of work under SCHED: a whole Q tile of `walk`, kv_tiles(q0, head) key tiles
+// from the first, or (kSplitTail) the next part of its span
+template <int SCHED, int BR, class KvTiles>
+__device__ __forceinline__ bool next_work_item(const QTileWalk<SCHED, BR>& walk, const SplitTailWalk<BR>& split_walk,
+                                               int& k, WorkItem& w, KvTiles kv_tiles) {
+  if constexpr (SCHED == kSplitTail) {
+    return split_walk.next(k, w);
+  } else {
+    if (!walk.next(k, w.q0, w.head)) return false;
+    w.kv_begin = 0;
+    w.kv_count = kv_tiles(w.q0, w.head);
+    w.part = -1;
+    return true;
+  }
+}
+
 // kSplitTail: a split tail tile's parts into its O and logsumexp, as the ring merges its steps
 // (weights 2^(lse_part - lse)); a tile one block took whole was written by that block. A warp per
 // row at d = 128 (two rows at d = 64), four columns a lane, 16-byte loads.
