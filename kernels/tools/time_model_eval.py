@@ -167,7 +167,10 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H200 bench_kernels 2026-12-02, call c (not tuned on)", "h200",
          bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False)),
         ("H200 bench_kernels 2026-12-02, call d (not tuned on)", "h200",
-         bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False))]
+         bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False)),
+        # the same launchers (the split tail built in, off), SDPA of that call
+        ("H200 bench_kernels 2026-12-02, split-tail call c (not tuned on)", "h200",
+         bench_rows("2026-12-02-h200-split-tail/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -247,6 +250,12 @@ PAIRS = [
      attention(8192, 64, 64, before_2026_12_01=False), (3.772 + 3.763) / (3.853 + 3.798), "2026-12-02 H200 call b"),
     ("backward d=128 N=16384: statistics read early (dropped)", attention(16384, 128, 16, "--backward"),
      attention(16384, 128, 16, "--backward"), (562.5 + 561.2) / (566.1 + 565.2), "2026-12-02 H200 call a, sustained"),
+    # kernels/RESULTS.md, "The last round split along the keys" (2026-12-02, H200 call c, ms of the kStatic
+    # kernel over the launcher with FLASHSIM_FWD_SPLIT=1, one run, both near 1980 MHz): kept opt-in
+    ("forward d=128 N=8192: the last round split along the keys", attention(8192, 128, 32, before_2026_12_01=False),
+     attention(8192, 128, 32, "--split-tail", "on", before_2026_12_01=False), 1.530 / 1.521, "2026-12-02 H200 call c"),
+    ("forward d=128 N=2048: the same", attention(2048, 128, 128, before_2026_12_01=False),
+     attention(2048, 128, 128, "--split-tail", "on", before_2026_12_01=False), 0.414 / 0.436, "2026-12-02 H200 call c"),
 ]
 
 
