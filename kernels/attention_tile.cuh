@@ -153,7 +153,7 @@ __device__ __forceinline__ void rescale_rows(float (&o)[N], const float (&alpha)
 // kStatic = persistent blocks walking the tiles blockIdx.x, + gridDim.x, ... head-major; kPaired =
 // the same over pairs of equal work, a head's heaviest causal tile with its lightest; kSplitTail =
 // kStatic's whole rounds, then the last round's tiles split along the keys over every block
-// (kernels/launch_order.h SplitTail; full mask only).
+// (sim/split_tail.h SplitTail; full mask only).
 enum WsSched { kOneTile = 0, kStatic = 1, kPaired = 2, kSplitTail = 3 };
 
 template <int SCHED, int BR>

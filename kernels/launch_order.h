@@ -46,9 +46,9 @@ inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t 
 
 // The full-mask forward's split tail (sim/split_tail.h). Opt-in: FLASHSIM_FWD_SPLIT=1 makes the
 // launchers take the kSplitTail kernels (an experiment knob; the time model's --split-tail on
-// predicts it). Off by default: as built with nvcc 13.0 those kernels compute every wgmma descriptor
-// in vector registers and ran 14-20 % slower than kStatic's, split or not (H200, 2026-12-02,
-// kernels/RESULTS.md "The last round split along the keys").
+// predicts it). Off by default: against kStatic's kernels it measured about 1 % faster at N >= 8192
+// and 2-11 % slower at N <= 4096 (H200, 2026-12-02, kernels/RESULTS.md "The last round split along
+// the keys").
 using sim::SplitTail;
 inline bool fwd_split_enabled() {
   const char* env = std::getenv("FLASHSIM_FWD_SPLIT");

@@ -30,9 +30,9 @@ struct SplitTail {
   int tail = 0;         // Q tiles left after them; 0: no split, the blocks walk the tiles as kStatic
   int tail_blocks = 0;  // blocks that share the tail's key tiles
   // block b's key tiles of the tail, [begin[b], begin[b + 1]), numbered tile-major, and the tail tile
-  // begin[b] falls in: worked out on the host, because a division on the GPU runs on the vector
-  // datapath, and a ring index that depends on one leaves the uniform registers (every wgmma
-  // descriptor then computed per thread and moved over with R2UR: 20 % slower, H200 2026-12-02)
+  // begin[b] falls in: worked out on the host, so that the device walk divides nothing (kept
+  // uniform; what had taken the kernels' wgmma descriptors off the uniform registers was a
+  // branch with warp shuffles, kernels/RESULTS.md "The last round split along the keys")
   int begin[kMaxSplitBlocks + 1] = {};
   int first[kMaxSplitBlocks + 1] = {};
   // 32-bit arithmetic: the plan splits only where span() * tail_blocks fits in an int
