@@ -996,7 +996,13 @@ enum WsLoads { kLoadsAll = 0, kLoadsFirstFill = 1, kLoadsOneTile = 2, kLoadsNoSy
 // launchers) rescales O and packs P_j once P V is done; kRescaleUnderS rescales O between S_j's
 // and P V's issue, under S_j's products (FA3's order). (P_j packed into a second register set while
 // P V still reads the first was tried: ptxas serializes the products, C7513, nvcc 13.0.)
-enum WsTail { kTailAfterPv = 0, kRescaleUnderS = 1 };
+// kWaitAfterSoftmax (with kRescaleUnderS): a fence between the softmax and the wait for P V.
+// ptxas (nvcc 13.0) schedules wgmma.wait_group 0 at the top of its block, which put every forward's
+// wait for P_{j-1} V_{j-1} before the softmax of S_j that the source runs under it (cuobjdump,
+// kernels/tools/sass_wait_placement.py, H200 2026-12-02): no intra-warpgroup overlap at all.
+enum WsTail { kTailAfterPv = 0, kRescaleUnderS = 1, kWaitAfterSoftmax = 3 };
+__host__ __device__ constexpr bool rescale_under_s(int tail) { return (tail & 1) != 0; }
+
 
 template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
@@ -1204,7 +1210,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       const KvTile first = kv_tile(q0, head, w.kv_begin);
       W::softmax(s, row_max, row_sum, alpha, first.kv0, q_row, n, first.causal, scale_log2);
       W::pack(s, pa);
-      if constexpr (TAIL != kTailAfterPv) alpha[0] = alpha[1] = 1.f;  // O is still zero
+      if constexpr (rescale_under_s(TAIL)) alpha[0] = alpha[1] = 1.f;  // O is still zero
       // steady state: S_j and P_{j-1} V_{j-1} in flight together
       for (int j = 1; j < tiles; ++j) {
         const int cur = it + j, prev = cur - 1;
@@ -1216,7 +1222,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         wgmma::fence();
         issue_s(kbuf(cur));
         wgmma::commit();
-        if constexpr (TAIL != kTailAfterPv) {  // FA3's place: O's rescale under S_j's products
+        if constexpr (rescale_under_s(TAIL)) {  // FA3's place: O's rescale under S_j's products
           tile::rescale_rows(acc_o, alpha);
           wgmma::fence();
         }
@@ -1229,11 +1235,12 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
         if constexpr (QSMEM && PERSIST) if (j == tiles - 1) release(q_empty);
         const KvTile kt = kv_tile(q0, head, w.kv_begin + j);
         W::softmax(s, row_max, row_sum, alpha, kt.kv0, q_row, n, kt.causal, scale_log2);
+        if constexpr (TAIL == kWaitAfterSoftmax) tile::fence_softmax(row_sum, lse);
         wgmma::wait<0>();
         tile::pin(acc_o);
         tile::pin(pa);
         release(v_empty(prev % STAGES));
-        if constexpr (TAIL == kTailAfterPv) tile::rescale_rows(acc_o, alpha);
+        if constexpr (!rescale_under_s(TAIL)) tile::rescale_rows(acc_o, alpha);
         W::pack(s, pa);
       }
       // epilogue: the last P V
@@ -1241,7 +1248,7 @@ __global__ void __launch_bounds__(WsConfig<D, BC, STAGES, SCHED != kOneTile, NC>
       wait_full(v_full(lastv % STAGES), lastv);
       tile::pin(acc_o);
       tile::pin(pa);
-      if constexpr (TAIL != kTailAfterPv) tile::rescale_rows(acc_o, alpha);
+      if constexpr (rescale_under_s(TAIL)) tile::rescale_rows(acc_o, alpha);
       turn_wait();
       wgmma::fence();
       W::issue_pv(acc_o, pa, vbuf(lastv));
@@ -1351,6 +1358,10 @@ void check_fast_args(const char* who, int bh, int n, int d) {
 
 // The d = 128 softmax order of the launcher and the ring step's kernels (tile::SoftmaxOrder)
 constexpr int kFwd128Order = tile::kExpsFirstTreeMax;
+// the d = 128 consumers' tail: O's rescale under the next S, the softmax kept under P V by a fence
+// (1-2 % fewer clocks than the wait ptxas hoists above it; at d = 64 and in the FP8 forward the
+// fence cost 3-5 %: H200, 2026-12-02, kernels/RESULTS.md "Where ptxas puts the wait for P V")
+constexpr int kFwd128Tail = hopper::kWaitAfterSoftmax;
 
 }  // namespace
 
@@ -1373,13 +1384,13 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   // tree, 0.4-1.2 % fewer clocks full at N = 2048-8192, a tie causal (H200, 2026-12-02)
   if (d == 128) {
     if (t.paired)
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, kLoadsAll, kFwd128Tail>(
           q, k, v, o, lse, bh, n, causal, stream);
     else if (fwd_split_enabled())  // the last round's tiles split along the keys (launch_order.h)
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kSplitTail, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kSplitTail, false, 2, kFwd128Order, kLoadsAll, kFwd128Tail>(
           q, k, v, o, lse, bh, n, causal, stream);
     else
-      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, kLoadsAll, kRescaleUnderS>(
+      hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, kLoadsAll, kFwd128Tail>(
           q, k, v, o, lse, bh, n, causal, stream);
   } else if (!t.persistent) {
     hopper::launch_fwd<T, 64, 128, false, true>(q, k, v, o, lse, bh, n, causal, stream);
@@ -1416,10 +1427,10 @@ void attention_forward_fast_ring_step(const T* q, const T* k, const T* v, T* o, 
   using hopper::kLoadsAll;
   using hopper::kRescaleUnderS;
   if (d == 128 && diagonal)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, true, kLoadsAll, kFwd128Tail>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (d == 128)
-    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, true, kLoadsAll, kRescaleUnderS>(
+    launch_fwd_ws_with<T, 128, 128, 2, false, hopper::kStatic, false, 2, kFwd128Order, true, kLoadsAll, kFwd128Tail>(
         q, k, v, o, lse, bh, n, false, stream, heads, kinds);
   else if (diagonal)
     launch_fwd_ws_with<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, true, kLoadsAll, kRescaleUnderS>(
@@ -1631,13 +1642,22 @@ namespace flashsim::gpu::fwd_variants {
                          hopper::TAIL>,                                                                              \
    hopper::launch_fwd_ws<__half, 64, 128, ST, true, SCHED, true, 3, tile::kExpThenAdd, hopper::kLoadsAll, hopper::TAIL>}
 // the d = 128 launcher's kernel over whole tiles only (kStatic: the full-mask launcher before the
-// split tail, 2026-12-02)
+// split tail, 2026-12-02), and (kOneTile) the same loop with one block a Q tile: no persistent walk
+// held across the loop (is the walk's state what the kernel's tile pays beyond the loop probe's?)
 #define FLASHSIM_V6K(SCHED)                                                                                        \
   {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirstTreeMax tail kRescaleUnderS",                           \
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax,                \
                          hopper::kLoadsAll, hopper::kRescaleUnderS>,                                                \
    hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax, hopper::kLoadsAll,    \
                          hopper::kRescaleUnderS>}
+// the d = 128 launchers' kernels with the tail as WsTail says: kRescaleUnderS, before 2026-12-02
+// (later), leaves the wait for P V where ptxas hoists it, above the softmax
+#define FLASHSIM_V6W(SCHED, TAIL)                                                                                  \
+  {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirstTreeMax tail " #TAIL,                                  \
+   hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax,                \
+                         hopper::kLoadsAll, hopper::TAIL>,                                                          \
+   hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax, hopper::kLoadsAll,    \
+                         hopper::TAIL>}
 extern const Variant kVariants[] = {
     FLASHSIM_V4(64, 128, 128, 4),      FLASHSIM_V5(64, 128, false, true), FLASHSIM_V5(64, 128, false, false),
     FLASHSIM_V5(64, 128, true, true),  FLASHSIM_V5(64, 64, true, true),   FLASHSIM_V4(128, 128, 64, 4),
@@ -1662,7 +1682,8 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6L(1, kLoadsNoSync, true), FLASHSIM_V6L(2, kLoadsAll, false),
     FLASHSIM_V6T(1, kTailAfterPv), FLASHSIM_V6T(2, kTailAfterPv), FLASHSIM_V6T64(3, 1, kTailAfterPv),
     FLASHSIM_V6T64(2, 2, kTailAfterPv), FLASHSIM_V6T(1, kRescaleUnderS), FLASHSIM_V6T(2, kRescaleUnderS),
-    FLASHSIM_V6K(1), FLASHSIM_V6T64(3, 1, kRescaleUnderS),
+    FLASHSIM_V6K(1), FLASHSIM_V6T64(3, 1, kRescaleUnderS), FLASHSIM_V6K(0),
+    FLASHSIM_V6W(2, kRescaleUnderS),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1675,5 +1696,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6T
 #undef FLASHSIM_V6T64
 #undef FLASHSIM_V6K
+#undef FLASHSIM_V6W
 }  // namespace flashsim::gpu::fwd_variants
 #endif

@@ -133,6 +133,20 @@ __device__ __forceinline__ void online_softmax(float (&s)[BC / 2], float (&row_m
   }
 }
 
+// ptxas (nvcc 13.0) schedules wgmma.wait_group 0 at the top of its basic block: a wait for P V
+// written after the softmax of the next S lands before it, and the softmax no longer runs under
+// the product (cuobjdump, kernels/tools/sass_wait_placement.py, H200 2026-12-02). A divergent branch
+// on the softmax's row sums ends the block after every exponential (a convergence region the wait
+// is not hoisted into, as the FP8 forward's kTrace stamps had it). It is never taken (a sum of
+// exponentials is not below -1, and NaN compares false), so nothing is ever stored to sink.
+__device__ __forceinline__ void fence_softmax(const float (&row_sum)[2], float* sink) {
+  if (row_sum[0] < -1.f || row_sum[1] < -1.f) {
+    long long t;
+    asm volatile("mov.u64 %0, %%clock64;" : "=l"(t)::"memory");
+    reinterpret_cast<long long*>(sink)[threadIdx.x] = t;
+  }
+}
+
 // O's rows times the online softmax's factors. Once the running max settles it rarely moves: the
 // rescale is skipped when no row of the warp moved.
 template <int N>
