@@ -233,7 +233,7 @@ class Assembler {
 
   // ---- directives --------------------------------------------------------------------------
   void directive(const std::string& word, std::size_t col, Cursor& c);
-  // .units/.unit (top level) and .stream/.barrier/.arrive/.wait (anywhere, loops included):
+  // .units/.unit (top level) and .stream/.barrier/.arrive/.wait/.wait_for (anywhere, loops included):
   // false when `word` is none of them.
   bool timing_directive(const std::string& word, std::size_t col, Cursor& c, int depth);
   std::string barrier_name(Cursor& c);
@@ -637,7 +637,7 @@ void Assembler::directive(const std::string& word, std::size_t col, Cursor& c) {
   } else {
     c.fail_at(col, "unknown directive ." + word +
                        " (known: .regs .elem .dtype .sram .l2 .causal .seed .cost .param .array .input .fill .for .end"
-                       " .units .unit .stream .barrier .arrive .wait)");
+                       " .units .unit .stream .barrier .arrive .wait .wait_for)");
   }
   c.expect_end();
 }
@@ -990,6 +990,18 @@ bool Assembler::timing_directive(const std::string& word, std::size_t col, Curso
       if (count < 1 || count > 1024) c.fail_at(vat, "a barrier's count must be between 1 and 1024");
     }
     barrier_id(name, static_cast<std::uint32_t>(count), true, at, c);
+  } else if (word == "wait_for") {
+    // .wait_for R: the stream waits until the last write of R before this point is done, as a
+    // kernel's wgmma.wait_group or TMA wait does for an asynchronous product or copy
+    c.skip_space();
+    if (!(c.peek() == 'R' || c.peek() == 'r')) c.fail("expected a register after .wait_for, such as R3 or R{k}");
+    const int highest = prog_.highest_reg;  // a wait uses no register of its own
+    const Operand o = reg_operand(c, false, nullptr);
+    prog_.highest_reg = highest;
+    if (t.syncs.size() >= (std::size_t{1} << 28)) c.fail_at(col, "more than 2^28 .arrive/.wait points");
+    SyncPoint sp{prog_.code.size(), current_stream_, 0, true, SourceLoc{c.line(), static_cast<std::uint32_t>(col)}};
+    sp.reg = o.reg;
+    t.syncs.push_back(sp);
   } else if (word == "arrive" || word == "wait") {
     std::size_t at = (c.skip_space(), c.col());
     std::string name = barrier_name(c);

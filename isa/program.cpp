@@ -158,7 +158,8 @@ std::string disassemble(const Program& p) {
     for (; next_sync < t.syncs.size() && t.syncs[next_sync].pc == pc; ++next_sync) {
       const SyncPoint& sp = t.syncs[next_sync];
       in_stream(sp.stream);
-      os << (sp.wait ? ".wait " : ".arrive ") << t.barriers[sp.barrier].name << "\n";
+      if (sp.reg >= 0) os << ".wait_for R" << sp.reg << "\n";
+      else os << (sp.wait ? ".wait " : ".arrive ") << t.barriers[sp.barrier].name << "\n";
     }
   };
   for (std::uint64_t pc = 0; pc < p.code.size(); ++pc) {

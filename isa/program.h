@@ -244,8 +244,9 @@ struct MachineConfig {
 };
 
 // What the time model (sim/timing.h) reads besides the code: the units (`.units`, `.unit`), the
-// streams that issue the instructions (`.stream`) and the barriers that order them (`.barrier`,
-// `.arrive`, `.wait`). Empty unless the text uses those directives; the machine ignores it.
+// streams that issue the instructions (`.stream`), the barriers that order them (`.barrier`,
+// `.arrive`, `.wait`) and the waits for an asynchronous result (`.wait_for R`). Empty unless the
+// text uses those directives; the machine ignores it.
 struct BarrierDecl {
   std::string name;
   std::uint32_t count = 1;  // arrivals that complete one phase
@@ -257,8 +258,11 @@ struct SyncPoint {
   std::uint16_t barrier = 0;   // index into TimingSpec::barriers
   bool wait = false;           // .wait (blocks the stream) or .arrive
   SourceLoc loc;
+  // .wait_for R: the register whose last write before pc the stream waits for (barrier unused);
+  // -1 for .arrive and .wait
+  std::int32_t reg = -1;
   bool operator==(const SyncPoint& o) const {
-    return pc == o.pc && stream == o.stream && barrier == o.barrier && wait == o.wait;
+    return pc == o.pc && stream == o.stream && barrier == o.barrier && wait == o.wait && reg == o.reg;
   }
 };
 struct TimingSpec {

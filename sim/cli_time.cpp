@@ -23,11 +23,12 @@ struct TimeArgs {
   std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
   bool causal = false, backward = false, json = false;
   int version = 0;
-  std::string pingpong, overlap, rescale_under_s, split_tail;  // "", "on", "off"
+  std::string pingpong, overlap, rescale_under_s, softmax_under_pv, split_tail;  // "", "on", "off"
   int key_tile = 0, consumers = 0;  // 0: the launcher's
   bool sums_on_tensor = false;
   double hbm_bytes = 0;
-  double clock_mhz = 0;  // 0: the preset's
+  double clock_mhz = 0;
+  bool clock_given = false;  // --clock-mhz on the command line (else the preset's clock)
   std::vector<std::string> unit_overrides;  // --unit NAME:rate=R,latency=L
   std::string trace_out;
 };
@@ -132,6 +133,7 @@ void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
      << ", \"stages\": " << p.plan.stages << ", \"warp_specialized\": " << (p.plan.warp_specialized ? "true" : "false")
      << ", \"intra_overlap\": " << (p.plan.intra_overlap ? "true" : "false")
      << ", \"rescale_under_s\": " << (p.plan.rescale_under_s ? "true" : "false")
+     << ", \"softmax_under_pv\": " << (p.plan.softmax_under_pv ? "true" : "false")
      << ", \"split_tail\": " << (p.plan.split_tail ? "true" : "false")
      << ", \"pingpong\": " << (p.plan.pingpong ? "true" : "false") << ", \"persistent\": " << (p.plan.persistent ? "true" : "false")
      << ", \"blocks_per_sm\": " << p.plan.blocks_per_sm << "}}";
@@ -140,7 +142,7 @@ void print_json(const sim::LaunchPrediction& p, const isa::GpuPreset& g) {
 
 int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   isa::GpuPreset g = preset(a.gpu);
-  if (a.clock_mhz != 0) {
+  if (a.clock_given) {
     // the same cycles at another SM clock: the kernels do not all hold the preset's (kernels/RESULTS.md)
     if (!(a.clock_mhz >= 100 && a.clock_mhz <= 5000))
       throw std::invalid_argument("--clock-mhz must be between 100 and 5000, not " + fixed(a.clock_mhz, 1));
@@ -159,6 +161,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   q.pingpong = on_off(a.pingpong, "--pingpong");
   q.intra_overlap = on_off(a.overlap, "--overlap");
   q.rescale_under_s = on_off(a.rescale_under_s, "--rescale-under-s");
+  q.softmax_under_pv = on_off(a.softmax_under_pv, "--softmax-under-pv");
   q.split_tail = on_off(a.split_tail, "--split-tail");
   if (a.key_tile) q.key_tile = a.key_tile;
   if (a.consumers) q.consumers = a.consumers;
@@ -179,7 +182,8 @@ void common_options(CLI::App* c, TimeArgs& a) {
   c->add_flag("--json", a.json, "One JSON object: predicted_ms, cycles, bound, units {name: {busy_cycles, busy_fraction}}, ...");
   c->add_option("--clock-mhz", a.clock_mhz,
                  "SM clock the cycles count at, in MHz (default: the preset's, a GEMM's clock under the power cap; "
-                 "the fast attention kernels hold 1550-1830 on an H100, kernels/RESULTS.md)");
+                 "the fast attention kernels hold 1550-1830 on an H100, kernels/RESULTS.md)")
+      ->each([&a](const std::string&) { a.clock_given = true; });
   c->add_option("--unit", a.unit_overrides,
                  "One unit's figures over the preset's, as a trace's .unit line: NAME:rate=R,latency=L (either or both; "
                  "e.g. tensor:latency=384); repeatable. The FP8 forward keeps the preset's FP8 tensor rate");
@@ -207,6 +211,9 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--rescale-under-s", att->rescale_under_s,
                  "Forward version 6: O's rescale issued under the next S (FA3's order) on or off; default: the launcher's "
                  "(on; off with --dtype fp8)");
+  ta->add_option("--softmax-under-pv", att->softmax_under_pv,
+                 "Forward version 6: the softmax of S_j under P_{j-1} V_{j-1} on, or only after it (off: where ptxas "
+                 "puts the wait without a fence); default: the launcher's (on at d = 128, off at d = 64 and for fp8)");
   ta->add_option("--split-tail", att->split_tail,
                  "Forward version 6, full mask: the persistent launch's last round split along the keys over every SM "
                  "(sim/split_tail.h) on or off; default: the launcher's (off: FLASHSIM_FWD_SPLIT=1 turns it on)");

@@ -154,6 +154,8 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         if (p.rescale_under_s && j >= 2) rescale_o(c);
         if (p.intra_overlap && j >= 1) pv(c, j - 1);
         if (p.pingpong) tx.line(".arrive turn" + std::to_string((c + 1) % C));
+        // as compiled, the consumer waits for P_{j-1} V_{j-1} before the softmax of S_j
+        if (p.intra_overlap && !p.softmax_under_pv && j >= 1) tx.line(".wait_for " + reg(c, kO));
         if (mask) tx.line("MASK " + reg(c, kS) + ", " + reg(c, kS));
         if (j == 0) {
           tx.line("ROWMAX " + reg(c, kS) + ", " + M(c, 0));
@@ -449,6 +451,11 @@ KernelPlan plan_for(const TimeQuery& q) {
       if (q.intra_overlap) p.intra_overlap = *q.intra_overlap;
       // the launchers rescale O under S_{j+1} (kernels/attention_forward.cu WsTail); the FP8 forward not
       p.rescale_under_s = v == 6 && p.intra_overlap && q.rescale_under_s.value_or(!q.fp8);
+      // the bf16/fp16 d = 128 launchers keep the softmax under P V with a fence; at d = 64 and in the
+      // FP8 forward ptxas's wait for P V sits before it (TimeQuery::softmax_under_pv)
+      p.softmax_under_pv = v == 6 && p.intra_overlap && q.softmax_under_pv.value_or(q.d == 128 && !q.fp8);
+      if (q.softmax_under_pv.value_or(false) && !p.softmax_under_pv)
+        throw std::invalid_argument("the softmax under P V is version 6's, with the intra-warpgroup overlap");
       // the launchers' split tail is opt-in (kernels/launch_order.h fwd_split_enabled): off unless asked
       p.split_tail = v == 6 && p.persistent && !q.causal && q.split_tail.value_or(false);
       if (q.split_tail.value_or(false) && !p.split_tail)
@@ -496,9 +503,33 @@ struct BlockPlan {
   std::string bound;
 };
 
+// The model times one SM's trace, a few KB of memory a key-tile step: past this many steps on one
+// SM (or this many blocks in a launch) it says so instead of taking gigabytes and minutes.
+constexpr std::int64_t kMaxTracedSteps = std::int64_t{1} << 18;
+constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 24;
+std::string whole(double x) {
+  std::ostringstream os;
+  os.precision(0);
+  os << std::fixed << x;
+  return os.str();
+}
+void check_traceable(double blocks, double steps_on_one_sm) {
+  if (blocks > static_cast<double>(kMaxBlocks) || steps_on_one_sm > static_cast<double>(kMaxTracedSteps))
+    throw std::invalid_argument("these sizes make " + whole(blocks) + " thread blocks and " + whole(steps_on_one_sm) +
+                                " key-tile steps on the busiest SM; the time model traces at most " +
+                                std::to_string(kMaxBlocks) + " blocks and " + std::to_string(kMaxTracedSteps) +
+                                " steps on one SM (a few GB of memory): time fewer heads or a shorter n");
+}
+
 // The forward's tiles in launch order, and the longest SM's share of them.
 std::vector<std::vector<FwdTile>> forward_sm_work(const TimeQuery& q, const KernelPlan& p, int sms) {
   const std::int64_t tr = ceil_div(q.n, p.br);
+  {
+    // the busiest SM's steps, at most (persistent: its share of every tile's key tiles; else one tile)
+    const double tiles = static_cast<double>(tr) * static_cast<double>(q.heads);
+    const double share = p.persistent ? std::ceil(tiles / sms) : 1;
+    check_traceable(tiles, share * static_cast<double>(ceil_div(q.n, p.bc)));
+  }
   std::vector<FwdTile> order;
   for (std::int64_t h = 0; h < q.heads; ++h) {
     if (p.paired) {
@@ -566,7 +597,10 @@ std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu) {
       }
       return forward_trace(q, p, gpu, work[longest]);
     }
-    case TimedOp::AttnBwd: return backward_trace(q, p, gpu, 0, ceil_div(q.n, p.br));
+    case TimedOp::AttnBwd:
+      check_traceable(static_cast<double>(q.heads) * static_cast<double>(ceil_div(q.n, p.bc)),
+                      static_cast<double>(ceil_div(q.n, p.br)));
+      return backward_trace(q, p, gpu, 0, ceil_div(q.n, p.br));
     case TimedOp::Matmul: return matmul_trace(q, p, gpu, 1, ceil_div(q.k, 64));
     case TimedOp::Softmax: return softmax_trace(gpu, 4, std::min<std::int64_t>(q.n, 16384));
   }
@@ -622,6 +656,7 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
     case TimedOp::AttnBwd: {
       lp.flops = 2.5 * 4 * n * n * d * h * (q.causal ? 0.5 : 1);
       const std::int64_t tc = ceil_div(q.n, p.bc), tr = ceil_div(q.n, p.br);
+      check_traceable(static_cast<double>(tc) * static_cast<double>(q.heads), static_cast<double>(tr));
       lp.blocks = tc * q.heads;
       std::map<std::int64_t, TimingResult> by_steps;
       std::vector<double> durations;

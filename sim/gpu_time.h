@@ -42,6 +42,12 @@ struct TimeQuery {
   // and P_j V_j (under S_{j+1}, FA3's order) or after P_{j-1} V_{j-1} is done (default: the
   // launcher's: on since 2026-12-01, off for the FP8 forward).
   std::optional<bool> rescale_under_s;
+  // Forward version 6 with the overlap: the softmax of S_j runs while P_{j-1} V_{j-1} is in flight
+  // (the source's order, FA3's) or only once it is done (ptxas hoists the wait for P V to the
+  // softmax's top unless a fence keeps it: cuobjdump, 2026-12-02, kernels/RESULTS.md "Where ptxas
+  // puts the wait for P V"). Default: the launchers' (on at d = 128 in bf16/fp16, which have the
+  // fence; off at d = 64 and for FP8).
+  std::optional<bool> softmax_under_pv;
   std::optional<bool> split_tail;  // forward v6, full mask: the last round split along the keys
   // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
@@ -65,6 +71,7 @@ struct KernelPlan {
   int version = 0;
   bool sums_on_tensor = false;  // forward v6: row sums as P times ones on the tensor unit
   bool rescale_under_s = false;  // forward v6: O's rescale issued under S_{j+1} (TimeQuery)
+  bool softmax_under_pv = false;  // forward v6: the softmax of S_j under P_{j-1} V_{j-1} (TimeQuery)
   bool split_tail = false;  // forward v6, full mask: the last round split along the keys (sim/split_tail.h)
 };
 

@@ -13,7 +13,8 @@ using isa::Opcode;
 using isa::Operand;
 
 MachineFault::MachineFault(std::uint64_t s, std::uint32_t l, std::string m)
-    : std::runtime_error("step " + std::to_string(s) + " (line " + std::to_string(l) + "): error: " + m),
+    // step 0: the inputs or the arrays do not fit before anything runs (bad input, not a fault)
+    : std::runtime_error(s == 0 ? "error: " + m : "step " + std::to_string(s) + " (line " + std::to_string(l) + "): error: " + m),
       step(s), line(l), message(std::move(m)) {}
 
 std::uint64_t Counters::of_class(isa::OpClass c) const {

@@ -46,7 +46,8 @@ struct ArrayState {
   std::vector<std::string> symbols;         // per tile, when symbolic tracking is on
 };
 
-// A fault while running: reported as "step N (line L): error: message".
+// A fault while running: reported as "step N (line L): error: message"; step 0 (inputs or arrays
+// that do not fit, before the first step) as "error: message".
 class MachineFault : public std::runtime_error {
  public:
   MachineFault(std::uint64_t step, std::uint32_t line, std::string message);

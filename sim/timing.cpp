@@ -106,7 +106,7 @@ void find_dependencies(const isa::Program& p, std::vector<std::uint32_t>& begin,
 
 // What a stream does next: an instruction, or an arrive/wait on a barrier.
 struct Item {
-  enum class Kind : std::uint8_t { Instr, Arrive, Wait } kind;
+  enum class Kind : std::uint8_t { Instr, Arrive, Wait, WaitFor } kind;
   std::uint32_t index;  // instruction index, or index into TimingSpec::syncs
 };
 
@@ -132,10 +132,29 @@ class Simulator {
     std::size_t next_sync = 0;
     const auto& syncs = p.timing.syncs;
     for (std::size_t i = 0; i <= n_; ++i) {
-      for (; next_sync < syncs.size() && syncs[next_sync].pc == i; ++next_sync)
-        items_[syncs[next_sync].stream].push_back(
-            {syncs[next_sync].wait ? Item::Kind::Wait : Item::Kind::Arrive, static_cast<std::uint32_t>(next_sync)});
+      for (; next_sync < syncs.size() && syncs[next_sync].pc == i; ++next_sync) {
+        const isa::SyncPoint& sp = syncs[next_sync];
+        const Item::Kind kind = sp.reg >= 0 ? Item::Kind::WaitFor : sp.wait ? Item::Kind::Wait : Item::Kind::Arrive;
+        items_[sp.stream].push_back({kind, static_cast<std::uint32_t>(next_sync)});
+      }
       if (i < n_) items_[p.timing.stream(i)].push_back({Item::Kind::Instr, static_cast<std::uint32_t>(i)});
+    }
+    // .wait_for R: the last instruction before the wait (trace order) that writes R
+    wait_for_writer_.assign(syncs.size(), -1);
+    {
+      std::vector<std::int64_t> writer(static_cast<std::size_t>(std::max(p.register_count(), p.highest_reg + 1)) + 1, -1);
+      std::size_t k = 0;
+      for (std::size_t i = 0; i <= n_; ++i) {
+        for (; k < syncs.size() && syncs[k].pc == i; ++k)
+          if (syncs[k].reg >= 0 && static_cast<std::size_t>(syncs[k].reg) < writer.size())
+            wait_for_writer_[k] = writer[static_cast<std::size_t>(syncs[k].reg)];
+        if (i == n_) break;
+        const isa::Instruction& in = p.code[i];
+        const isa::OpInfo& info = isa::info(in.op);
+        for (int o = 0; o < info.operand_count; ++o)
+          if (info.operands[o] == isa::OperandKind::DstReg && static_cast<std::size_t>(in.reg(o)) < writer.size())
+            writer[static_cast<std::size_t>(in.reg(o))] = static_cast<std::int64_t>(i);
+      }
     }
     ops_.assign(n_ * static_cast<std::size_t>(copies), Op{});
     for (int c = 0; c < copies; ++c)
@@ -194,6 +213,7 @@ class Simulator {
   std::vector<Op> ops_;
   std::vector<StreamState> streams_;
   std::vector<std::vector<Arrival>> arrivals_;
+  std::vector<std::int64_t> wait_for_writer_;  // per sync point: the instruction a .wait_for waits for, or -1
   std::array<std::vector<std::size_t>, isa::kUnitCount> active_;  // ops in flight per unit
   std::vector<int> owner_;  // per op: index into streams_ (for vector/special completion)
   double t_ = 0;
@@ -244,6 +264,19 @@ double Simulator::advance(StreamState& s) {
       ++s.pos;
       continue;
     }
+    if (it.kind == Item::Kind::WaitFor) {
+      // until the register's writer has its result (no writer before the wait: nothing pending)
+      const std::int64_t w = wait_for_writer_[it.index];
+      if (w >= 0) {
+        const std::size_t id = static_cast<std::size_t>(s.copy) * n_ + static_cast<std::size_t>(w);
+        const double ready = ops_[id].ready;
+        if (ready == kNever) return kNever;  // not issued or not done: its completion wakes us
+        if (ready > t_) return ready;
+        s.last_op = std::max(s.last_op, static_cast<std::int64_t>(id));  // the chain continues through it
+      }
+      ++s.pos;
+      continue;
+    }
     if (it.kind == Item::Kind::Wait) {
       const std::uint16_t b = p_.timing.syncs[it.index].barrier;
       const std::uint32_t count = p_.timing.barriers[b].count;
@@ -285,7 +318,12 @@ void Simulator::deadlock() {
     if (s.pos >= its.size()) continue;
     const Item& it = its[s.pos];
     msg += "; " + stream_label(s);
-    if (it.kind == Item::Kind::Wait) {
+    if (it.kind == Item::Kind::WaitFor) {
+      const isa::SyncPoint& sp = p_.timing.syncs[it.index];
+      msg += " waits at line " + std::to_string(sp.loc.line) + " (.wait_for R" + std::to_string(sp.reg) +
+             ") for a result that another stream's wait keeps from being computed";
+      if (where.line == 0) where = sp.loc;
+    } else if (it.kind == Item::Kind::Wait) {
       const isa::SyncPoint& sp = p_.timing.syncs[it.index];
       const isa::BarrierDecl& b = p_.timing.barriers[sp.barrier];
       const auto have = arrivals(s.copy, sp.barrier).size();
@@ -344,9 +382,13 @@ TimingResult Simulator::run(bool keep_steps) {
       const double share = rates[u] / static_cast<double>(run.size());
       for (std::size_t id : run) ops_[id].remaining -= share * dt;
       std::size_t keep = 0;
+      // Done: its work is (to rounding) finished, or what is left would end within rounding of t_.
+      // Without the second test a long trace stalls: at t_ ~ 2e7 cycles a remainder that needs less
+      // than t_'s last bit moves the clock by nothing, for ever (found at N = 32768, 16 heads).
+      const double resolution = 1e-12 * std::max(1.0, t_);
       for (std::size_t id : act) {
         Op& op = ops_[id];
-        if (op.remaining <= 1e-9 * std::max(1.0, costs_.work[id % n_])) {
+        if (op.remaining <= 1e-9 * std::max(1.0, costs_.work[id % n_]) || op.remaining <= share * resolution) {
           op.remaining = 0;
           op.end = t_;
           op.ready = t_ + units_.units[u].latency;

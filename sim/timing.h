@@ -4,7 +4,8 @@
 // `rate` units of work a cycle and hands the result over `latency` cycles after the work is done.
 // Instructions issue in order within their stream (`.stream`); a stream waits for the registers an
 // instruction reads (and for the readers of the register it overwrites), and at `.wait` for a phase
-// of a barrier that other streams complete with `.arrive`. Tensor and memory instructions run
+// of a barrier that other streams complete with `.arrive`, and at `.wait_for R` for the result of R's
+// last write before it (an asynchronous product or copy: a kernel's wgmma.wait_group). Tensor and memory instructions run
 // asynchronously (the stream goes on, as after a wgmma or a TMA copy); vector and special ones
 // are executed by the stream's own warps, which are busy until they are done. Instructions in
 // flight on one unit share its rate equally, as warp schedulers interleave warps.

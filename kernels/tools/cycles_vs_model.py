@@ -50,7 +50,7 @@ def model(flashsim, gpu, args, units=()):
 Row = namedtuple("Row", "kind heads n d mask cycles model_cycles busy model_busy bound extra_ms names")
 
 
-def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off"):
+def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off", softmax_under_pv="off"):
     """One Row per kernel and shape; units: --unit options for flashsim."""
     rows = []
     for mask in ("no", "yes"):
@@ -77,6 +77,10 @@ def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off"):
             # no overlap to rescale under; version 6 rescaled where the set says
             v5 = "attn_fwd_wgmma_kernel" in names
             args = [*args, *(["--version", "5"] if v5 else ["--rescale-under-s", rescale_under_s])]
+        if kind in ("fwd", "fp8") and "--version" not in args:
+            # every stored forward ran with ptxas's wait for P V above the softmax (before the fence of
+            # 2026-12-02, kernels/RESULTS.md "Where ptxas puts the wait for P V")
+            args = [*args, "--softmax-under-pv", softmax_under_pv]
         j = model(flashsim, gpu, args, units)
         out.append(Row(kind, h, n, d, mask, cyc, j["cycles"], busy, j["units"]["tensor"]["busy_fraction"], j["bound"],
                        j["extra_ms"], names))

@@ -70,10 +70,14 @@ def predict(args, gpu):
     return _cache[key]
 
 
-def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True):
+def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True, before_fence=True):
     # the forwards measured before the split tail (2026-12-02) ran whole Q tiles only
     if before_split and "--backward" not in extra and "--split-tail" not in extra:
         extra = (*extra, "--split-tail", "off")
+    # and before the fence of 2026-12-02 (later) every forward waited for P V before its softmax,
+    # where ptxas had hoisted the wait (kernels/RESULTS.md "Where ptxas puts the wait for P V")
+    if before_fence and "--backward" not in extra and "--softmax-under-pv" not in extra:
+        extra = (*extra, "--softmax-under-pv", "off")
     # the forwards measured before 2026-12-01 rescaled O after P V's wait, unless a row says, and ran
     # d = 64 under the causal mask on version 5 below N = 8192 (the launcher's rule then)
     if before_2026_12_01 and "--backward" not in extra and "--rescale-under-s" not in extra:
@@ -89,7 +93,7 @@ def bwd_version(op_is_bwd, d, d64_version):
     return ["--version", str(d64_version)] if op_is_bwd and d == 64 and d64_version else []
 
 
-def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=True):
+def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=True, before_fence=True):
     """`flashsim time` arguments for one bench_kernels CSV row, or None for a row left out:
     attention below N = min_n, matmul below m, n = min_mn, softmax unless asked for."""
     op, shape, mask = r["op"], r["shape"], r["mask"]
@@ -99,7 +103,8 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=Tru
             return None
         return attention(n, d, h, *(["--causal"] if mask == "causal" else []),
                          *(["--backward"] if op == "attn-bwd" else []),
-                         *bwd_version(op == "attn-bwd", d, d64_version), before_2026_12_01=before_2026_12_01)
+                         *bwd_version(op == "attn-bwd", d, d64_version), before_2026_12_01=before_2026_12_01,
+                         before_split=before_fence, before_fence=before_fence)
     if op == "matmul":
         m, n, k = map(int, shape.split("x"))
         return ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)] if m >= min_mn and n >= min_mn else None
@@ -109,10 +114,11 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=Tru
     return None
 
 
-def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True):
+def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True, before_fence=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
-        a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False, before_2026_12_01=before_2026_12_01)
+        a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False, before_2026_12_01=before_2026_12_01,
+                           before_fence=before_fence)
         if a is not None:
             rows.append((f"{r['op']} {r['shape']} {r['mask']} {r['dtype']}", a, float(r["ms"])))
     return rows
@@ -170,7 +176,14 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
          bench_rows("2026-12-02-h200-tree-max/bench_kernels-call-d.csv", bwd_d64_version=None, before_2026_12_01=False)),
         # the same launchers (the split tail built in, off), SDPA of that call
         ("H200 bench_kernels 2026-12-02, split-tail call c (not tuned on)", "h200",
-         bench_rows("2026-12-02-h200-split-tail/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False))]
+         bench_rows("2026-12-02-h200-split-tail/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False)),
+        # the d = 128 launchers with the softmax kept under P V by a fence (the model's default since)
+        ("H200 bench_kernels 2026-12-02, the fence, call e (not tuned on)", "h200",
+         bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-e.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False)),
+        ("H200 bench_kernels 2026-12-02, the fence, call f (not tuned on)", "h200",
+         bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-f.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -256,6 +269,21 @@ PAIRS = [
      attention(8192, 128, 32, "--split-tail", "on", before_2026_12_01=False), 1.530 / 1.521, "2026-12-02 H200 call c"),
     ("forward d=128 N=2048: the same", attention(2048, 128, 128, before_2026_12_01=False),
      attention(2048, 128, 128, "--split-tail", "on", before_2026_12_01=False), 0.414 / 0.436, "2026-12-02 H200 call c"),
+    # kernels/RESULTS.md, "Where ptxas puts the wait for P V" (2026-12-02, later, H200; SM clocks of the
+    # kernel with ptxas's wait over the one with the fence, same run): kept at d = 128, dropped at
+    # d = 64 and for FP8 (ms there, same clock)
+    ("forward d=128 N=8192: the softmax kept under P V", attention(8192, 128, 32, "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(8192, 128, 32, "--softmax-under-pv", "on", before_2026_12_01=False),
+     2.994 / 2.973, "2026-12-02 H200 call e"),
+    ("forward d=128 N=8192 causal: the same", attention(8192, 128, 32, "--causal", "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(8192, 128, 32, "--causal", "--softmax-under-pv", "on", before_2026_12_01=False),
+     1.570 / 1.535, "2026-12-02 H200 call e"),
+    ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(8192, 64, 64, "--softmax-under-pv", "on", before_2026_12_01=False),
+     3.734 / 3.853, "2026-12-02 H200 call d"),
+    ("forward fp8 N=16384: the same (dropped)", attention(16384, 128, 16, "--dtype", "fp8", "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(16384, 128, 16, "--dtype", "fp8", "--softmax-under-pv", "on",
+                                         before_2026_12_01=False), 2.382 / 2.465, "2026-12-02 H200 call d"),
 ]
 
 
@@ -285,8 +313,12 @@ def replay(path, gpu):
 
 def print_consumer_loops():
     print("the consumer loop without its producer, clocks a tile (probe_consumer_loop, H100, 2026-11-27):")
-    for (case, probe), model in consumer_loops():
-        print(f"  {case:36s} probe {probe:7.1f}  model {model:7.1f}  probe/model {probe / model:4.2f}")
+    for (case, probe), model, compiled in consumer_loops():
+        line = f"  {case:36s} probe {probe:7.1f}  model {model:7.1f}  probe/model {probe / model:4.2f}"
+        if compiled is not None:
+            # the probe's kernels had ptxas's wait for P V above the softmax (2026-12-02): the trace with it
+            line += f"  as compiled {compiled:7.1f}  probe/model {probe / compiled:4.2f}"
+        print(line)
 
 
 def main():
@@ -297,7 +329,7 @@ def main():
         print_consumer_loops()
         return
     jobs = [(a, g) for _, g, rows in SETS for _, a, _ in rows] + [(a, "h100") for p in PAIRS for a in p[1:3]]
-    jobs += [(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100") for pp in ("on", "off")
+    jobs += [(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov, before_fence=False), "h100") for pp in ("on", "off")
              for ov in ("on", "off")]
     with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
         list(ex.map(lambda j: predict(*j), jobs))
@@ -327,7 +359,7 @@ def main():
     tf = {}
     for pp in ("on", "off"):
         for ov in ("on", "off"):
-            p = predict(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov), "h100")
+            p = predict(attention(16384, 128, 16, "--pingpong", pp, "--overlap", ov, before_fence=False), "h100")
             tf[pp, ov] = flops / p["predicted_ms"] / 1e9
     print("FA3 ablation on the tile machine (H100 preset, TFLOP/s): both %.0f, ping-pong only %.0f, overlap only %.0f, "
           "neither %.0f" % (tf["on", "on"], tf["on", "off"], tf["off", "on"], tf["off", "off"]))
@@ -347,6 +379,9 @@ def main():
 LOOPS = [("kernel order, one consumer", "c1_kernel.fsa"), ("kernel order, two consumers", "c2_kernel.fsa"),
          ("turns, two consumers", "c2_turns.fsa"), ("FA2 order, one consumer", "c1_fa2.fsa"),
          ("FA2 order, two consumers", "c2_fa2.fsa")]
+# the same loops as ptxas compiled the probe (its wait for P V before the softmax, 2026-12-02)
+COMPILED = {"kernel order, one consumer": "c1_kernel_compiled.fsa", "kernel order, two consumers": "c2_kernel_compiled.fsa",
+            "turns, two consumers": "c2_turns_compiled.fsa"}
 
 
 def unit_lines(units):
@@ -355,9 +390,24 @@ def unit_lines(units):
     return "".join(f".unit {spec.split(':', 1)[0]} {' '.join(spec.split(':', 1)[1].split(','))}\n" for spec in specs)
 
 
+def loop_clocks(path):
+    """the model's clocks a tile in the steady state of a loop trace: (N = 8192 - N = 4096) / 32"""
+    text = open(path).read().replace(".units h100\n", ".units h100\n" + unit_lines(UNITS), 1)
+    cycles = []
+    with tempfile.NamedTemporaryFile("w", suffix=".fsa") as f:
+        f.write(text)
+        f.flush()
+        for n in (4096, 8192):
+            run = subprocess.run([FLASHSIM, "run", f.name, "--no-table", "--param", f"N={n}"], capture_output=True,
+                                 text=True, check=True).stdout
+            cycles.append(next(float(l.split()[1]) for l in run.splitlines() if l.startswith("predicted")))
+    return (cycles[1] - cycles[0]) / 32
+
+
 def consumer_loops():
-    """((case, probe clocks a tile), model clocks a tile) for each loop of LOOPS"""
+    """((case, probe clocks a tile), model clocks a tile, model clocks as compiled or None) for each loop"""
     folder = os.path.join(RES, "2026-11-27-consumer-loop")
+    compiled = os.path.join(RES, "2026-12-02-h200-wait-after-softmax")
     probe = {}
     for line in open(os.path.join(folder, "h100-consumer-loop-3.txt")):
         for case, _ in LOOPS:
@@ -365,16 +415,8 @@ def consumer_loops():
                 probe[case] = float(line[len(case):].split()[0])
     out = []
     for case, trace in LOOPS:
-        text = open(os.path.join(folder, trace)).read().replace(".units h100\n", ".units h100\n" + unit_lines(UNITS), 1)
-        cycles = []
-        with tempfile.NamedTemporaryFile("w", suffix=".fsa") as f:
-            f.write(text)
-            f.flush()
-            for n in (4096, 8192):
-                run = subprocess.run([FLASHSIM, "run", f.name, "--no-table", "--param", f"N={n}"], capture_output=True,
-                                     text=True, check=True).stdout
-                cycles.append(next(float(l.split()[1]) for l in run.splitlines() if l.startswith("predicted")))
-        out.append(((case, probe[case]), (cycles[1] - cycles[0]) / 32))
+        as_compiled = loop_clocks(os.path.join(compiled, COMPILED[case])) if case in COMPILED else None
+        out.append(((case, probe[case]), loop_clocks(os.path.join(folder, trace)), as_compiled))
     return out
 
 

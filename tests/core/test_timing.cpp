@@ -143,6 +143,41 @@ TEST_CASE("a wait nobody arrives at is a deadlock, reported with its streams and
   CHECK_THROWS_AS(time_text(".stream a\n.wait x\n.arrive y\n.stream b\n.wait y\n.arrive x\nEXP R0, R1\n"), sim::TimingError);
 }
 
+TEST_CASE(".wait_for holds its stream until an asynchronous result is ready", "[timing]") {
+  // The product runs 2-4 (16 FLOPs at 8 a cycle). Without the wait the ADD starts at 3 beside it
+  // (8 - f, the case above); waiting for R4 it starts at 4, alone, and ends at 8.
+  auto r = time_text("MAC_Z R0, R2, R4\n.wait_for R4\nADD R2, R2, R3\n");
+  CHECK(r.cycles == Approx(8).margin(1e-3));
+  REQUIRE(r.steps.size() == 4);
+  CHECK(r.steps[3].issue == Approx(4).margin(1e-3));
+  CHECK(r.steps[3].critical);
+  CHECK(r.steps[2].critical);  // the chain goes through the wait to the product
+  // With the tensor latency 10 the result is ready at 14: 14 + 4.
+  std::string h = kHeader;
+  h.replace(h.find(".unit tensor rate=8 latency=0"), 29, ".unit tensor rate=8 latency=10");
+  CHECK(cycles("MAC_Z R0, R2, R4\n.wait_for R4\nADD R2, R2, R3\n", h) == Approx(18).margin(1e-3));
+  // A register with no write before the wait: nothing to wait for (the ADD at 2, alone: 6).
+  CHECK(cycles(".wait_for R7\nADD R2, R2, R3\n") == Approx(6).margin(1e-3));
+  // The last write before the wait, not a later one: R4's second product (issued after the wait)
+  // does not hold the ADD.
+  CHECK(cycles("MAC_Z R0, R2, R4\n.wait_for R4\nADD R2, R2, R3\nMAC_Z R0, R0, R4\n") ==
+        Approx(cycles("MAC_Z R0, R2, R4\n.wait_for R4\nADD R2, R2, R3\nMAC_Z R0, R0, R5\n")).margin(1e-3));
+  // In a loop, R{k} as in an instruction; the wait does not count as a register use.
+  auto p = isa::assemble(std::string(kHeader) + ".for j in 0..2\nMAC_Z R0, R2, R{4+j}\n.wait_for R{4+j}\n.end\n", "t.fsa");
+  CHECK(p.timing.syncs.size() == 2);
+  CHECK(p.timing.syncs[1].reg == 5);
+  CHECK(p.highest_reg == 5);
+  // A wait for a result that only a blocked stream can compute is a deadlock, not a hang.
+  try {
+    time_text(".stream a\n.wait go\nMAC_Z R0, R2, R4\n.stream b\n.wait_for R4\n.arrive go\n");
+    FAIL("no deadlock reported");
+  } catch (const sim::TimingError& e) {
+    const std::string m = e.what();
+    CHECK(m.find(".wait_for R4") != std::string::npos);
+    CHECK(m.find("'go'") != std::string::npos);
+  }
+}
+
 TEST_CASE("with the units off the machine's counts are today's exactly", "[timing]") {
   const std::string root = FLASHSIM_SOURCE_DIR;
   struct Seed {
@@ -185,6 +220,10 @@ TEST_CASE("bad unit descriptions are text errors at their line and column", "[ti
   CHECK(err(".units h100\n.unit tensor speed=2\nLOAD x[0], R0\n").rfind("2:14 unknown .unit option 'speed'", 0) == 0);
   CHECK(err(".barrier b count=0\nLOAD x[0], R0\n").rfind("1:18 a barrier's count", 0) == 0);
   CHECK(err(".for i in 0..2\n.units h100\n.end\nLOAD x[0], R0\n").find("not allowed inside a .for loop") != std::string::npos);
+  CHECK(err("LOAD x[0], R0\n.wait_for x\n").rfind("2:11 expected a register after .wait_for", 0) == 0);
+  CHECK(err(".regs 4\nLOAD x[0], R0\n.wait_for R9\n").rfind("3:11 R9 is outside the machine", 0) == 0);
+  CHECK(err("LOAD x[0], R0\n.wait_for R1^T\n").find("only source registers can be transposed") != std::string::npos);
+  CHECK(err("LOAD x[0], R0\n.wait_for R1 R2\n").rfind("2:", 0) == 0);
 }
 
 TEST_CASE("streams and barriers survive disassembly", "[timing]") {
@@ -194,6 +233,13 @@ TEST_CASE("streams and barriers survive disassembly", "[timing]") {
   auto q = isa::assemble(isa::disassemble(p), "again.fsa");
   CHECK(isa::same_program(p, q));
   CHECK(sim::time_program(q).cycles == Approx(sim::time_program(p).cycles));
+  // .wait_for too
+  auto w = isa::assemble(std::string(kHeader) + ".stream a\nMAC_Z R0, R2, R4\n.wait_for R4\nADD R2, R2, R3\n", "t.fsa");
+  const std::string text = isa::disassemble(w);
+  CHECK(text.find(".wait_for R4\n") != std::string::npos);
+  auto w2 = isa::assemble(text, "again.fsa");
+  CHECK(w2.timing == w.timing);
+  CHECK(sim::time_program(w2).cycles == Approx(sim::time_program(w).cycles));
 }
 
 TEST_CASE("a program without units cannot be timed", "[timing]") {
@@ -220,6 +266,19 @@ TEST_CASE("flashsim time: JSON keys, bound, and bad input exits 2", "[timing][cl
   CHECK(test::run_flashsim("time attention --n 4096 --d 64 --backward --version 3").status == 2);
 }
 
+TEST_CASE("flashsim time: long traces finish, sizes past the model's reach are refused", "[timing][cli]") {
+  // N = 32768 over 16 heads stalled for ever once a remainder fell below the clock's last bit
+  auto r = test::run_flashsim("time attention --n 32768 --d 128 --heads 16 --json");
+  REQUIRE(r.status == 0);
+  CHECK(r.out.find("\"predicted_ms\"") != std::string::npos);
+  for (const char* big : {"--n 4194304 --d 128 --heads 65536", "--n 1048576 --d 128 --heads 1",
+                          "--n 4194304 --d 64 --heads 65536 --backward"}) {
+    auto e = test::run_flashsim(std::string("time attention ") + big);
+    CHECK(e.status == 2);
+    CHECK(e.out.find("the time model traces at most") != std::string::npos);
+  }
+}
+
 TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timing][cli]") {
   auto number = [](const std::string& json, const std::string& key) {
     return test::JsonReader(json).document().at(key).number;
@@ -235,7 +294,7 @@ TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timin
   CHECK(number(same.out, "predicted_ms") == Approx(number(preset.out, "predicted_ms")).epsilon(1e-5));
   CHECK(number(half.out, "cycles") == Approx(number(preset.out, "cycles")));
   CHECK(number(half.out, "sm_ms") == Approx(2 * number(preset.out, "sm_ms")).epsilon(1e-5));
-  for (const char* bad : {"0.5", "-1000", "9000"}) {
+  for (const char* bad : {"0.5", "0", "-1000", "9000"}) {
     auto r = test::run_flashsim(q + " --clock-mhz " + bad);
     CHECK(r.status == 2);
     CHECK(r.out.find("--clock-mhz must be between 100 and 5000") != std::string::npos);
