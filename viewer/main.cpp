@@ -166,6 +166,11 @@ bool resolve(const std::string& arg, const std::vector<fv::CatalogEntry>& catalo
     }
     return true;
   }
+  // A bare word is a mistyped name more likely than a missing file
+  if (arg.find_first_of("/.") == std::string::npos) {
+    error = arg + ": error: no such file, and no trace of that name (flashsim-viewer --list shows the names)";
+    return false;
+  }
   // Not a known name either: let the assembler report the missing file in its usual form.
   out.path = arg;
   out.params = global_params;

@@ -262,6 +262,11 @@ TEST_CASE("bad command lines exit 2", "[viewer]") {
   Run named = run(kViewer + " --param q=4 online-softmax:n=16");
   CHECK(named.rc == 2);
   CHECK(has(named.err, "--param q: no trace opened here takes it"));
+  // a mistyped trace name is named as such, not as a file that cannot be opened (the app would
+  // show it; without a display it then exits 1)
+  Run unknown = run(kViewer + " tile-attention-fa3");
+  CHECK(unknown.rc != 0);
+  CHECK(has(unknown.err, "tile-attention-fa3: error: no such file, and no trace of that name"));
   ScratchDir tmp;
   Run list = run(kViewer + " --list > " + tmp.path("list.txt"));
   CHECK(list.rc == 0);
