@@ -996,13 +996,11 @@ enum WsLoads { kLoadsAll = 0, kLoadsFirstFill = 1, kLoadsOneTile = 2, kLoadsNoSy
 // launchers) rescales O and packs P_j once P V is done; kRescaleUnderS rescales O between S_j's
 // and P V's issue, under S_j's products (FA3's order). (P_j packed into a second register set while
 // P V still reads the first was tried: ptxas serializes the products, C7513, nvcc 13.0.)
-// kWaitAfterSoftmax (with kRescaleUnderS): a fence between the softmax and the wait for P V.
-// ptxas (nvcc 13.0) schedules wgmma.wait_group 0 at the top of its block, which put every forward's
-// wait for P_{j-1} V_{j-1} before the softmax of S_j that the source runs under it (cuobjdump,
-// kernels/tools/sass_wait_placement.py, H200 2026-12-02): no intra-warpgroup overlap at all.
+// kWaitAfterSoftmax: kRescaleUnderS with tile::fence_softmax between the softmax and the wait for
+// P V. Without it ptxas puts that wait above the softmax of S_j, which then never runs under
+// P_{j-1} V_{j-1} (every forward kernel, cuobjdump, 2026-12-02).
 enum WsTail { kTailAfterPv = 0, kRescaleUnderS = 1, kWaitAfterSoftmax = 3 };
 __host__ __device__ constexpr bool rescale_under_s(int tail) { return (tail & 1) != 0; }
-
 
 template <int D, int BC, int STAGES, bool PERSIST, int NC = 2>
 struct WsConfig {
@@ -1650,8 +1648,8 @@ namespace flashsim::gpu::fwd_variants {
                          hopper::kLoadsAll, hopper::kRescaleUnderS>,                                                \
    hopper::launch_fwd_ws<__half, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax, hopper::kLoadsAll,    \
                          hopper::kRescaleUnderS>}
-// the d = 128 launchers' kernels with the tail as WsTail says: kRescaleUnderS, before 2026-12-02
-// (later), leaves the wait for P V where ptxas hoists it, above the softmax
+// the d = 128 launchers' kernels with another tail (WsTail): kRescaleUnderS is theirs before the
+// fence, the wait for P V where ptxas puts it, above the softmax
 #define FLASHSIM_V6W(SCHED, TAIL)                                                                                  \
   {128, "v6 ws 2c x128 st2 sched " #SCHED " order kExpsFirstTreeMax tail " #TAIL,                                  \
    hopper::launch_fwd_ws<__nv_bfloat16, 128, 128, 2, false, SCHED, false, 2, tile::kExpsFirstTreeMax,                \
