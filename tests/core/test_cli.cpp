@@ -76,6 +76,14 @@ TEST_CASE("bad input exits 2 and machine faults exit 1, with one clear message",
   CHECK(has(binary.out, "binary file"));
   CHECK(sh("run --input x=1,zz " + write_temp(tmp, "in.fsa", "LOAD x[0], R0\n")).status == 2);
   CHECK(sh("run --cost NOPE=3 " + write_temp(tmp, "in2.fsa", "LOAD x[0], R0\n")).status == 2);
+  auto typo = sh("rnu lessons/01-dot-product/solution.fsa");
+  CHECK(typo.status == 2);
+  CHECK(has(typo.out, "flashsim: error: unknown command 'rnu' (commands: "));
+  CHECK(has(typo.out, "run"));
+  // an input that does not fit is bad input before any step, not a fault at "step 0"
+  auto input = sh("run --input zz=1,2 " + write_temp(tmp, "in3.fsa", "LOAD x[0], R0\n"));
+  CHECK(input.status == 2);
+  CHECK(input.out.rfind("error: --input names 'zz', which the program never uses", 0) == 0);
   CHECK(sh("frobnicate").status == 2);
 }
 
