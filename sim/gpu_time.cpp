@@ -521,6 +521,12 @@ void check_traceable(double blocks, double steps_on_one_sm) {
                                 " steps on one SM (a few GB of memory): time fewer heads or a shorter n");
 }
 
+// The backward: a block of p.bc keys per head, each one trace of its n / p.br query steps.
+void check_backward_traceable(const TimeQuery& q, const KernelPlan& p) {
+  check_traceable(static_cast<double>(q.heads) * static_cast<double>(ceil_div(q.n, p.bc)),
+                  static_cast<double>(ceil_div(q.n, p.br)));
+}
+
 // The forward's tiles in launch order, and the longest SM's share of them.
 std::vector<std::vector<FwdTile>> forward_sm_work(const TimeQuery& q, const KernelPlan& p, int sms) {
   const std::int64_t tr = ceil_div(q.n, p.br);
@@ -598,8 +604,7 @@ std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu) {
       return forward_trace(q, p, gpu, work[longest]);
     }
     case TimedOp::AttnBwd:
-      check_traceable(static_cast<double>(q.heads) * static_cast<double>(ceil_div(q.n, p.bc)),
-                      static_cast<double>(ceil_div(q.n, p.br)));
+      check_backward_traceable(q, p);
       return backward_trace(q, p, gpu, 0, ceil_div(q.n, p.br));
     case TimedOp::Matmul: return matmul_trace(q, p, gpu, 1, ceil_div(q.k, 64));
     case TimedOp::Softmax: return softmax_trace(gpu, 4, std::min<std::int64_t>(q.n, 16384));
@@ -656,7 +661,7 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
     case TimedOp::AttnBwd: {
       lp.flops = 2.5 * 4 * n * n * d * h * (q.causal ? 0.5 : 1);
       const std::int64_t tc = ceil_div(q.n, p.bc), tr = ceil_div(q.n, p.br);
-      check_traceable(static_cast<double>(tc) * static_cast<double>(q.heads), static_cast<double>(tr));
+      check_backward_traceable(q, p);
       lp.blocks = tc * q.heads;
       std::map<std::int64_t, TimingResult> by_steps;
       std::vector<double> durations;

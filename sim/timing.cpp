@@ -63,15 +63,25 @@ Costs measure_costs(const isa::Program& p) {
   return c;
 }
 
-// Register (and DRAM tile) dependencies in trace order: the order the values follow.
-void find_dependencies(const isa::Program& p, std::vector<std::uint32_t>& begin, std::vector<Dep>& deps) {
+// Register (and DRAM tile) dependencies in trace order: the order the values follow. wait_for:
+// per sync point, the instruction a `.wait_for R` waits for (R's last writer before it), or -1.
+void find_dependencies(const isa::Program& p, std::vector<std::uint32_t>& begin, std::vector<Dep>& deps,
+                       std::vector<std::int64_t>& wait_for) {
   const std::size_t n = p.code.size();
   const int regs = std::max(p.register_count(), p.highest_reg + 1);
   std::vector<std::int64_t> writer(static_cast<std::size_t>(regs), -1);
   std::vector<std::vector<std::uint32_t>> readers(static_cast<std::size_t>(regs));
   std::map<std::tuple<std::uint32_t, std::uint32_t, std::uint32_t>, std::uint32_t> stored;  // DRAM tile -> last STORE
   begin.assign(n + 1, 0);
+  const auto& syncs = p.timing.syncs;
+  wait_for.assign(syncs.size(), -1);
+  std::size_t next_sync = 0;
+  auto waits_before = [&](std::size_t pc) {
+    for (; next_sync < syncs.size() && syncs[next_sync].pc == pc; ++next_sync)
+      if (syncs[next_sync].reg >= 0 && syncs[next_sync].reg < regs) wait_for[next_sync] = writer[syncs[next_sync].reg];
+  };
   for (std::size_t i = 0; i < n; ++i) {
+    waits_before(i);
     begin[i] = static_cast<std::uint32_t>(deps.size());
     const isa::Instruction& in = p.code[i];
     const isa::OpInfo& info = isa::info(in.op);
@@ -101,6 +111,7 @@ void find_dependencies(const isa::Program& p, std::vector<std::uint32_t>& begin,
       readers[dst].clear();
     }
   }
+  waits_before(n);
   begin[n] = static_cast<std::uint32_t>(deps.size());
 }
 
@@ -126,7 +137,7 @@ class Simulator {
   Simulator(const isa::Program& p, const isa::UnitsConfig& units, int copies, double stagger)
       : p_(p), units_(units), copies_(copies), n_(p.code.size()) {
     costs_ = measure_costs(p);
-    find_dependencies(p, dep_begin_, deps_);
+    find_dependencies(p, dep_begin_, deps_, wait_for_writer_);
     const std::size_t nstreams = std::max<std::size_t>(1, p.timing.streams.size());
     items_.assign(nstreams, {});
     std::size_t next_sync = 0;
@@ -138,23 +149,6 @@ class Simulator {
         items_[sp.stream].push_back({kind, static_cast<std::uint32_t>(next_sync)});
       }
       if (i < n_) items_[p.timing.stream(i)].push_back({Item::Kind::Instr, static_cast<std::uint32_t>(i)});
-    }
-    // .wait_for R: the last instruction before the wait (trace order) that writes R
-    wait_for_writer_.assign(syncs.size(), -1);
-    {
-      std::vector<std::int64_t> writer(static_cast<std::size_t>(std::max(p.register_count(), p.highest_reg + 1)) + 1, -1);
-      std::size_t k = 0;
-      for (std::size_t i = 0; i <= n_; ++i) {
-        for (; k < syncs.size() && syncs[k].pc == i; ++k)
-          if (syncs[k].reg >= 0 && static_cast<std::size_t>(syncs[k].reg) < writer.size())
-            wait_for_writer_[k] = writer[static_cast<std::size_t>(syncs[k].reg)];
-        if (i == n_) break;
-        const isa::Instruction& in = p.code[i];
-        const isa::OpInfo& info = isa::info(in.op);
-        for (int o = 0; o < info.operand_count; ++o)
-          if (info.operands[o] == isa::OperandKind::DstReg && static_cast<std::size_t>(in.reg(o)) < writer.size())
-            writer[static_cast<std::size_t>(in.reg(o))] = static_cast<std::int64_t>(i);
-      }
     }
     ops_.assign(n_ * static_cast<std::size_t>(copies), Op{});
     for (int c = 0; c < copies; ++c)
