@@ -328,7 +328,7 @@ static int probe_main(const std::string& patterns, const std::string& fractions,
   const DeviceInfo dev = device_info();
   if (!dev.have_device) {
     std::fprintf(stderr, "flashsim-gpu l2probe: no CUDA device: %s\n", dev.why.c_str());
-    return 1;
+    return 2;  // as compare: nothing was run
   }
   const auto sizes = probe_sizes(fractions, dev.l2_bytes);
   CUDA_CHECK(cudaSetDevice(0));
@@ -795,6 +795,10 @@ static int run_main(int argc, char** argv) {
   auto* ring = add_ring_command(app, ring_opt);
 
   flashsim::cli::refuse_blank_values(app);  // after every option is registered
+  if (const std::string why = flashsim::cli::unknown_command_error(app, argc, argv); !why.empty()) {
+    std::fprintf(stderr, "flashsim-gpu: error: %s\n", why.c_str());
+    return flashsim::cli::kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -4,6 +4,7 @@
 
 #include "lessons/commands.h"
 #include "sim/cli.h"
+#include "sim/cli_values.h"
 #include "sim/main_guard.h"
 
 #ifndef FLASHSIM_VERSION
@@ -16,18 +17,9 @@ static int run_main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   flashsim::lessons::register_flashsim_commands(app, exit_code);
-  // a mistyped command: name it (CLI11 would only say that a subcommand is required)
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string names;
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands({})) {
-      known = known || sub->get_name() == argv[1];
-      names += (names.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!known) {
-      std::cerr << "flashsim: error: unknown command '" << argv[1] << "' (commands: " << names << ")\n";
-      return flashsim::cli::kExitBadInput;
-    }
+  if (const std::string why = flashsim::cli::unknown_command_error(app, argc, argv); !why.empty()) {
+    std::cerr << "flashsim: error: " << why << "\n";
+    return flashsim::cli::kExitBadInput;
   }
   try {
     app.parse(argc, argv);

@@ -51,4 +51,17 @@ inline void refuse_blank_values(CLI::App& app) {
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) refuse_blank_values(*sub);
 }
 
+// "" when argv names one of app's commands (or starts with an option), else "unknown command 'X'
+// (commands: a, b, ...)": CLI11 itself only says that a subcommand is required.
+inline std::string unknown_command_error(const CLI::App& app, int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') return {};
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    known = known || sub->get_name() == argv[1];
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return known ? std::string() : "unknown command '" + std::string(argv[1]) + "' (commands: " + names + ")";
+}
+
 }  // namespace flashsim::cli
