@@ -244,6 +244,8 @@ class Assembler {
   void instruction(Cursor& c, LineTemplate* t);
   void instruction_from(const LineTemplate& t);
   void append(const Instruction& in, SourceLoc loc, std::uint32_t site);  // into the trace, against opts_.max_instructions
+  bool overflows(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step) const;
+  bool has_inner_loop(std::size_t body, std::size_t end);
   std::int64_t evaluate(std::uint32_t line, const std::vector<ExprOp>& code, LineTemplate::Expr e);
   std::uint16_t checked_reg(std::uint32_t line, std::size_t at, std::int64_t n);
   Operand checked_mem(std::uint32_t line, std::uint32_t array, int count, const std::int64_t* index,
@@ -452,6 +454,11 @@ class Assembler {
   std::map<std::string, std::int64_t> params_;
   std::vector<std::pair<std::string, std::int64_t>> loop_vars_;
   std::size_t loop_iterations_ = 0;  // over all loops, against opts_.max_loop_iterations
+  // Once a loop is sure to overflow max_instructions (a body without inner loops emits as many
+  // instructions every iteration), the rest are counted, not stored: every line is still checked,
+  // so the first error is the same, at the same line and iteration, without gigabytes of trace.
+  bool discarding_ = false;
+  std::size_t discarded_ = 0;
   std::vector<std::unique_ptr<LineTemplate>> templates_;  // per entry of lines_, once parsed in a loop
   std::vector<std::int64_t> stack_;                        // evaluate()'s operand stack
   std::vector<std::uint8_t> closes_loop_;                  // per entry of lines_: a checked .end
@@ -499,7 +506,11 @@ void Assembler::for_loop(std::size_t& i, Cursor& c, std::size_t for_col, int dep
       fail(line, for_col, "the loops run more than " + std::to_string(opts_.max_loop_iterations) + " iterations");
     std::size_t k = body;
     block(k, depth + 1);
-    if (v == start) reserve_for_loop(prog_.code.size() - size_before, start, end, step);
+    if (v == start) {
+      const std::size_t per_iteration = prog_.code.size() - size_before;
+      reserve_for_loop(per_iteration, start, end, step);
+      if (!discarding_ && !has_inner_loop(body, after) && overflows(per_iteration, start, end, step)) discarding_ = true;
+    }
     if (__builtin_add_overflow(v, step, &v)) break;
     v -= step;
   }
@@ -519,6 +530,23 @@ void Assembler::reserve_for_loop(std::size_t per_iteration, std::int64_t start, 
   // A trace past the limit fails anyway; reserving for it would only claim memory.
   if (want > limit || want <= static_cast<__int128>(prog_.code.capacity())) return;
   prog_.code.reserve(static_cast<std::size_t>(std::min(2 * want, limit)));
+}
+
+// Whether this loop's remaining iterations, each emitting per_iteration instructions, take the
+// trace past max_instructions.
+bool Assembler::overflows(std::size_t per_iteration, std::int64_t start, std::int64_t end, std::int64_t step) const {
+  const auto iterations = (static_cast<__int128>(end) - start + step - 1) / step;
+  return static_cast<__int128>(prog_.code.size() + discarded_) + (iterations - 1) * per_iteration >
+         static_cast<__int128>(opts_.max_instructions);
+}
+
+// Whether lines_[body, end) hold a .for.
+bool Assembler::has_inner_loop(std::size_t body, std::size_t end) {
+  for (std::size_t k = body; k < end; ++k) {
+    Cursor s(this, lines_[k]);
+    if (!s.done() && s.peek() == '.' && s.word_after_dot() == "for") return true;
+  }
+  return false;
 }
 
 // Index of the .end that closes a loop whose body starts at lines_[body]; lines_.size() if none.
@@ -894,8 +922,12 @@ void Assembler::instruction_from(const LineTemplate& t) {
 }
 
 void Assembler::append(const Instruction& in, SourceLoc loc, std::uint32_t site) {
-  if (prog_.code.size() >= opts_.max_instructions)
+  if (prog_.code.size() + discarded_ >= opts_.max_instructions)
     fail(loc.line, loc.col, "the expanded trace exceeds " + std::to_string(opts_.max_instructions) + " instructions");
+  if (discarding_) {
+    ++discarded_;
+    return;
+  }
   prog_.code.push_back(in);
   prog_.locs.push_back(site);
   if (!prog_.timing.streams.empty()) prog_.timing.stream_of.push_back(current_stream_);

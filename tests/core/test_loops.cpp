@@ -295,6 +295,21 @@ TEST_CASE("loop expansion is bounded", "[loops][errors]") {
         "loops.fsa:2:1: error: the expanded trace exceeds 100 instructions (at i = 100)");
 }
 
+TEST_CASE("a loop sure to overflow stops storing its trace but reports the same first error", "[loops][errors]") {
+  // After the first iteration of a body without inner loops the overflow is certain and the rest
+  // is counted, not stored; every line is still checked, so an earlier error still comes first.
+  const std::string three = ".param n = 1\n.array x[1000]\nLOAD x[0], R0\n.for i in 0..n\nLOAD x[i], R1\nMAX R0, R1, R0\n.end\n";
+  CHECK(error_of(three, {{"n", 1000}}, 101) == "loops.fsa:5:1: error: the expanded trace exceeds 101 instructions (at i = 50)");
+  CHECK(error_of(three, {{"n", 1000}}, 2001) == "");  // just fits: nothing discarded
+  // the index error at i = 1000 comes before the overflow the count predicts at i = 1499
+  CHECK(error_of(three, {{"n", 5000}}, 3000) == "loops.fsa:5:8: error: index 1000 is outside 'x', which has 1000 rows (at i = 1000)");
+  // the overflow first (i = 60), the index error never reached
+  CHECK(error_of(three, {{"n", 5000}}, 121) == "loops.fsa:5:1: error: the expanded trace exceeds 121 instructions (at i = 60)");
+  // an inner loop after straight-line code: the same error as if every instruction were stored
+  CHECK(error_of(".for i in 0..3\nLOAD x[0], R0\n.for j in 0..1000000\nMOV R0, R1\n.end\n.end\n", {}, 500) ==
+        "loops.fsa:4:1: error: the expanded trace exceeds 500 instructions (at i = 0, j = 499)");
+}
+
 TEST_CASE("a loop line parsed once reports later iterations' value errors where the parser would", "[loops][errors]") {
   // The first iteration parses the line; later ones evaluate it. Errors that only appear at a later
   // iteration still name the expression's column and the iteration.
