@@ -1,6 +1,7 @@
 #include "sim/cli_time.h"
 
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -76,8 +77,10 @@ void apply_unit_override(isa::GpuPreset& g, const std::string& spec) {
 }
 
 std::string json_number(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
+  if (std::isnan(v) || std::isinf(v)) return "null";  // JSON has no NaN or infinity
+  // every digit (as sim/report.cpp's): %.6g rounded the cycles and HBM bytes to 6 figures
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
   return buf;
 }
 
@@ -156,7 +159,9 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
     q.fp8 = true;
     q.elem_bytes = 1;
   }
-  if (a.hbm_bytes < 0) throw std::invalid_argument("--hbm-bytes must not be negative");
+  // !(x >= 0) also refuses nan, which would otherwise fall back to the compulsory bytes unsaid
+  if (!(a.hbm_bytes >= 0) || std::isinf(a.hbm_bytes))
+    throw std::invalid_argument("--hbm-bytes must be a finite number of bytes, not negative");
   if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
   q.pingpong = on_off(a.pingpong, "--pingpong");
   q.intra_overlap = on_off(a.overlap, "--overlap");

@@ -587,6 +587,54 @@ void take_usage(LaunchPrediction& lp, const TimingResult& r) {
   lp.bound = r.bound;
 }
 
+// Row chunks of up to 16384 columns spread over the SMs, up to blocks_per_sm at a time; one
+// block's rows are timed (at most 8, the rest scaled) with its neighbours sharing the SM.
+struct SoftmaxChoice {
+  std::int64_t cols = 0, rows = 0, per_copy = 0, timed = 0;
+  int copies = 1;
+};
+
+SoftmaxChoice choose_softmax(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu) {
+  SoftmaxChoice c;
+  c.cols = std::min<std::int64_t>(q.n, 16384);
+  c.rows = q.m * ceil_div(q.n, c.cols);
+  const std::int64_t per_sm = ceil_div(c.rows, gpu.sms);
+  c.copies = static_cast<int>(std::min<std::int64_t>(p.blocks_per_sm, per_sm));
+  c.per_copy = ceil_div(per_sm, c.copies);
+  c.timed = std::min<std::int64_t>(c.per_copy, 8);
+  return c;
+}
+
+// The matmul launch's tile width and k split, and one SM's tiles as timed; predict_time and
+// block_trace share it, so the written trace is the one the prediction timed.
+struct MatmulChoice {
+  KernelPlan plan;
+  std::int64_t work_units = 0, per_sm = 0, ksteps = 0;
+  TimingResult timed;
+};
+
+MatmulChoice choose_matmul(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu) {
+  // 128x256 tiles, or 128x128 when those fill the last wave better (the kernel's own estimate
+  // decides on the GPU); k split in two when the tiles fill at most half the SMs.
+  MatmulChoice best;
+  for (int bn : {256, 128}) {
+    KernelPlan c = p;
+    c.bc = bn;
+    const std::int64_t tiles = ceil_div(q.m, c.br) * ceil_div(q.n, bn);
+    std::int64_t ksteps = ceil_div(q.k, 64), split = 1;
+    if (tiles * 2 <= gpu.sms && ksteps >= 2) split = std::min<std::int64_t>(gpu.sms / tiles, ksteps);
+    const std::int64_t work_units = tiles * split;
+    const std::int64_t per_sm = ceil_div(work_units, gpu.sms);
+    TimingResult r = time_text(matmul_trace(q, c, gpu, per_sm, ceil_div(ksteps, split)), 1);
+    if (best.work_units == 0 || r.cycles < best.timed.cycles) {
+      c.name = "matmul version 3: producer + 2 consumers, 128x" + std::to_string(bn) + " tiles" +
+               (split > 1 ? ", k split " + std::to_string(split) + " ways" : "") + ", persistent";
+      best = {c, work_units, per_sm, ceil_div(ksteps, split), std::move(r)};
+    }
+  }
+  return best;
+}
+
 }  // namespace
 
 std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu) {
@@ -606,8 +654,20 @@ std::string block_trace(const TimeQuery& q, const isa::GpuPreset& gpu) {
     case TimedOp::AttnBwd:
       check_backward_traceable(q, p);
       return backward_trace(q, p, gpu, 0, ceil_div(q.n, p.br));
-    case TimedOp::Matmul: return matmul_trace(q, p, gpu, 1, ceil_div(q.k, 64));
-    case TimedOp::Softmax: return softmax_trace(gpu, 4, std::min<std::int64_t>(q.n, 16384));
+    case TimedOp::Matmul: {
+      const MatmulChoice c = choose_matmul(q, p, gpu);
+      return matmul_trace(q, c.plan, gpu, c.per_sm, c.ksteps);
+    }
+    case TimedOp::Softmax: {
+      // A trace has no co-resident copies: say how the prediction uses this block.
+      const SoftmaxChoice c = choose_softmax(q, p, gpu);
+      std::string note;
+      if (c.copies > 1) note = "# the prediction times " + std::to_string(c.copies) + " copies of this block at once on one SM";
+      if (c.per_copy > c.timed)
+        note += (note.empty() ? "# the prediction scales this block's time" : ", each copy's time scaled") + std::string(" by ") +
+                std::to_string(c.per_copy) + " / " + std::to_string(c.timed) + " rows";
+      return (note.empty() ? note : note + "\n") + softmax_trace(gpu, c.timed, c.cols);
+    }
   }
   return {};
 }
@@ -684,45 +744,19 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
     }
     case TimedOp::Matmul: {
       lp.flops = 2.0 * static_cast<double>(q.m) * q.n * q.k;
-      // 128x256 tiles, or 128x128 when those fill the last wave better (the kernel's own estimate
-      // decides on the GPU); k split in two when the tiles fill at most half the SMs.
-      KernelPlan best = p;
-      double best_cycles = 0;
-      for (int bn : {256, 128}) {
-        KernelPlan c = p;
-        c.bc = bn;
-        const std::int64_t tiles = ceil_div(q.m, c.br) * ceil_div(q.n, bn);
-        std::int64_t ksteps = ceil_div(q.k, 64), split = 1;
-        if (tiles * 2 <= gpu.sms && ksteps >= 2) split = std::min<std::int64_t>(gpu.sms / tiles, ksteps);
-        const std::int64_t work_units = tiles * split;
-        const std::int64_t per_sm = ceil_div(work_units, gpu.sms);
-        TimingResult r = time_text(matmul_trace(q, c, gpu, per_sm, ceil_div(ksteps, split)), 1);
-        if (best_cycles == 0 || r.cycles < best_cycles) {
-          best = c;
-          best_cycles = r.cycles;
-          lp.blocks = work_units;
-          take_usage(lp, r);
-          best.name = "matmul version 3: producer + 2 consumers, 128x" + std::to_string(bn) + " tiles" +
-                      (split > 1 ? ", k split " + std::to_string(split) + " ways" : "") + ", persistent";
-        }
-      }
-      lp.plan = best;
-      sm_cycles = best_cycles;
+      const MatmulChoice c = choose_matmul(q, p, gpu);
+      lp.blocks = c.work_units;
+      take_usage(lp, c.timed);
+      lp.plan = c.plan;
+      sm_cycles = c.timed.cycles;
       break;
     }
     case TimedOp::Softmax: {
-      // Row chunks of up to 16384 columns spread over the SMs, up to blocks_per_sm at a time; one
-      // block's rows are timed (at most 8, the rest scaled) with its neighbours sharing the SM.
-      const std::int64_t cols = std::min<std::int64_t>(q.n, 16384);
-      const std::int64_t rows = q.m * ceil_div(q.n, cols);
-      lp.blocks = rows;
-      const std::int64_t per_sm = ceil_div(rows, gpu.sms);
-      const int copies = static_cast<int>(std::min<std::int64_t>(p.blocks_per_sm, per_sm));
-      const std::int64_t per_copy = ceil_div(per_sm, copies);
-      const std::int64_t timed = std::min<std::int64_t>(per_copy, 8);
-      TimingResult r = time_text(softmax_trace(gpu, timed, cols), copies);
+      const SoftmaxChoice c = choose_softmax(q, p, gpu);
+      lp.blocks = c.rows;
+      TimingResult r = time_text(softmax_trace(gpu, c.timed, c.cols), c.copies);
       take_usage(lp, r);
-      sm_cycles = r.cycles * static_cast<double>(per_copy) / static_cast<double>(timed);
+      sm_cycles = r.cycles * static_cast<double>(c.per_copy) / static_cast<double>(c.timed);
       break;
     }
   }

@@ -279,6 +279,46 @@ TEST_CASE("flashsim time: long traces finish, sizes past the model's reach are r
   }
 }
 
+TEST_CASE("flashsim time --trace: the matmul and softmax traces are the ones the prediction timed", "[timing][cli]") {
+  // The trace was one 128x256 tile over all of k whatever the launch: at 1024^3 (128x128 tiles,
+  // k split 2 ways) flashsim run said 24490 cycles against the prediction's 10014.
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  for (auto [m, n, k] : {std::tuple{1024, 1024, 1024}, std::tuple{8192, 8192, 1024}, std::tuple{1000, 3000, 200}}) {
+    CAPTURE(m, n, k);
+    sim::TimeQuery q;
+    q.op = sim::TimedOp::Matmul;
+    q.m = m, q.n = n, q.k = k;
+    const double predicted = sim::predict_time(q, g).cycles;
+    CHECK(sim::time_program(isa::assemble(sim::block_trace(q, g), "mm.fsa")).cycles == Approx(predicted));
+  }
+  // softmax: one block alone on its SM is the whole prediction (it wrote 4 rows whatever the size);
+  // co-resident copies a trace cannot hold are named in its first line
+  sim::TimeQuery q;
+  q.op = sim::TimedOp::Softmax;
+  q.m = 10, q.n = 40000;
+  CHECK(sim::time_program(isa::assemble(sim::block_trace(q, g), "sm.fsa")).cycles == Approx(sim::predict_time(q, g).cycles));
+  q.m = 100000, q.n = 4096;
+  CHECK(sim::block_trace(q, g).rfind("# the prediction times 8 copies of this block at once on one SM, each copy's time scaled by 95 / 8 rows\n", 0) == 0);
+}
+
+TEST_CASE("flashsim time --json: every digit, and a finite --hbm-bytes", "[timing][cli]") {
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  sim::TimeQuery q;
+  q.n = 16384, q.d = 128, q.heads = 16;
+  const sim::LaunchPrediction p = sim::predict_time(q, g);
+  auto r = test::run_flashsim("time attention --n 16384 --d 128 --heads 16 --json");
+  REQUIRE(r.status == 0);
+  const auto doc = test::JsonReader(r.out).document();
+  // %.6g printed 4.23876e+06 cycles and 2.69484e+08 bytes
+  CHECK(doc.at("cycles").number == p.cycles);
+  CHECK(doc.at("hbm_bytes").number == p.hbm_bytes);
+  for (const char* bad : {"nan", "inf", "-1"}) {
+    auto e = test::run_flashsim(std::string("time attention --n 4096 --d 64 --hbm-bytes ") + bad);
+    CHECK(e.status == 2);
+    CHECK(e.out.find("--hbm-bytes must be a finite number of bytes") != std::string::npos);
+  }
+}
+
 TEST_CASE("flashsim time --clock-mhz: the same cycles at another clock", "[timing][cli]") {
   auto number = [](const std::string& json, const std::string& key) {
     return test::JsonReader(json).document().at(key).number;
