@@ -306,7 +306,14 @@ double Simulator::advance(StreamState& s) {
 
 void Simulator::deadlock() {
   std::string msg = "deadlock: no stream can go on";
+  // The error points at a barrier's .wait when a stream is stuck at one (the cause), else at a
+  // .wait_for, else at an instruction: stream order alone could name a producer's LOAD that only
+  // waits for a buffer the stuck consumers never free.
   isa::SourceLoc where{};
+  int rank = 3;
+  auto locate = [&](const isa::SourceLoc& loc, int r) {
+    if (r < rank) where = loc, rank = r;
+  };
   for (const StreamState& s : streams_) {
     const auto& its = items_[s.stream];
     if (s.pos >= its.size()) continue;
@@ -316,7 +323,7 @@ void Simulator::deadlock() {
       const isa::SyncPoint& sp = p_.timing.syncs[it.index];
       msg += " waits at line " + std::to_string(sp.loc.line) + " (.wait_for R" + std::to_string(sp.reg) +
              ") for a result that another stream's wait keeps from being computed";
-      if (where.line == 0) where = sp.loc;
+      locate(sp.loc, 1);
     } else if (it.kind == Item::Kind::Wait) {
       const isa::SyncPoint& sp = p_.timing.syncs[it.index];
       const isa::BarrierDecl& b = p_.timing.barriers[sp.barrier];
@@ -324,11 +331,11 @@ void Simulator::deadlock() {
       msg += " waits at line " + std::to_string(sp.loc.line) + " for phase " + std::to_string(s.waits[sp.barrier] + 1) +
              " of barrier '" + b.name + "' (" + std::to_string((s.waits[sp.barrier] + 1) * b.count) +
              " arrivals needed, " + std::to_string(have) + " made)";
-      if (where.line == 0) where = sp.loc;
+      locate(sp.loc, 0);
     } else {
       const isa::SourceLoc loc = p_.loc(it.index);
       msg += " waits at line " + std::to_string(loc.line) + " for an instruction of another stream that cannot run";
-      if (where.line == 0) where = loc;
+      locate(loc, 2);
     }
   }
   throw TimingError(where, msg);

@@ -141,6 +141,15 @@ TEST_CASE("a wait nobody arrives at is a deadlock, reported with its streams and
   }
   // Two streams each waiting for the other.
   CHECK_THROWS_AS(time_text(".stream a\n.wait x\n.arrive y\n.stream b\n.wait y\n.arrive x\nEXP R0, R1\n"), sim::TimingError);
+  // The error points at the .wait, not at the first stream's LOAD that waits for the stuck ADD to
+  // read R5 (it pointed at line 16, as lesson 17 with an .arrive deleted pointed at its producer).
+  try {
+    time_text(".stream p\nLOAD x[0][0], R5\n.stream c\n.wait never\nADD R5, R5, R6\n.stream p\nLOAD y[0][0], R5\n");
+    FAIL("no deadlock reported");
+  } catch (const sim::TimingError& e) {
+    CHECK(std::string(e.what()).find("stream 'p' waits at line 16") != std::string::npos);
+    CHECK(e.where.line == 13);
+  }
 }
 
 TEST_CASE(".wait_for holds its stream until an asynchronous result is ready", "[timing]") {
