@@ -1,6 +1,7 @@
 // `flashsim lesson list` and `flashsim lesson check NAME [FILE]`.
 #include <CLI/CLI.hpp>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "lessons/lesson.h"
@@ -49,6 +50,11 @@ int check_lesson(const std::string& name, const std::string& file) {
     for (const auto& p : lesson.parts)
       if (&p != part && p.exercise == part->exercise && p.solution == part->solution) parts.push_back(&p);
   if (file.empty()) std::cout << "(no FILE given: checking the reference solution)\n";
+  // A mistyped FILE is bad input, as for flashsim run, not a FAIL of every part
+  if (!file.empty() && !std::ifstream(file)) {
+    std::cerr << file << ": error: cannot open file\n";
+    return cli::kExitBadInput;
+  }
   int status = cli::kExitOk;
   for (const Part* p : parts) {
     std::string trace = file.empty() ? (std::filesystem::path(lesson.dir) / p->solution).string() : file;

@@ -128,3 +128,14 @@ TEST_CASE("flashsim lesson check refuses a .cost line with FILE:LINE:COL and exi
   CHECK(out.find(file + ":3:1: error: .cost changes the cycle costs, which the lesson's machine defines") != std::string::npos);
   CHECK(out.find("PASS") == std::string::npos);
 }
+
+TEST_CASE("flashsim lesson check of a file that is not there: one error, exit 2", "[lessons][cli]") {
+  // it printed FAIL (the trace does not assemble) once per part, lesson 16 twice, and exited 1
+  flashsim::test::ScratchDir tmp;
+  const std::string file = tmp.path("my16.fsa");
+  auto [status, out] = run_command(std::string(FLASHSIM_EXE) + " lesson check 16 " + file);
+  INFO(out);
+  CHECK(status == 2);
+  CHECK(out.find(file + ": error: cannot open file") != std::string::npos);
+  CHECK(out.find("FAIL") == std::string::npos);
+}
