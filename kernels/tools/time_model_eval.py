@@ -124,13 +124,15 @@ def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True, before_fence=Tru
     return rows
 
 
-def compare_rows(name, d64_version=6, before_2026_12_01=True):
+def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         h, n, d = map(int, r["size"].split()[0].split("x"))
         bwd = r["schedule"].startswith("bwd")
+        fp8 = ["--dtype", "fp8"] if r["schedule"] == "attn-fp8" else []
         a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []), *(["--backward"] if bwd else []),
-                      *bwd_version(bwd, d, d64_version), before_2026_12_01=before_2026_12_01)
+                      *bwd_version(bwd, d, d64_version), *fp8, before_2026_12_01=before_2026_12_01,
+                      before_split=before_fence, before_fence=before_fence)
         a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
         rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
     return rows
@@ -183,7 +185,10 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
                     before_2026_12_01=False, before_fence=False)),
         ("H200 bench_kernels 2026-12-02, the fence, call f (not tuned on)", "h200",
          bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-f.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False))]
+                    before_2026_12_01=False, before_fence=False)),
+        ("H200 compare at unseen sizes 2026-12-02 (the landed kernels)", "h200",
+         compare_rows("2026-12-02-h200-bwd-fence/compare-call-b.csv", d64_version=None, before_2026_12_01=False,
+                      before_fence=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
