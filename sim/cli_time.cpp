@@ -24,7 +24,7 @@ struct TimeArgs {
   std::int64_t n = 0, d = 64, heads = 1, m = 0, k = 0;
   bool causal = false, backward = false, json = false;
   int version = 0;
-  std::string pingpong, overlap, rescale_under_s, softmax_under_pv, split_tail;  // "", "on", "off"
+  std::string pingpong, overlap, rescale_under_s, softmax_under_pv, split_tail, warp_specialized;  // "", "on", "off"
   int key_tile = 0, consumers = 0;  // 0: the launcher's
   bool sums_on_tensor = false;
   double hbm_bytes = 0;
@@ -165,6 +165,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
   q.pingpong = on_off(a.pingpong, "--pingpong");
   q.intra_overlap = on_off(a.overlap, "--overlap");
+  q.warp_specialized = on_off(a.warp_specialized, "--warp-specialized");
   q.rescale_under_s = on_off(a.rescale_under_s, "--rescale-under-s");
   q.softmax_under_pv = on_off(a.softmax_under_pv, "--softmax-under-pv");
   q.split_tail = on_off(a.split_tail, "--split-tail");
@@ -212,6 +213,9 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--version", att->version, "Kernel version (forward 5, 6 or 2 = FA2 order without overlap; backward 5, 6, 7); default: the launcher's")
       ->check(CLI::Range(0, 7));
   ta->add_option("--pingpong", att->pingpong, "Forward: ping-pong of the consumer warpgroups on or off (FA3's ablation)");
+  ta->add_option("--warp-specialized", att->warp_specialized,
+                 "Forward version 6: a producer warp issues the copies (on, default) or consumer 0 does, in order with its "
+                 "products (off; FA3's ablation, ping-pong off unless asked)");
   ta->add_option("--overlap", att->overlap, "Forward: the intra-warpgroup overlap of S_{j+1} with the softmax of j on or off");
   ta->add_option("--rescale-under-s", att->rescale_under_s,
                  "Forward version 6: O's rescale issued under the next S (FA3's order) on or off; default: the launcher's "

@@ -138,8 +138,22 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
     auto load_until = [&](std::int64_t j) {
       for (; loaded <= std::min(j, J - 1); ++loaded) load_step(loaded);
     };
+    // Without a producer (v6 with warp specialization off) consumer 0 copies in its own stream, in
+    // order with its products: K_{j+1} at the top of step j (its buffer's last reader, S_{j-1}, is
+    // done) and V_{j+1} once every consumer has issued P_{j-1} V_{j-1}, the buffer's last reader, so
+    // its stream waits there for those products: the handover a producer warp takes off it.
+    const bool own_copies = !p.warp_specialized && p.intra_overlap;
+    auto load_one = [&](const char* a, std::int64_t j, const std::string& r) {
+      tx.stream(producer);
+      tx.line(std::string("LOAD ") + a + "[" + std::to_string(j) + "][0], " + r);
+    };
     for (std::int64_t j = 0; j < J; ++j) {
-      load_until(j + ahead);
+      if (!own_copies) {
+        load_until(j + ahead);
+      } else {
+        if (j == 0) load_step(0);
+        if (j + 1 < J) load_one("K", j + 1, K(g0 + j + 1));
+      }
       const bool mask = t.causal_edge && j >= J - ceil_div(p.br, p.bc) - 1;
       for (int c = 0; c < C; ++c) {
         tx.stream(consumer(c));
@@ -178,6 +192,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
         if (!p.rescale_under_s) rescale_o(c);
         if (!p.intra_overlap) pv(c, j);
       }
+      if (own_copies && j + 1 < J) load_one("V", j + 1, V(g0 + j + 1));
     }
     for (int c = 0; c < C; ++c) {
       tx.stream(consumer(c));
@@ -442,6 +457,13 @@ KernelPlan plan_for(const TimeQuery& q) {
       if (v == 6 && (p.bc != 128 || q.consumers))
         p.name = "version 6: producer + " + std::to_string(p.consumers) + " consumers, " + std::to_string(p.br) + "x" +
                  std::to_string(p.bc) + " tiles" + (p.pingpong ? ", ping-pong" : "") + ", persistent";
+      if (q.warp_specialized && !*q.warp_specialized) {
+        if (v != 6) throw std::invalid_argument("warp specialization on or off is version 6's ablation");
+        p.warp_specialized = false;
+        p.pingpong = false;
+        p.name = "version 6 without warp specialization: " + std::to_string(p.consumers) + " consumers, " +
+                 std::to_string(p.br) + "x" + std::to_string(p.bc) + " tiles, consumer 0 issues the copies, persistent";
+      }
       if (q.pingpong) p.pingpong = *q.pingpong && p.consumers > 1;
       if (q.sums_on_tensor) {
         if (v != 6) throw std::invalid_argument("the row sums on the tensor cores are version 6's variant");
@@ -465,6 +487,13 @@ KernelPlan plan_for(const TimeQuery& q) {
       break;
     }
     case TimedOp::AttnBwd: {
+      // the forward's variants have no backward counterpart: say so rather than time without them
+      const char* forward_only = q.pingpong ? "ping-pong" : q.intra_overlap ? "the intra-warpgroup overlap"
+                                 : q.warp_specialized ? "warp specialization on or off" : q.rescale_under_s ? "O's rescale under S"
+                                 : q.softmax_under_pv ? "the softmax under P V" : q.split_tail ? "the split tail"
+                                 : q.key_tile ? "the key tile" : q.consumers ? "the consumer count"
+                                 : q.sums_on_tensor ? "the row sums on the tensor cores" : nullptr;
+      if (forward_only) throw std::invalid_argument(std::string(forward_only) + " is a forward variant: the backward has none");
       const int v = q.version ? q.version : 7;
       if (v < 5 || v > 7) throw std::invalid_argument("attention backward versions are 5, 6 and 7");
       p = KernelPlan{"backward version " + std::to_string(v) + ": producer + 2 consumers, 128 keys a block, " +

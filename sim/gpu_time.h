@@ -38,6 +38,11 @@ struct TimeQuery {
   // The FlashAttention-3 ablation on forward version 6: turn ping-pong / the intra-warpgroup
   // overlap of S_{j+1} with the softmax of j on or off (default: the version's own).
   std::optional<bool> pingpong, intra_overlap;
+  // FlashAttention-3's other ablation on forward version 6: warp specialization off, i.e. no
+  // producer warp: consumer 0 issues the K/V copies in its own instruction stream, in order with its
+  // products, and waits there for a buffer both consumers have finished reading (ping-pong off unless
+  // asked for). Default: on.
+  std::optional<bool> warp_specialized;
   // Forward version 6 with the overlap: O's rescale by the last tile's factor issued between S_{j+1}
   // and P_j V_j (under S_{j+1}, FA3's order) or after P_{j-1} V_{j-1} is done (default: the
   // launcher's: on since 2026-12-01, off for the FP8 forward).

@@ -406,6 +406,51 @@ TEST_CASE("the time model on the FA3 ablation: the overlap helps, ping-pong adds
   CHECK(pp == Approx(none).epsilon(0.01));
 }
 
+TEST_CASE("the time model on FA3's other ablation: without warp specialization consumer 0 copies", "[timing][fa3]") {
+  // The paper's ablation removes the producer warp ("no warp specialization"). The trace's consumer 0
+  // then issues K_{j+1} at the top of step j and V_{j+1} after both consumers' P_{j-1} V_{j-1}: the
+  // same values, no producer stream, and a little slower at d = 128 (it waits for the other
+  // consumer's P V before its next step).
+  sim::TimeQuery q;
+  q.n = 8192;
+  q.d = 128;
+  q.heads = 4;
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  const sim::LaunchPrediction ws = sim::predict_time(q, g);
+  q.warp_specialized = false;
+  const sim::LaunchPrediction own = sim::predict_time(q, g);
+  CHECK_FALSE(own.plan.warp_specialized);
+  CHECK_FALSE(own.plan.pingpong);
+  CHECK(own.plan.name.find("without warp specialization") != std::string::npos);
+  CHECK(own.predicted_ms > ws.predicted_ms);
+  CHECK(own.predicted_ms < 1.05 * ws.predicted_ms);
+  // the same outputs as the producer's trace, value for value, on a small block
+  auto outputs = [&](bool specialized) {
+    sim::TimeQuery s;
+    s.n = 512;
+    s.d = 128;
+    s.warp_specialized = specialized;
+    const isa::Program prog = isa::assemble(sim::block_trace(s, g), "ws.fsa");
+    CHECK((prog.timing.streams == std::vector<std::string>{"consumer0", "consumer1"}) == !specialized);
+    sim::Machine m(prog);
+    m.run();
+    return std::make_pair(m.array(*prog.find_array("O")).values, m.array(*prog.find_array("L")).values);
+  };
+  CHECK(outputs(true) == outputs(false));
+  // only version 6 has it, and the backward none of the forward's variants
+  q.version = 5;
+  CHECK_THROWS_AS(sim::predict_time(q, g), std::invalid_argument);
+  q.version = 0;
+  q.op = sim::TimedOp::AttnBwd;
+  CHECK_THROWS_WITH(sim::predict_time(q, g), Catch::Contains("warp specialization on or off is a forward variant"));
+  q.warp_specialized.reset();
+  q.pingpong = false;
+  CHECK_THROWS_WITH(sim::predict_time(q, g), Catch::Contains("ping-pong is a forward variant"));
+  q.pingpong.reset();
+  q.key_tile = 64;
+  CHECK_THROWS_AS(sim::predict_time(q, g), std::invalid_argument);
+}
+
 TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7 than 6", "[timing]") {
   auto ms = [](sim::TimedOp op, int version) {
     sim::TimeQuery q;
