@@ -186,6 +186,9 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H200 bench_kernels 2026-12-02, the fence, call f (not tuned on)", "h200",
          bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-f.csv", bwd_d64_version=None,
                     before_2026_12_01=False, before_fence=False)),
+        ("H200 bench_kernels 2026-12-07, the landed kernels again (not tuned on)", "h200",
+         bench_rows("2026-12-07-h100/bench_kernels-h200-call-short.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False)),
         ("H200 compare at unseen sizes 2026-12-02 (the landed kernels)", "h200",
          compare_rows("2026-12-02-h200-bwd-fence/compare-call-b.csv", d64_version=None, before_2026_12_01=False,
                       before_fence=False))]
