@@ -160,7 +160,7 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
     q.elem_bytes = 1;
   }
   // !(x >= 0) also refuses nan, which would otherwise fall back to the compulsory bytes unsaid
-  if (!(a.hbm_bytes >= 0) || std::isinf(a.hbm_bytes))
+  if (!std::isfinite(a.hbm_bytes) || a.hbm_bytes < 0)
     throw std::invalid_argument("--hbm-bytes must be a finite number of bytes, not negative");
   if (a.hbm_bytes > 0) q.hbm_bytes = a.hbm_bytes;
   q.pingpong = on_off(a.pingpong, "--pingpong");

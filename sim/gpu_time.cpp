@@ -7,6 +7,7 @@
 #include <queue>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "isa/assembler.h"
 #include "sim/split_tail.h"
@@ -112,10 +113,13 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
   for (std::size_t ti = 0; ti < tiles.size(); ++ti) {
     const FwdTile& t = tiles[ti];
     const std::int64_t J = t.steps;
-    auto load_step = [&](std::int64_t j) {
+    auto load_one = [&](const char* a, std::int64_t j, const std::string& r) {
       tx.stream(producer);
-      tx.line("LOAD K[" + std::to_string(j) + "][0], " + K(g0 + j));
-      tx.line("LOAD V[" + std::to_string(j) + "][0], " + V(g0 + j));
+      tx.line(std::string("LOAD ") + a + "[" + std::to_string(j) + "][0], " + r);
+    };
+    auto load_step = [&](std::int64_t j) {
+      load_one("K", j, K(g0 + j));
+      load_one("V", j, V(g0 + j));
     };
     for (int c = 0; c < C; ++c) {
       tx.stream(p.warp_specialized ? producer : consumer(c));
@@ -143,10 +147,6 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
     // done) and V_{j+1} once every consumer has issued P_{j-1} V_{j-1}, the buffer's last reader, so
     // its stream waits there for those products: the handover a producer warp takes off it.
     const bool own_copies = !p.warp_specialized && p.intra_overlap;
-    auto load_one = [&](const char* a, std::int64_t j, const std::string& r) {
-      tx.stream(producer);
-      tx.line(std::string("LOAD ") + a + "[" + std::to_string(j) + "][0], " + r);
-    };
     for (std::int64_t j = 0; j < J; ++j) {
       if (!own_copies) {
         load_until(j + ahead);
@@ -488,12 +488,18 @@ KernelPlan plan_for(const TimeQuery& q) {
     }
     case TimedOp::AttnBwd: {
       // the forward's variants have no backward counterpart: say so rather than time without them
-      const char* forward_only = q.pingpong ? "ping-pong" : q.intra_overlap ? "the intra-warpgroup overlap"
-                                 : q.warp_specialized ? "warp specialization on or off" : q.rescale_under_s ? "O's rescale under S"
-                                 : q.softmax_under_pv ? "the softmax under P V" : q.split_tail ? "the split tail"
-                                 : q.key_tile ? "the key tile" : q.consumers ? "the consumer count"
-                                 : q.sums_on_tensor ? "the row sums on the tensor cores" : nullptr;
-      if (forward_only) throw std::invalid_argument(std::string(forward_only) + " is a forward variant: the backward has none");
+      const std::pair<bool, const char*> forward_only[] = {
+          {q.pingpong.has_value(), "ping-pong"},
+          {q.intra_overlap.has_value(), "the intra-warpgroup overlap"},
+          {q.warp_specialized.has_value(), "warp specialization on or off"},
+          {q.rescale_under_s.has_value(), "O's rescale under S"},
+          {q.softmax_under_pv.has_value(), "the softmax under P V"},
+          {q.split_tail.has_value(), "the split tail"},
+          {q.key_tile.has_value(), "the key tile"},
+          {q.consumers.has_value(), "the consumer count"},
+          {q.sums_on_tensor, "the row sums on the tensor cores"}};
+      for (const auto& [asked, what] : forward_only)
+        if (asked) throw std::invalid_argument(std::string(what) + " is a forward variant: the backward has none");
       const int v = q.version ? q.version : 7;
       if (v < 5 || v > 7) throw std::invalid_argument("attention backward versions are 5, 6 and 7");
       p = KernelPlan{"backward version " + std::to_string(v) + ": producer + 2 consumers, 128 keys a block, " +
