@@ -449,6 +449,9 @@ TEST_CASE("the time model on FA3's other ablation: without warp specialization c
   q.pingpong.reset();
   q.key_tile = 64;
   CHECK_THROWS_AS(sim::predict_time(q, g), std::invalid_argument);
+  auto bad = test::run_flashsim("time attention --n 4096 --d 128 --warp-specialized maybe");
+  CHECK(bad.status == 2);
+  CHECK(bad.out.find("--warp-specialized takes on or off, not 'maybe'") != std::string::npos);
 }
 
 TEST_CASE("version 6 forward is faster than version 5 at d = 128, and backward 7 than 6", "[timing]") {
