@@ -3,22 +3,18 @@
 # for the first time since 2026-11-27 (every change since was measured on H200s only): the whole
 # bench_kernels table with SDPA in the same call, the FP8 forward (checks at odd sizes, the outlier
 # accuracy study, timing), and compare at sizes no earlier call ran (time and HBM bytes against the
-# models), bf16 and FP8; then the d = 128 fence pair.
+# models), bf16 and FP8 (the d = 128 fence pair is in call b).
 set -u
 W=/tmp/call_a; source kernels/tools/device_call_env.sh
 timeout 210 bash kernels/tools/bench_kernels.sh $B $W/bench; echo "bench_kernels.sh rc=$?" >> $W/bench/progress.log
 save
-timeout 120 $B/bench_attention_forward_fp8 > $W/fp8.txt 2>&1; echo "fp8 rc=$?" >> $W/fp8.txt
+timeout 90 $B/bench_attention_forward_fp8 > $W/fp8.txt 2>&1; echo "fp8 rc=$?" >> $W/fp8.txt
 save
-timeout 130 $B/flashsim-gpu compare -s attn-fa2-mma,bwd-mma --sizes attn:18x7168x128,attn:9x14336x64,attn:30x5120x64 \
+timeout 200 $B/flashsim-gpu compare -s attn-fa2-mma,bwd-mma --sizes attn:18x7168x128,attn:9x14336x64,attn:30x5120x64 \
   --causal both --dtype bf16 --csv $W/compare.csv > $W/compare.txt 2>&1; echo "compare rc=$?" >> $W/compare.txt
 save
 timeout 60 $B/flashsim-gpu compare -s attn-fp8 --sizes attn:10x10240x128,attn:18x7168x128 \
   --causal both --csv $W/compare-fp8.csv > $W/compare-fp8.txt 2>&1; echo "compare rc=$?" >> $W/compare-fp8.txt
-save
-# last, so that a call cut at its limit still brings back everything above: the d = 128 launchers
-# beside their kernels before the fence of 2026-12-02 (the pair the H200 and the model measured)
-timeout 60 $B/bench_attention_forward_fast --variants 128 "kExpsFirstTreeMax tail kRescaleUnderS" > $W/fwd128-fence-pair.txt 2>&1; echo "rc=$?" >> $W/fwd128-fence-pair.txt
 save
 cat $W/env.txt; tail -2 $W/bench/progress.log
 grep -h "within 15\|attn-fwd.*16x16384x128\|attn-bwd.*16x16384x128" $W/bench/bench_kernels.txt | cut -c1-160
