@@ -660,6 +660,17 @@ MatmulChoice choose_matmul(const TimeQuery& q, const KernelPlan& p, const isa::G
     if (tiles * 2 <= gpu.sms && ksteps >= 2) split = std::min<std::int64_t>(gpu.sms / tiles, ksteps);
     const std::int64_t work_units = tiles * split;
     const std::int64_t per_sm = ceil_div(work_units, gpu.sms);
+    // 65536^3 took seconds to fail inside the trace's assembler (its A or C past 2^31 elements),
+    // 262144^3 minutes and gigabytes; refused when the wider tiles are past reach too (they come first)
+    const double steps = static_cast<double>(per_sm) * static_cast<double>(ceil_div(ksteps, split));
+    if (steps > static_cast<double>(kMaxTracedSteps) || per_sm > kMaxTracedSteps / 4) {
+      if (best.work_units == 0)
+        throw std::invalid_argument("these sizes make " + std::to_string(per_sm) + " output tiles and " + whole(steps) +
+                                    " k steps on the busiest SM; the time model traces at most " +
+                                    std::to_string(kMaxTracedSteps / 4) + " tiles and " + std::to_string(kMaxTracedSteps) +
+                                    " steps on one SM (a few GB of memory): time a smaller m, n or k");
+      continue;
+    }
     TimingResult r = time_text(matmul_trace(q, c, gpu, per_sm, ceil_div(ksteps, split)), 1);
     if (best.work_units == 0 || r.cycles < best.timed.cycles) {
       c.name = "matmul version 3: producer + 2 consumers, 128x" + std::to_string(bn) + " tiles" +

@@ -286,6 +286,16 @@ TEST_CASE("flashsim time: long traces finish, sizes past the model's reach are r
     CHECK(e.status == 2);
     CHECK(e.out.find("the time model traces at most") != std::string::npos);
   }
+  // the matmul had no such limit: 65536^3 failed in the trace's assembler ("<timed block>: array 'A'
+  // is too large"), 262144^3 ran for minutes in gigabytes
+  for (const char* big : {"--m 65536 --n 65536 --k 65536", "--m 1048576 --n 1048576 --k 1048576",
+                          "--m 1048576 --n 1048576 --k 1"}) {
+    auto e = test::run_flashsim(std::string("time matmul ") + big);
+    CHECK(e.status == 2);
+    CHECK(e.out.find("k steps on the busiest SM; the time model traces at most") != std::string::npos);
+    CHECK(e.out.find("a smaller m, n or k") != std::string::npos);
+    CHECK(e.out.find("<timed block>") == std::string::npos);
+  }
 }
 
 TEST_CASE("flashsim time --trace: the matmul and softmax traces are the ones the prediction timed", "[timing][cli]") {
