@@ -454,17 +454,21 @@ KernelPlan plan_for(const TimeQuery& q) {
         p.consumers = *q.consumers;
         p.br = 64 * p.consumers;
       }
-      if (v == 6 && (p.bc != 128 || q.consumers))
-        p.name = "version 6: producer + " + std::to_string(p.consumers) + " consumers, " + std::to_string(p.br) + "x" +
-                 std::to_string(p.bc) + " tiles" + (p.pingpong ? ", ping-pong" : "") + ", persistent";
-      if (q.warp_specialized && !*q.warp_specialized) {
+      const bool ws_off = q.warp_specialized && !*q.warp_specialized;
+      if (ws_off) {
         if (v != 6) throw std::invalid_argument("warp specialization on or off is version 6's ablation");
         p.warp_specialized = false;
         p.pingpong = false;
-        p.name = "version 6 without warp specialization: " + std::to_string(p.consumers) + " consumers, " +
-                 std::to_string(p.br) + "x" + std::to_string(p.bc) + " tiles, consumer 0 issues the copies, persistent";
       }
+      // before the name: the kernel line said ping-pong under --pingpong off (and not under on at d = 128)
       if (q.pingpong) p.pingpong = *q.pingpong && p.consumers > 1;
+      if (ws_off)
+        p.name = "version 6 without warp specialization: " + std::to_string(p.consumers) + " consumers, " +
+                 std::to_string(p.br) + "x" + std::to_string(p.bc) + " tiles, consumer 0 issues the copies" +
+                 (p.pingpong ? ", ping-pong" : "") + ", persistent";
+      else if (v == 6 && (p.bc != 128 || q.consumers || q.pingpong))
+        p.name = "version 6: producer + " + std::to_string(p.consumers) + " consumers, " + std::to_string(p.br) + "x" +
+                 std::to_string(p.bc) + " tiles" + (p.pingpong ? ", ping-pong" : "") + ", persistent";
       if (q.sums_on_tensor) {
         if (v != 6) throw std::invalid_argument("the row sums on the tensor cores are version 6's variant");
         p.sums_on_tensor = true;

@@ -298,6 +298,23 @@ TEST_CASE("flashsim time: long traces finish, sizes past the model's reach are r
   }
 }
 
+TEST_CASE("flashsim time: the kernel line names ping-pong as timed", "[timing][cli]") {
+  // --pingpong off at d = 64 still printed "ping-pong" (and --pingpong on at d = 128 did not)
+  auto kernel_line = [](const std::string& args) {
+    auto r = test::run_flashsim("time attention --n 4096 " + args);
+    REQUIRE(r.status == 0);
+    const auto at = r.out.find("kernel ");
+    REQUIRE(at != std::string::npos);
+    return r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  CHECK(kernel_line("--d 64").find("ping-pong") != std::string::npos);
+  CHECK(kernel_line("--d 64 --pingpong off").find("ping-pong") == std::string::npos);
+  CHECK(kernel_line("--d 128").find("ping-pong") == std::string::npos);
+  CHECK(kernel_line("--d 128 --pingpong on").find("ping-pong") != std::string::npos);
+  CHECK(kernel_line("--d 128 --warp-specialized off").find("ping-pong") == std::string::npos);
+  CHECK(kernel_line("--d 128 --warp-specialized off --pingpong on").find("ping-pong") != std::string::npos);
+}
+
 TEST_CASE("flashsim time --trace: the matmul and softmax traces are the ones the prediction timed", "[timing][cli]") {
   // The trace was one 128x256 tile over all of k whatever the launch: at 1024^3 (128x128 tiles,
   // k split 2 ways) flashsim run said 24490 cycles against the prediction's 10014.
