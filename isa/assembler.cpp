@@ -1081,7 +1081,7 @@ Program assemble(std::string_view text, const std::string& file_name, const Asse
   return a.run();
 }
 
-Program assemble_file(const std::string& path, const AssembleOptions& opts) {
+std::string read_trace_file(const std::string& path) {
   // An ifstream opens a directory and reads nothing, which would read as an empty program.
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
@@ -1090,7 +1090,11 @@ Program assemble_file(const std::string& path, const AssembleOptions& opts) {
   if (!in) throw AsmError(path, 0, 0, "cannot open file");
   std::ostringstream ss;
   ss << in.rdbuf();
-  return assemble(ss.str(), path, opts);
+  return ss.str();
+}
+
+Program assemble_file(const std::string& path, const AssembleOptions& opts) {
+  return assemble(read_trace_file(path), path, opts);
 }
 
 }  // namespace flashsim::isa

@@ -33,5 +33,8 @@ Program assemble(std::string_view text, const std::string& file_name = "<input>"
                  const AssembleOptions& opts = {});
 // Reads the file (rejecting binary content and over-long lines) and assembles it.
 Program assemble_file(const std::string& path, const AssembleOptions& opts = {});
+// The file's text, as assemble_file reads it: AsmError (line 0) for a directory or a file that
+// cannot be opened.
+std::string read_trace_file(const std::string& path);
 
 }  // namespace flashsim::isa

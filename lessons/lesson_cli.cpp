@@ -1,9 +1,10 @@
 // `flashsim lesson list` and `flashsim lesson check NAME [FILE]`.
 #include <CLI/CLI.hpp>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
+#include <optional>
 
+#include "isa/assembler.h"
 #include "lessons/lesson.h"
 #include "lessons/lesson_cli.h"
 #include "sim/cli.h"
@@ -50,15 +51,13 @@ int check_lesson(const std::string& name, const std::string& file) {
     for (const auto& p : lesson.parts)
       if (&p != part && p.exercise == part->exercise && p.solution == part->solution) parts.push_back(&p);
   if (file.empty()) std::cout << "(no FILE given: checking the reference solution)\n";
-  // A mistyped FILE is bad input, as for flashsim run, not a FAIL of every part
-  if (!file.empty() && !std::ifstream(file)) {
-    std::cerr << file << ": error: cannot open file\n";
-    return cli::kExitBadInput;
-  }
+  // A mistyped FILE (or a directory) is bad input, as for flashsim run, not a FAIL of every part:
+  // read once here, the AsmError going to guarded()
+  const std::optional<std::string> text = file.empty() ? std::nullopt : std::optional(isa::read_trace_file(file));
   int status = cli::kExitOk;
   for (const Part* p : parts) {
-    std::string trace = file.empty() ? (std::filesystem::path(lesson.dir) / p->solution).string() : file;
-    Verdict v = check_file(lesson, *p, trace);
+    Verdict v = text ? check_text(lesson, *p, *text, file)
+                     : check_file(lesson, *p, (std::filesystem::path(lesson.dir) / p->solution).string());
     if (v.refused) {
       for (const auto& problem : v.problems) std::cerr << problem << "\n";
       return cli::kExitBadInput;

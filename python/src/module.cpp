@@ -434,10 +434,10 @@ PyVerdict lesson_check(const std::string& name, const std::optional<std::string>
   const lessons::Lesson& lesson = choice.lesson;
   const lessons::Part* part = &choice.selected();
   lessons::Verdict v;
-  if (text) v = lessons::check_text(lesson, *part, *text, text_name);
-  else
-    v = lessons::check_file(lesson, *part,
-                            file ? *file : (std::filesystem::path(lesson.dir) / part->solution).string());
+  // a file that cannot be read raises AssemblerError, as flashsim lesson check exits 2 (it was a FAIL)
+  if (file) v = lessons::check_text(lesson, *part, isa::read_trace_file(*file), *file);
+  else if (text) v = lessons::check_text(lesson, *part, *text, text_name);
+  else v = lessons::check_file(lesson, *part, (std::filesystem::path(lesson.dir) / part->solution).string());
   PyVerdict r;
   r.passed = v.passed;
   r.refused = v.refused;

@@ -239,6 +239,17 @@ def test_lesson_check_text_and_counts(source_dir):
     assert any(l["id"] == "01" for l in flashsim.lessons())
 
 
+@pytest.mark.parametrize("what", ["missing", "directory"])
+def test_lesson_check_unreadable_file_raises(tmp_path, flashsim_exe, what):
+    # as `flashsim lesson check` exits 2 with one message; it returned a FAIL verdict
+    path = str(tmp_path / "my16.fsa") if what == "missing" else str(tmp_path)
+    rc, _, err = flashsim_exe("lesson", "check", "16", path)
+    assert rc == 2
+    with pytest.raises(flashsim.AssemblerError) as e:
+        flashsim.lesson_check("16", path)
+    assert str(e.value) == err.strip() and e.value.file == path and e.value.line == 0
+
+
 def test_help_reads_well():
     assert "step back" in flashsim.Machine.__doc__
     assert "traffic" in flashsim.__doc__

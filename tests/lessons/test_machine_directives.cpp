@@ -139,3 +139,13 @@ TEST_CASE("flashsim lesson check of a file that is not there: one error, exit 2"
   CHECK(out.find(file + ": error: cannot open file") != std::string::npos);
   CHECK(out.find("FAIL") == std::string::npos);
 }
+
+TEST_CASE("flashsim lesson check of a directory: one error, exit 2", "[lessons][cli]") {
+  // an ifstream opens a directory, so it got past the check above: FAIL per part, exit 1
+  flashsim::test::ScratchDir tmp;
+  auto [status, out] = run_command(std::string(FLASHSIM_EXE) + " lesson check 16 " + tmp.dir().string());
+  INFO(out);
+  CHECK(status == 2);
+  CHECK(out.find(": error: is a directory, not a trace file") != std::string::npos);
+  CHECK(out.find("FAIL") == std::string::npos);
+}
