@@ -162,6 +162,9 @@ class PyMachine {
             std::optional<std::uint64_t> seed, const std::map<std::string, std::uint32_t>& costs,
             std::optional<std::uint64_t> sram_bytes, const py::object& l2) {
     sim::MachineOptions o;
+    // the range of --regs and .regs (the machine took -1 or 0 as 1 register, 10**9 as a bad_alloc)
+    if (regs && (*regs < 1 || *regs > 65535))
+      throw std::invalid_argument("regs must be between 1 and 65535, not " + std::to_string(*regs));
     o.regs = regs;
     o.f64 = f64;
     o.symbolic = symbolic;

@@ -74,6 +74,14 @@ def test_inputs_seed_costs(source_dir):
     np.testing.assert_array_equal(s1.array("a"), s2.array("a"))
 
 
+@pytest.mark.parametrize("regs", [-1, 0, 65536, 10**9])
+def test_machine_regs_out_of_range(source_dir, regs):
+    # -1 and 0 became 1 register ("R1 is outside the machine ... (--regs)"), 10**9 a bare MemoryError
+    prog = flashsim.assemble_file(str(source_dir / "lessons/01-dot-product/solution.fsa"))
+    with pytest.raises(ValueError, match="regs must be between 1 and 65535"):
+        flashsim.Machine(prog, regs=regs)
+
+
 def test_trace_arrays_match_trace_csv(source_dir, flashsim_exe, tmp_path):
     path = source_dir / "lessons/02-locality/solution.fsa"
     m = flashsim.Machine(flashsim.assemble_file(str(path)))
