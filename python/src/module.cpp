@@ -148,7 +148,13 @@ py::dict array_decl_dict(const isa::ArrayDecl& a) {
 std::optional<isa::L2Geometry> l2_of(const py::object& l2) {
   if (l2.is_none()) return std::nullopt;
   isa::L2Geometry g;
+  // py::int_ first: a cast of -4 or 1.5 raised RuntimeError "Unable to cast Python instance"
   if (py::isinstance<py::str>(l2)) g.capacity_bytes = sim::parse_size(l2.cast<std::string>());
+  else if (!py::isinstance<py::int_>(l2) || py::isinstance<py::bool_>(l2))
+    throw py::type_error("l2: give a size as text ('4KiB') or a number of bytes, not " +
+                         std::string(py::str(l2.get_type().attr("__name__"))));
+  else if (l2.cast<py::int_>() < py::int_(0))
+    throw std::invalid_argument("l2: a size is not negative, not " + std::string(py::str(l2)));
   else g.capacity_bytes = l2.cast<std::uint64_t>();
   if (g.capacity_bytes)
     if (std::string why = isa::l2_geometry_error(g); !why.empty()) throw std::invalid_argument("l2: " + why);

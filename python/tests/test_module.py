@@ -82,6 +82,14 @@ def test_machine_regs_out_of_range(source_dir, regs):
         flashsim.Machine(prog, regs=regs)
 
 
+@pytest.mark.parametrize("l2, error", [(-4, ValueError), (1.5, TypeError), ([1], TypeError)])
+def test_machine_l2_bad_value(source_dir, l2, error):
+    # these raised RuntimeError "Unable to cast Python instance to C++ type"
+    prog = flashsim.assemble_file(str(source_dir / "lessons/01-dot-product/solution.fsa"))
+    with pytest.raises(error, match="^l2: "):
+        flashsim.Machine(prog, l2=l2)
+
+
 def test_trace_arrays_match_trace_csv(source_dir, flashsim_exe, tmp_path):
     path = source_dir / "lessons/02-locality/solution.fsa"
     m = flashsim.Machine(flashsim.assemble_file(str(path)))
