@@ -196,9 +196,12 @@ class PyMachine {
     check_reg(r);
     if (!m_->reg_written(r)) return py::none();
     const sim::Tile& t = m_->reg(r);
-    if (m_->program().is_scalar() && t.rows == 1 && t.cols == 1) return py::float_(t.v.at(0));
+    // count-only runs keep no values: NaN, as array() gives (v.at(0) raised IndexError)
+    const bool kept = t.v.size() == static_cast<std::size_t>(t.rows) * static_cast<std::size_t>(t.cols);
+    if (m_->program().is_scalar() && t.rows == 1 && t.cols == 1) return py::float_(kept ? t.v[0] : std::nan(""));
     py::array_t<double> a({static_cast<py::ssize_t>(t.rows), static_cast<py::ssize_t>(t.cols)});
-    std::copy(t.v.begin(), t.v.end(), a.mutable_data());
+    if (kept) std::copy(t.v.begin(), t.v.end(), a.mutable_data());
+    else std::fill(a.mutable_data(), a.mutable_data() + a.size(), std::nan(""));
     return a;
   }
   py::list registers() const {

@@ -90,6 +90,20 @@ def test_machine_l2_bad_value(source_dir, l2, error):
         flashsim.Machine(prog, l2=l2)
 
 
+def test_count_only_registers(source_dir):
+    # a count-only run keeps no values: NaN, as its arrays (register() raised IndexError
+    # "vector::_M_range_check")
+    prog = flashsim.assemble_file(str(source_dir / "lessons/01-dot-product/solution.fsa"))
+    m = flashsim.Machine(prog, compute_values=False)
+    m.run()
+    assert np.isnan(m.register(2)) and np.isnan(m.array("c")).all()
+    assert np.isnan(m.registers[0])
+    t = flashsim.Machine(flashsim.assemble(flashsim.gen("attention", schedule="fa2", n=128, d=64)), compute_values=False)
+    t.step()
+    tile = next(r for r in t.registers if r is not None)
+    assert tile.shape == (64, 64) and np.isnan(tile).all()
+
+
 def test_trace_arrays_match_trace_csv(source_dir, flashsim_exe, tmp_path):
     path = source_dir / "lessons/02-locality/solution.fsa"
     m = flashsim.Machine(flashsim.assemble_file(str(path)))
