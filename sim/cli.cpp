@@ -1,6 +1,8 @@
 #include "sim/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdarg>
+#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -15,6 +17,19 @@
 #include "sim/trace_export.h"
 
 namespace flashsim::cli {
+
+void print_out(const char* format, ...) {
+  std::va_list args, again;
+  va_start(args, format);
+  va_copy(again, args);
+  const int n = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(static_cast<std::size_t>(n > 0 ? n : 0) + 1, '\0');
+  std::vsnprintf(text.data(), text.size(), format, again);
+  va_end(again);
+  text.pop_back();
+  std::cout << text;
+}
 
 int guarded(const std::function<int()>& body) {
   try {

@@ -20,6 +20,9 @@ inline constexpr int kExitBadInput = 2;  // the input text or options are wrong
 // and turning them into exit codes.
 int guarded(const std::function<int()>& body);
 
+// printf onto std::cout: flashsim.cli() captures std::cout, and printf's own stdout went past it.
+void print_out(const char* format, ...) __attribute__((format(printf, 1, 2)));
+
 // Registers `run` (and the options shared by anything that loads a trace).
 void register_run_command(CLI::App& app, int& exit_code);
 

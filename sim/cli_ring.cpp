@@ -127,11 +127,11 @@ void print_allgather_comparison(const RingArgs& a, const sim::ring::RingMachine&
   r::RingConfig all = cfg;
   all.d = a.d * a.heads;  // bytes of every head
   const auto t = r::predict_methods(all, a.backward, full, masked, a.link_gbs * 1e6);
-  std::printf("predicted (%s, %lld heads of d = %lld, pairs of %lld rows: %.3f ms full, %.3f ms masked; links %.0f GB/s "
-              "per device): ring %.3f ms, all-gather %.3f ms: %s\n",
-              std::string(gpu->name).c_str(), static_cast<long long>(a.heads), static_cast<long long>(a.d),
-              static_cast<long long>(q.n), full, masked, a.link_gbs, t.ring_ms, t.allgather_ms,
-              t.ring_ms < t.allgather_ms ? "the ring wins" : t.ring_ms > t.allgather_ms ? "the all-gather wins" : "a tie");
+  cli::print_out("predicted (%s, %lld heads of d = %lld, pairs of %lld rows: %.3f ms full, %.3f ms masked; links %.0f GB/s "
+                 "per device): ring %.3f ms, all-gather %.3f ms: %s\n",
+                 std::string(gpu->name).c_str(), static_cast<long long>(a.heads), static_cast<long long>(a.d),
+                 static_cast<long long>(q.n), full, masked, a.link_gbs, t.ring_ms, t.allgather_ms,
+                 t.ring_ms < t.allgather_ms ? "the ring wins" : t.ring_ms > t.allgather_ms ? "the all-gather wins" : "a tie");
 }
 
 }  // namespace

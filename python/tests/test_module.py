@@ -234,6 +234,16 @@ def test_predict_time_unit_override():
     assert e.value.exit_code == 2 and "unknown unit 'warp'" in str(e.value)
 
 
+def test_cli_captures_printf_output(capfd):
+    # the tour's tables and `ring --gpu`'s prediction went to the process's stdout, not the result
+    rc, out, err = flashsim.cli(["tour"])
+    assert rc == 0 and "Step | Inner product" in out and "2x2 outer product (Problem 3)" in out
+    rc, out, err = flashsim.cli(["ring", "--n", "4096", "--d", "64", "--p", "2", "--gpu", "h100"])
+    assert rc == 0, err
+    assert "predicted (" in out
+    assert capfd.readouterr().out == ""
+
+
 @pytest.mark.parametrize("kind, args", [
     ("matmul", ["--n", "4", "--regs", "12", "--schedule", "outer"]),
     ("attention", ["--schedule", "fa1", "--n", "256", "--d", "64"]),
