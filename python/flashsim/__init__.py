@@ -86,13 +86,22 @@ class FlashsimCommandError(ValueError):
         super().__init__(f"flashsim {' '.join(args_list)} exited {exit_code}: {detail}")
 
 
-def _options(options: Mapping[str, Any], negations: Mapping[str, str] = {}) -> List[str]:
+# `flashsim time attention` options that take on or off: a bool is sent as that word (False was
+# dropped unsaid, True sent a bare flag that took the next argument as its value)
+_ON_OFF = frozenset({"pingpong", "overlap", "warp_specialized", "rescale_under_s", "softmax_under_pv", "split_tail"})
+
+
+def _options(options: Mapping[str, Any], negations: Mapping[str, str] = {},
+             on_off: frozenset = frozenset()) -> List[str]:
     """{'blocks_per_sm': 2, 'causal': True} -> ['--blocks-per-sm', '2', '--causal']."""
     out: List[str] = []
     for key, value in options.items():
         if value is None:
             continue
         flag = "--" + key.replace("_", "-")
+        if isinstance(value, bool) and key in on_off:
+            out += [flag, "on" if value else "off"]
+            continue
         if isinstance(value, bool):
             if value:
                 out.append(flag)
@@ -138,13 +147,14 @@ def predict_time(kind: str = "attention", **options: Any) -> Dict[str, Any]:
     ``kind`` is ``"attention"``, ``"matmul"`` or ``"softmax"``; keyword arguments are the command's
     options with ``_`` for ``-``: ``n=16384, d=128, heads=16, causal=True, backward=True,
     version=6, gpu="h200", dtype="fp8", clock_mhz=1700, unit=["tensor:latency=384"]`` (a list gives
-    the option once per item) ... ``flashsim.cli(["time", KIND, "--help"])`` lists them all.
+    the option once per item; the on/off options take bools: ``pingpong=False, overlap=True``) ...
+    ``flashsim.cli(["time", KIND, "--help"])`` lists them all.
 
     Returns the parsed JSON: ``predicted_ms``, ``cycles``, ``bound``, ``clock_ghz``, ``units``
     ({name: {busy_cycles, busy_fraction}}), ``unit_figures`` ({name: {rate, latency}}), ``plan`` ...
     Raises FlashsimCommandError for options the command rejects.
     """
-    return _json.loads(_checked(["time", kind] + _options(options) + ["--json"]))
+    return _json.loads(_checked(["time", kind] + _options(options, on_off=_ON_OFF) + ["--json"]))
 
 
 def gen(kind: str, **options: Any) -> str:

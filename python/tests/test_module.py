@@ -234,6 +234,20 @@ def test_predict_time_unit_override():
     assert e.value.exit_code == 2 and "unknown unit 'warp'" in str(e.value)
 
 
+def test_predict_time_on_off_options_take_bools():
+    # pingpong=False and overlap=False were dropped unsaid (the default was timed); True sent a bare
+    # --pingpong, which took the next argument as its value
+    for key in ("pingpong", "overlap", "warp_specialized", "softmax_under_pv", "rescale_under_s"):
+        for value, text in ((True, "on"), (False, "off")):
+            kw = dict(n=4096, d=128, version=6)
+            assert flashsim.predict_time("attention", **kw, **{key: value}) == \
+                flashsim.predict_time("attention", **kw, **{key: text}), (key, value)
+    off = flashsim.predict_time("attention", n=4096, d=128, overlap=False)
+    assert off["cycles"] > flashsim.predict_time("attention", n=4096, d=128)["cycles"]
+    assert flashsim.predict_time("attention", n=4096, d=64, split_tail=False) == \
+        flashsim.predict_time("attention", n=4096, d=64, split_tail="off")
+
+
 def test_cli_captures_printf_output(capfd):
     # the tour's tables and `ring --gpu`'s prediction went to the process's stdout, not the result
     rc, out, err = flashsim.cli(["tour"])
