@@ -32,6 +32,7 @@
 #include "sim/l2_trace.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "sim/timing.h"
 #include "sim/trace_export.h"
 
 #ifndef FLASHSIM_VERSION
@@ -355,6 +356,7 @@ class PyMachine {
     std::ostringstream os;
     sim::TraceExport e;
     e.perfetto = &os;
+    e.timing = timing(true);
     sim::export_trace(*m_, e);
     return os.str();
   }
@@ -374,6 +376,7 @@ class PyMachine {
       l2->sync(*m_);
     }
     sim::print_cost_summary(*m_, os, l2.get());
+    if (const sim::TimingResult* t = timing(false)) sim::print_timing_summary(*t, prog_.p->timing.units->preset, os);
     sim::print_outputs(*m_, os);
     return os.str();
   }
@@ -384,7 +387,7 @@ class PyMachine {
       l2 = std::make_unique<sim::TraceL2>(*m_, *m_->config().l2);
       l2->sync(*m_);
     }
-    sim::print_json(*m_, os, l2.get());
+    sim::print_json(*m_, os, l2.get(), timing(false));
     return os.str();
   }
 
@@ -403,8 +406,28 @@ class PyMachine {
       throw py::index_error("register R" + std::to_string(r) + " is outside the machine's " +
                             std::to_string(m_->register_count()) + " registers");
   }
+  // A .units trace's time model, as flashsim run adds it to its outputs (null without .units): a
+  // deadlock is the text's error; a fault is left to the run, which reports it at its step.
+  const sim::TimingResult* timing(bool with_steps) const {
+    if (!prog_.p->timing.units) return nullptr;
+    std::optional<sim::TimingResult>& cached = with_steps ? timing_steps_ : timing_;
+    if (!cached) {
+      sim::TimingOptions o;
+      o.keep_steps = with_steps;
+      try {
+        cached = sim::time_program(*prog_.p, o);
+      } catch (const sim::TimingError& e) {
+        throw isa::AsmError(prog_.p->name, e.where.line, e.where.col, e.message);
+      } catch (const sim::MachineFault&) {
+        return nullptr;
+      }
+    }
+    return &*cached;
+  }
+
   std::unique_ptr<sim::Machine> m_;
   PyProgram prog_;
+  mutable std::optional<sim::TimingResult> timing_, timing_steps_;  // the program's, computed once
 };
 
 py::dict counters_dict(const sim::Counters& c) {
@@ -649,7 +672,10 @@ void bind_machine(py::module_& mod) {
            "pc, line, col, opcode, mnemonic, and after the step cycle, bytes_read, bytes_written, dram_reads, "
            "dram_writes (cumulative). The machine then returns to where it stood.")
       .def("trace_csv", &PyMachine::trace_csv, "The CSV that `flashsim run --trace-csv` writes (resets and runs).")
-      .def("perfetto", &PyMachine::perfetto, "The Chrome trace-event JSON of `flashsim run --perfetto` (resets and runs).")
+      .def("perfetto", &PyMachine::perfetto,
+           "The Chrome trace-event JSON of `flashsim run --perfetto` (resets and runs). With .units, the time "
+           "model's lanes, as there; summary() and json() add its block and key too, and a deadlock raises "
+           "flashsim.AssemblerError.")
       .def("step_table", &PyMachine::step_table, py::arg("symbolic") = false, py::arg("max_rows") = 200,
            "The lesson-style step table `flashsim run` prints (resets the machine and runs it to the end).")
       .def("summary", &PyMachine::summary, "The cost summary and outputs `flashsim run` prints after the table.")

@@ -258,6 +258,32 @@ def test_cli_captures_printf_output(capfd):
     assert capfd.readouterr().out == ""
 
 
+def test_units_trace_json_summary_perfetto_equal_cli(flashsim_exe, tmp_path):
+    # a .units trace: `flashsim run` adds the time model (JSON "timing", the summary's time model
+    # block, Perfetto's unit lanes), which Machine.json(), summary() and perfetto() left out
+    trace = tmp_path / "fwd.fsa"
+    assert flashsim.cli(["time", "attention", "--n", "256", "--d", "64", "--trace", str(trace)])[0] == 0
+    rc, out, err = flashsim_exe("run", "--json", trace)
+    assert rc == 0, err
+    m = flashsim.run(str(trace))
+    assert json.loads(m.json()) == json.loads(out) and "timing" in json.loads(out)
+    rc, out, _ = flashsim_exe("run", "--no-table", trace)
+    assert m.summary() == out and "time model" in out
+    pf = tmp_path / "fwd.json"
+    assert flashsim_exe("run", "--no-table", "--perfetto", pf, trace)[0] == 0
+    assert m.perfetto() == pf.read_text()
+    # a deadlock is the text's error, as the CLI's exit 2
+    dead = tmp_path / "dead.fsa"
+    dead.write_text(".units h100\n.barrier b count=2\n.stream s\n.wait b\nLOAD x[0], R0\n")
+    rc, _, err = flashsim_exe("run", dead)
+    assert rc == 2
+    m = flashsim.run(str(dead))
+    for f in (m.json, m.summary, m.perfetto):
+        with pytest.raises(flashsim.AssemblerError) as e:
+            f()
+        assert str(e.value) == err.strip()
+
+
 @pytest.mark.parametrize("kind, args", [
     ("matmul", ["--n", "4", "--regs", "12", "--schedule", "outer"]),
     ("attention", ["--schedule", "fa1", "--n", "256", "--d", "64"]),
