@@ -191,6 +191,19 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
                     before_2026_12_01=False, before_fence=False)),
         ("H200 compare at unseen sizes 2026-12-02 (the landed kernels)", "h200",
          compare_rows("2026-12-02-h200-bwd-fence/compare-call-b.csv", d64_version=None, before_2026_12_01=False,
+                      before_fence=False)),
+        # the same landed kernels on an H100, the first H100 calls since 2026-11-27
+        ("H100 bench_kernels 2026-12-07, call a (not tuned on)", "h100",
+         bench_rows("2026-12-07-h100/bench_kernels-h100-call-a.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False)),
+        ("H100 bench_kernels 2026-12-07, call b (not tuned on)", "h100",
+         bench_rows("2026-12-07-h100/bench_kernels-h100-call-b.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False)),
+        ("H100 compare at unseen sizes 2026-12-07", "h100",
+         compare_rows("2026-12-07-h100/compare-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
+                      before_fence=False)),
+        ("H100 compare at unseen sizes 2026-12-07, FP8", "h100",
+         compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
                       before_fence=False))]
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
@@ -277,6 +290,10 @@ PAIRS = [
      attention(8192, 128, 32, "--split-tail", "on", before_2026_12_01=False), 1.530 / 1.521, "2026-12-02 H200 call c"),
     ("forward d=128 N=2048: the same", attention(2048, 128, 128, before_2026_12_01=False),
      attention(2048, 128, 128, "--split-tail", "on", before_2026_12_01=False), 0.414 / 0.436, "2026-12-02 H200 call c"),
+    # the launcher without and with FLASHSIM_FWD_SPLIT=1, two runs each in one call (mean Mclk)
+    ("forward d=128 N=8192: the split, H100", attention(8192, 128, 32, before_2026_12_01=False),
+     attention(8192, 128, 32, "--split-tail", "on", before_2026_12_01=False), (3.087 + 3.027) / (3.023 + 2.998),
+     "2026-12-07 H100 call b"),
     # kernels/RESULTS.md, "Where ptxas puts the wait for P V" (2026-12-02, later, H200; SM clocks of the
     # kernel with ptxas's wait over the one with the fence, same run): kept at d = 128, dropped at
     # d = 64 and for FP8 (ms there, same clock)
@@ -286,6 +303,13 @@ PAIRS = [
     ("forward d=128 N=8192 causal: the same", attention(8192, 128, 32, "--causal", "--softmax-under-pv", "off",
      before_2026_12_01=False), attention(8192, 128, 32, "--causal", "--softmax-under-pv", "on", before_2026_12_01=False),
      1.570 / 1.535, "2026-12-02 H200 call e"),
+    # the same pair on an H100 (2026-12-07 call b, Mclk of the kernel before the fence over the launcher's)
+    ("forward d=128 N=8192: the same, H100", attention(8192, 128, 32, "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(8192, 128, 32, "--softmax-under-pv", "on", before_2026_12_01=False),
+     3.095 / 3.048, "2026-12-07 H100 call b"),
+    ("forward d=128 N=8192 causal: the same, H100", attention(8192, 128, 32, "--causal", "--softmax-under-pv", "off",
+     before_2026_12_01=False), attention(8192, 128, 32, "--causal", "--softmax-under-pv", "on", before_2026_12_01=False),
+     1.604 / 1.585, "2026-12-07 H100 call b"),
     ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, "--softmax-under-pv", "off",
      before_2026_12_01=False), attention(8192, 64, 64, "--softmax-under-pv", "on", before_2026_12_01=False),
      3.734 / 3.853, "2026-12-02 H200 call d"),
