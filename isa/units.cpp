@@ -46,7 +46,7 @@ constexpr std::array<GpuPreset, 2> kPresets{{
      2 * kTensorPerClk, kBesideTensor},
 }};
 
-constexpr std::array<PresetSource, 14> kSources{{
+constexpr std::array<PresetSource, 15> kSources{{
     {"SMs", "132", "132", "NVIDIA H100 Tensor Core GPU Architecture whitepaper (SXM5); H200 datasheet: the same GH100 configuration"},
     {"clock (tensor-core kernels)", "1.476 GHz", "1.457 GHz",
      "a large GEMM's measured ceiling at the per-clock peak below: an 8192^3 bf16 product through PyTorch, 798 TFLOP/s on an "
@@ -76,6 +76,10 @@ constexpr std::array<PresetSource, 14> kSources{{
      "measured: one warpgroup's online softmax of a 64 x 128 tile (kernels/attention_tile.cuh) takes 744 SM clocks alone and "
      "1206 while another warpgroup's products run (A in registers, as the forward's); 16 exp2 chains a thread 13.5 -> 9.0 a "
      "clock per SM (kernels/tools/probe_softmax.cu, H100 and H200, 2026-11-27)"},
+    {"shared-memory stores by the warps (the fast kernels' traces)", "128 B/clk/SM", "128 B/clk/SM",
+     "CUDA C++ Programming Guide, shared memory: 32 banks of 32 bits a clock. A tile staged for a TMA store (O, dQ, dK, "
+     "dV, C) or written as an operand (dS for dQ = dS K) costs its warps one vector pass (128 lanes a clock) per byte of "
+     "element (sim/gpu_time.cpp stage_in_shared), beside products at the vector unit's share"},
     {"memory (L2 -> SM, TMA)", "42.3 B/clk/SM", "42.8 B/clk/SM",
      "L2 bandwidth 8986 GB/s for GH100 on 144 SMs (PMC10448217, Table 3): 62.4 GB/s per SM at the clock above"},
     {"memory latency", "500 cycles", "500 cycles", "L2 hit ~260 and HBM ~480 cycles (arXiv 2402.13499) plus the copy engine's issue"},

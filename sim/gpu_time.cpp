@@ -63,6 +63,15 @@ std::int64_t fwd_steps(const TimeQuery& q, const KernelPlan& p, std::int64_t i) 
 
 std::string producer_name(const KernelPlan& p) { return p.warp_specialized ? "producer" : "consumer0"; }
 
+// A tile the kernel's warps write into shared memory: to stage a TMA store (O, dQ, dK, dV, C) or,
+// for dS, as the operand of dQ = dS K in the layout the tensor cores read. Shared memory takes
+// 128 B a clock per SM (32 banks of 4 bytes, CUDA C++ Programming Guide) and the vector unit 128
+// lane-elements a clock, so the warps spend `elem_bytes` vector passes over the tile (a MOV each),
+// with the vector unit's share beside products. The tile machine's values are unchanged.
+void stage_in_shared(TraceText& tx, const std::string& reg, int elem_bytes) {
+  for (int i = 0; i < elem_bytes; ++i) tx.line("MOV " + reg + ", " + reg);
+}
+
 // The forward block over its tiles: a producer stream (warp-specialized) or the consumer's own
 // prefetch, K/V in a ring of `stages` buffers, each consumer on br / consumers rows.
 std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::GpuPreset& gpu,
@@ -201,6 +210,7 @@ std::string forward_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gp
       if (p.sums_on_tensor) tx.line("ROWMAX " + sums8(c) + ", " + reg(c, kL));
       tx.line("SDIV " + reg(c, kO) + ", " + reg(c, kL) + ", " + reg(c, kO));
       const std::string row = std::to_string(static_cast<std::int64_t>(ti) * C + c);
+      stage_in_shared(tx, reg(c, kO), q.fp8 ? 2 : q.elem_bytes);  // the FP8 forward writes O in bf16
       tx.line("STORE " + reg(c, kO) + ", O[" + row + "][0]");
       tx.line("LOG " + reg(c, kL) + ", " + reg(c, kLt));
       tx.line("ADD " + M(c, J - 1) + ", " + reg(c, kLt) + ", " + reg(c, kLt));
@@ -278,6 +288,7 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
       tx.line(acc + reg(c, kPr) + "^T, " + shared(kDO, t) + (t == 0 ? "" : ", " + reg(c, kDV)) + ", " + reg(c, kDV));
       tx.line("SUB " + reg(c, kDP) + ", " + shared(kD, t) + ", " + reg(c, kDS));
       tx.line("MUL " + reg(c, kPr) + ", " + reg(c, kDS) + ", " + reg(c, kDS));
+      stage_in_shared(tx, reg(c, kDS), static_cast<int>(q.elem_bytes));
       tx.line(acc + reg(c, kDS) + "^T, " + shared(kQ, t) + (t == 0 ? "" : ", " + reg(c, kDK)) + ", " + reg(c, kDK));
       if (p.version == 5) {
         // the compute warps issue the fp32 atomic adds themselves: one vector instruction an element
@@ -294,6 +305,7 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
         for (int o = 0; o < C; ++o)
           tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ)
                           : "MAC " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ) + ", " + reg(c, kDQ)));
+        stage_in_shared(tx, reg(c, kDQ), 4);
         tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][" + std::to_string(c % 2) + "]");
       }
     } else if (p.version >= 7) {
@@ -302,12 +314,15 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
       for (int o = 0; o < C; ++o)
         tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ)
                         : "MAC " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ) + ", " + reg(owner, kDQ)));
+      stage_in_shared(tx, reg(owner, kDQ), 4);
       tx.line("STORE " + reg(owner, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
     }
   }
   for (int c = 0; c < C; ++c) {
     tx.stream(consumer(c));
+    stage_in_shared(tx, reg(c, kDK), static_cast<int>(q.elem_bytes));
     tx.line("STORE " + reg(c, kDK) + ", dK[" + std::to_string(c) + "][0]");
+    stage_in_shared(tx, reg(c, kDV), static_cast<int>(q.elem_bytes));
     tx.line("STORE " + reg(c, kDV) + ", dV[" + std::to_string(c) + "][0]");
   }
   return tx.str();
@@ -347,6 +362,7 @@ std::string matmul_trace(const TimeQuery& q, const KernelPlan& p, const isa::Gpu
     }
     for (int c = 0; c < C; ++c) {
       tx.stream("consumer" + std::to_string(c));
+      stage_in_shared(tx, acc(c), static_cast<int>(q.elem_bytes));
       tx.line("STORE " + acc(c) + ", C[" + std::to_string(t * C + c) + "][0]");
     }
   }

@@ -718,3 +718,18 @@ TEST_CASE("the time model with the split tail: the last round's staircase flatte
   CHECK(test::run_flashsim("time attention --n 8192 --d 128 --heads 32 --split-tail maybe").status == 2);
   CHECK(test::run_flashsim("time attention --n 8192 --d 128 --heads 32 --causal --split-tail on").status == 2);
 }
+
+TEST_CASE("the fast backward's trace: tiles its warps write to shared memory cost bytes / 128 B a clock", "[timing]") {
+  // One block of backward version 7 at d = 64 over one query tile of 128 rows: 2 consumers of 64
+  // keys. Vector work by hand: each consumer's dS = P * (dP - D) is a SUB and a MUL of 64 x 128
+  // (16384 elements) and its bf16 dS written for dQ = dS K (64 x 128 x 2 B = 16384 B); the owner
+  // stages fp32 dQ (128 x 64 x 4 B = 32768 B); each consumer stages bf16 dK and dV (64 x 64 x 2 B
+  // twice = 16384 B). 2 x 16384 + (2 x 16384 + 32768 + 2 x 16384) B / 128 B a clock = 256 + 768.
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  sim::TimeQuery q;
+  q.op = sim::TimedOp::AttnBwd;
+  q.version = 7;
+  q.n = 128, q.d = 64, q.heads = 1;
+  const auto p = sim::predict_time(q, g);
+  CHECK(p.units[static_cast<int>(isa::Unit::Vector)].busy_cycles == Approx(256 + 768));
+}
