@@ -202,6 +202,13 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H100 compare at unseen sizes 2026-12-07", "h100",
          compare_rows("2026-12-07-h100/compare-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
                       before_fence=False)),
+        # measured after the model's shared-memory staging (2bf0b20), predicted here by it
+        ("H100 bench_kernels 2026-12-07, call d (after the staging; not tuned on)", "h100",
+         bench_rows("2026-12-07-h100/bench_kernels-h100-call-d.csv", bwd_d64_version=None,
+                    before_2026_12_01=False, before_fence=False)),
+        ("H100 compare at unseen sizes 2026-12-07, call d (after the staging)", "h100",
+         compare_rows("2026-12-07-h100/compare-h100-call-d.csv", d64_version=None, before_2026_12_01=False,
+                      before_fence=False)),
         ("H100 compare at unseen sizes 2026-12-07, FP8", "h100",
          compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
                       before_fence=False))]
