@@ -71,6 +71,11 @@ std::string producer_name(const KernelPlan& p) { return p.warp_specialized ? "pr
 void stage_in_shared(TraceText& tx, const std::string& reg, int elem_bytes) {
   for (int i = 0; i < elem_bytes; ++i) tx.line("MOV " + reg + ", " + reg);
 }
+// The same into another register that stands for the shared-memory copy: the source is only read,
+// so a product still reading it (the backward's dK += dS^T Q, A in registers) does not hold it up.
+void copy_to_shared(TraceText& tx, const std::string& from, const std::string& to, int elem_bytes) {
+  for (int i = 0; i < elem_bytes; ++i) tx.line("MOV " + from + ", " + to);
+}
 
 // The forward block over its tiles: a producer stream (warp-specialized) or the consumer's own
 // prefetch, K/V in a ring of `stages` buffers, each consumer on br / consumers rows.
@@ -254,12 +259,14 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
   arr("dK", p.bc, kc, d, d, e);
   arr("dV", p.bc, kc, d, d, e);
   arr("dQacc", rows, br, d, p.version == 6 ? d / 2 : d, "4");
-  // Shared: Q, dO, L, D per stage (2 stages); per consumer: K, V, KH0, KH1, S, P, dP, dS, dK, dV, dQ.
+  // Shared: Q, dO, L, D per stage (2 stages); per consumer: K, V, KH0, KH1, S, P, dP, dS, dK, dV, dQ,
+  // and dS's copy in shared memory (two buffers, as the kernels double-buffer it) that dQ = dS K reads.
   const int S = 2;
   auto shared = [&](int k, std::int64_t step) { return R(k * S + static_cast<int>(step % S)); };
   enum { kQ, kDO, kL, kD };
-  auto reg = [&](int c, int k) { return R(4 * S + 11 * c + k); };
-  enum { kK, kV, kKH0, kKH1, kSr, kPr, kDP, kDS, kDK, kDV, kDQ };
+  auto reg = [&](int c, int k) { return R(4 * S + 13 * c + k); };
+  enum { kK, kV, kKH0, kKH1, kSr, kPr, kDP, kDS, kDK, kDV, kDQ, kDSs0 };
+  auto ds_smem = [&](int c, std::int64_t step) { return reg(c, kDSs0 + static_cast<int>(step % 2)); };
   const std::string producer = "producer";
   auto consumer = [&](int c) { return "consumer" + std::to_string(c); };
   tx.stream(producer);
@@ -288,11 +295,12 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
       tx.line(acc + reg(c, kPr) + "^T, " + shared(kDO, t) + (t == 0 ? "" : ", " + reg(c, kDV)) + ", " + reg(c, kDV));
       tx.line("SUB " + reg(c, kDP) + ", " + shared(kD, t) + ", " + reg(c, kDS));
       tx.line("MUL " + reg(c, kPr) + ", " + reg(c, kDS) + ", " + reg(c, kDS));
-      stage_in_shared(tx, reg(c, kDS), static_cast<int>(q.elem_bytes));
+      // the warps write dS to shared memory (stmatrix) before they issue dK's product, as the kernels do
+      copy_to_shared(tx, reg(c, kDS), ds_smem(c, t), static_cast<int>(q.elem_bytes));
       tx.line(acc + reg(c, kDS) + "^T, " + shared(kQ, t) + (t == 0 ? "" : ", " + reg(c, kDK)) + ", " + reg(c, kDK));
       if (p.version == 5) {
         // the compute warps issue the fp32 atomic adds themselves: one vector instruction an element
-        tx.line("MAC_Z " + reg(c, kDS) + ", " + reg(c, kK) + ", " + reg(c, kDQ));
+        tx.line("MAC_Z " + ds_smem(c, t) + ", " + reg(c, kK) + ", " + reg(c, kDQ));
         tx.line("MOV " + reg(c, kDQ) + ", " + reg(c, kDQ));
         tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
       }
@@ -303,8 +311,8 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
         tx.stream(consumer(c));
         const int half = c % 2 ? kKH1 : kKH0;
         for (int o = 0; o < C; ++o)
-          tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ)
-                          : "MAC " + reg(o, kDS) + ", " + reg(o, half) + ", " + reg(c, kDQ) + ", " + reg(c, kDQ)));
+          tx.line((o == 0 ? "MAC_Z " + ds_smem(o, t) + ", " + reg(o, half) + ", " + reg(c, kDQ)
+                          : "MAC " + ds_smem(o, t) + ", " + reg(o, half) + ", " + reg(c, kDQ) + ", " + reg(c, kDQ)));
         stage_in_shared(tx, reg(c, kDQ), 4);
         tx.line("STORE " + reg(c, kDQ) + ", dQacc[" + std::to_string(row) + "][" + std::to_string(c % 2) + "]");
       }
@@ -312,8 +320,8 @@ std::string backward_trace(const TimeQuery& q, const KernelPlan& p, const isa::G
       const int owner = static_cast<int>(t % C);
       tx.stream(consumer(owner));
       for (int o = 0; o < C; ++o)
-        tx.line((o == 0 ? "MAC_Z " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ)
-                        : "MAC " + reg(o, kDS) + ", " + reg(o, kK) + ", " + reg(owner, kDQ) + ", " + reg(owner, kDQ)));
+        tx.line((o == 0 ? "MAC_Z " + ds_smem(o, t) + ", " + reg(o, kK) + ", " + reg(owner, kDQ)
+                        : "MAC " + ds_smem(o, t) + ", " + reg(o, kK) + ", " + reg(owner, kDQ) + ", " + reg(owner, kDQ)));
       stage_in_shared(tx, reg(owner, kDQ), 4);
       tx.line("STORE " + reg(owner, kDQ) + ", dQacc[" + std::to_string(row) + "][0]");
     }
