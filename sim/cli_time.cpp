@@ -210,7 +210,7 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--heads", att->heads, "batch * heads")->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 16));
   ta->add_flag("--causal", att->causal, "Causal mask");
   ta->add_flag("--backward", att->backward, "The backward pass (versions 5, 6, 7)");
-  ta->add_option("--version", att->version, "Kernel version (forward 5, 6 or 2 = FA2 order without overlap; backward 5, 6, 7); default: the launcher's")
+  ta->add_option("--version", att->version, "Kernel version (forward 5, 6 or 2 = FA2 order without overlap; backward 5, 6, 7); 0 or left out: the launcher's choice for the sizes")
       ->check(CLI::Range(0, 7));
   ta->add_option("--pingpong", att->pingpong, "Forward: ping-pong of the consumer warpgroups on or off (FA3's ablation)");
   ta->add_option("--warp-specialized", att->warp_specialized,

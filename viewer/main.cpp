@@ -62,8 +62,10 @@ void add_options(CLI::App& cli, Options& o) {
   cli.add_option("--param", o.param_args, "NAME=VALUE: override a .param of every trace (repeatable)")
       ->allow_extra_args(false);
   cli.add_option("--lesson", o.lesson, "show the budget bars of this lesson (01, dot-product, ...)");
-  cli.add_option("--screenshot", o.screenshot, "render one frame headlessly into this PNG and exit");
-  cli.add_option("--state", o.state_path, "with --screenshot: where to write the text dump (default PNG.txt)");
+  auto* screenshot = cli.add_option("--screenshot", o.screenshot, "render one frame headlessly into this PNG and exit");
+  // a dump path alone would be ignored without a word: the dump is written only beside a screenshot
+  cli.add_option("--state", o.state_path, "with --screenshot: where to write the text dump (default PNG.txt)")
+      ->needs(screenshot);
   cli.add_option("--step", o.step, "start at step N (both traces, in lockstep)");
   cli.add_option("--break", o.breaks, "set a breakpoint on this source line (repeatable)")->allow_extra_args(false);
   cli.add_option("--width", o.width, "window width")->check(CLI::Range(320, 8192));

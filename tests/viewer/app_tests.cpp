@@ -255,6 +255,10 @@ TEST_CASE("without a display the viewer says so and exits 1", "[viewer]") {
 TEST_CASE("bad command lines exit 2", "[viewer]") {
   CHECK(run(kViewer + " --param n " + kLessons + "/01-dot-product/solution.fsa").rc == 2);
   CHECK(run(kViewer + " a.fsa b.fsa c.fsa").rc == 2);
+  // --state is the screenshot's text dump: alone it was silently ignored
+  Run state = run(kViewer + " --state s.txt " + kLessons + "/01-dot-product/solution.fsa");
+  CHECK(state.rc == 2);
+  CHECK(has(state.err, "--state requires --screenshot"));
   // a parameter no trace takes is refused before any window opens
   Run typo = run(kViewer + " --param N=4 " + kLessons + "/05-safe-softmax/solution.fsa");
   CHECK(typo.rc == 2);
