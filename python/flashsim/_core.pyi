@@ -49,7 +49,7 @@ class Machine:
         symbolic: bool = False,
         history: bool = True,
         compute_values: bool = True,
-        inputs: Mapping[str, Sequence[float]] = {},
+        inputs: Mapping[str, npt.ArrayLike] = {},
         seed: Optional[int] = None,
         costs: Mapping[str, int] = {},
         sram_bytes: Optional[int] = None,

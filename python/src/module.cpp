@@ -162,11 +162,33 @@ std::optional<isa::L2Geometry> l2_of(const py::object& l2) {
   return g;
 }
 
+// inputs={'x': ...}: each value as numbers in row-major order, a flat list or an array of any shape
+// (a 2-D numpy array failed pybind's std::vector cast with the whole signature in the message).
+std::map<std::string, std::vector<double>> inputs_of(const py::dict& inputs) {
+  std::map<std::string, std::vector<double>> out;
+  for (const auto& [key, value] : inputs) {
+    if (!py::isinstance<py::str>(key)) throw py::type_error("inputs: the keys are array names (str)");
+    const std::string name = key.cast<std::string>();
+    auto refuse = [&] {
+      return py::type_error("inputs['" + name + "']: expected numbers (a list or an array), not " +
+                            py::type::of(value).attr("__name__").cast<std::string>());
+    };
+    // numpy would read a str as a number and None as NaN: neither is an array's values
+    if (value.is_none() || py::isinstance<py::str>(value) || py::isinstance<py::bytes>(value) ||
+        py::isinstance<py::dict>(value))
+      throw refuse();
+    const auto a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(value);
+    if (!a) throw refuse();
+    out[name].assign(a.data(), a.data() + a.size());
+  }
+  return out;
+}
+
 class PyMachine {
  public:
   PyMachine(const PyProgram& prog, std::optional<int> regs, std::optional<bool> f64, bool symbolic, bool history,
-            bool compute_values, const std::map<std::string, std::vector<double>>& inputs,
-            std::optional<std::uint64_t> seed, const std::map<std::string, std::uint32_t>& costs,
+            bool compute_values, const py::dict& inputs, std::optional<std::uint64_t> seed,
+            const std::map<std::string, std::uint32_t>& costs,
             std::optional<std::uint64_t> sram_bytes, const py::object& l2) {
     sim::MachineOptions o;
     // the range of --regs and .regs (the machine took -1 or 0 as 1 register, 10**9 as a bad_alloc)
@@ -177,7 +199,7 @@ class PyMachine {
     o.symbolic = symbolic;
     o.history = history;
     o.compute_values = compute_values;
-    o.inputs = inputs;
+    o.inputs = inputs_of(inputs);
     o.seed = seed;
     for (const auto& [name, c] : costs) {
       auto op = isa::find_mnemonic(name);
@@ -606,18 +628,18 @@ void bind_machine(py::module_& mod) {
                         "The cycle-counting machine running one Program: step, step back (with history), "
                         "run, run to a breakpoint. Registers hold a value and, with symbolic=True, the "
                         "expression that produced it.")
-      .def(py::init<const PyProgram&, std::optional<int>, std::optional<bool>, bool, bool, bool,
-                    const std::map<std::string, std::vector<double>>&, std::optional<std::uint64_t>,
+      .def(py::init<const PyProgram&, std::optional<int>, std::optional<bool>, bool, bool, bool, const py::dict&,
+                    std::optional<std::uint64_t>,
                     const std::map<std::string, std::uint32_t>&, std::optional<std::uint64_t>, const py::object&>(),
            py::arg("program"), py::kw_only(), py::arg("regs") = py::none(), py::arg("f64") = py::none(),
            py::arg("symbolic") = false, py::arg("history") = true, py::arg("compute_values") = true,
-           py::arg("inputs") = std::map<std::string, std::vector<double>>{}, py::arg("seed") = py::none(),
+           py::arg("inputs") = py::dict(), py::arg("seed") = py::none(),
            py::arg("costs") = std::map<std::string, std::uint32_t>{}, py::arg("sram_bytes") = py::none(),
            py::arg("l2") = py::none(),
            "Machine(program, *, regs=None, f64=None, symbolic=False, history=True, compute_values=True, "
            "inputs={}, seed=None, costs={}, sram_bytes=None, l2=None)\n\n"
            "regs overrides .regs; f64 makes registers float64; symbolic keeps an expression per value; "
-           "history keeps the undo log step_back() needs; inputs sets arrays row-major ({'x': [1, 2]}), "
+           "history keeps the undo log step_back() needs; inputs sets arrays row-major ({'x': [1, 2]}, or an array of any shape), "
            "the others are random from `seed`; costs sets cycles per opcode ({'LOAD': 100}); l2 sends the "
            "traffic through an L2 of that size ('4KiB' or bytes), as `flashsim run --l2`.")
       .def_property_readonly("program", &PyMachine::program)

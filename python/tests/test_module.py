@@ -74,6 +74,17 @@ def test_inputs_seed_costs(source_dir):
     np.testing.assert_array_equal(s1.array("a"), s2.array("a"))
 
 
+def test_inputs_as_arrays_of_any_shape(source_dir):
+    # a 2-D numpy array raised pybind's TypeError listing the whole signature; values go in row-major
+    prog = flashsim.assemble_file(str(source_dir / "lessons/01-dot-product/solution.fsa"))
+    m = flashsim.Machine(prog, inputs={"a": np.array([[1.0, 2.0]]), "b": np.array([3, 4], dtype=np.int32)}, f64=True)
+    m.run()
+    assert m.array("c")[0, 0] == 11.0
+    for bad in (None, "12", {"x": 1}, [1, "a"]):
+        with pytest.raises(TypeError, match=r"inputs\['a'\]: expected numbers"):
+            flashsim.Machine(prog, inputs={"a": bad})
+
+
 @pytest.mark.parametrize("regs", [-1, 0, 65536, 10**9])
 def test_machine_regs_out_of_range(source_dir, regs):
     # -1 and 0 became 1 register ("R1 is outside the machine ... (--regs)"), 10**9 a bare MemoryError
