@@ -63,19 +63,16 @@ std::int64_t fwd_steps(const TimeQuery& q, const KernelPlan& p, std::int64_t i) 
 
 std::string producer_name(const KernelPlan& p) { return p.warp_specialized ? "producer" : "consumer0"; }
 
-// A tile the kernel's warps write into shared memory: to stage a TMA store (O, dQ, dK, dV, C) or,
-// for dS, as the operand of dQ = dS K in the layout the tensor cores read. Shared memory takes
-// 128 B a clock per SM (32 banks of 4 bytes, CUDA C++ Programming Guide) and the vector unit 128
-// lane-elements a clock, so the warps spend `elem_bytes` vector passes over the tile (a MOV each),
-// with the vector unit's share beside products. The tile machine's values are unchanged.
-void stage_in_shared(TraceText& tx, const std::string& reg, int elem_bytes) {
-  for (int i = 0; i < elem_bytes; ++i) tx.line("MOV " + reg + ", " + reg);
-}
-// The same into another register that stands for the shared-memory copy: the source is only read,
-// so a product still reading it (the backward's dK += dS^T Q, A in registers) does not hold it up.
+// A tile the kernel's warps write into shared memory, `to` standing for the copy: for dS, the
+// operand of dQ = dS K in the layout the tensor cores read. Shared memory takes 128 B a clock per
+// SM (32 banks of 4 bytes, CUDA C++ Programming Guide) and the vector unit 128 lane-elements a
+// clock, so the warps spend `elem_bytes` vector passes over the tile (a MOV each), with the vector
+// unit's share beside products. The tile machine's values are unchanged.
 void copy_to_shared(TraceText& tx, const std::string& from, const std::string& to, int elem_bytes) {
   for (int i = 0; i < elem_bytes; ++i) tx.line("MOV " + from + ", " + to);
 }
+// The same for a tile staged for a TMA store (O, dQ, dK, dV, C): the STORE reads the register.
+void stage_in_shared(TraceText& tx, const std::string& reg, int elem_bytes) { copy_to_shared(tx, reg, reg, elem_bytes); }
 
 // The forward block over its tiles: a producer stream (warp-specialized) or the consumer's own
 // prefetch, K/V in a ring of `stages` buffers, each consumer on br / consumers rows.

@@ -138,6 +138,16 @@ def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True)
     return rows
 
 
+
+def landed_bench_rows(name):
+    """bench_rows for the kernels as landed since the fence of 2026-12-02 (the launchers' defaults)"""
+    return bench_rows(name, bwd_d64_version=None, before_2026_12_01=False, before_fence=False)
+
+
+def landed_compare_rows(name):
+    """compare_rows for the same kernels"""
+    return compare_rows(name, d64_version=None, before_2026_12_01=False, before_fence=False)
+
 SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call1.csv")),
         ("H100 bench_kernels call 2", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call2.csv")),
         ("H200 bench_kernels", "h200", bench_rows("2026-11-26-h200-time-bench_kernels.csv")),
@@ -181,37 +191,33 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
          bench_rows("2026-12-02-h200-split-tail/bench_kernels-call-c.csv", bwd_d64_version=None, before_2026_12_01=False)),
         # the d = 128 launchers with the softmax kept under P V by a fence (the model's default since)
         ("H200 bench_kernels 2026-12-02, the fence, call e (not tuned on)", "h200",
-         bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-e.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-e.csv")),
         ("H200 bench_kernels 2026-12-02, the fence, call f (not tuned on)", "h200",
-         bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-f.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-02-h200-wait-after-softmax/bench_kernels-call-f.csv")),
         ("H200 bench_kernels 2026-12-07, the landed kernels again (not tuned on)", "h200",
-         bench_rows("2026-12-07-h100/bench_kernels-h200-call-short.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-07-h100/bench_kernels-h200-call-short.csv")),
         ("H200 compare at unseen sizes 2026-12-02 (the landed kernels)", "h200",
-         compare_rows("2026-12-02-h200-bwd-fence/compare-call-b.csv", d64_version=None, before_2026_12_01=False,
-                      before_fence=False)),
+         landed_compare_rows("2026-12-02-h200-bwd-fence/compare-call-b.csv")),
         # the same landed kernels on an H100, the first H100 calls since 2026-11-27
         ("H100 bench_kernels 2026-12-07, call a (not tuned on)", "h100",
-         bench_rows("2026-12-07-h100/bench_kernels-h100-call-a.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-07-h100/bench_kernels-h100-call-a.csv")),
         ("H100 bench_kernels 2026-12-07, call b (not tuned on)", "h100",
-         bench_rows("2026-12-07-h100/bench_kernels-h100-call-b.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-07-h100/bench_kernels-h100-call-b.csv")),
         ("H100 compare at unseen sizes 2026-12-07", "h100",
-         compare_rows("2026-12-07-h100/compare-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
-                      before_fence=False)),
+         landed_compare_rows("2026-12-07-h100/compare-h100-call-a.csv")),
         # measured after the model's shared-memory staging (2bf0b20), predicted here by it
         ("H100 bench_kernels 2026-12-07, call d (after the staging; not tuned on)", "h100",
-         bench_rows("2026-12-07-h100/bench_kernels-h100-call-d.csv", bwd_d64_version=None,
-                    before_2026_12_01=False, before_fence=False)),
+         landed_bench_rows("2026-12-07-h100/bench_kernels-h100-call-d.csv")),
         ("H100 compare at unseen sizes 2026-12-07, call d (after the staging)", "h100",
-         compare_rows("2026-12-07-h100/compare-h100-call-d.csv", d64_version=None, before_2026_12_01=False,
-                      before_fence=False)),
+         landed_compare_rows("2026-12-07-h100/compare-h100-call-d.csv")),
         ("H100 compare at unseen sizes 2026-12-07, FP8", "h100",
-         compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv", d64_version=None, before_2026_12_01=False,
-                      before_fence=False))]
+         landed_compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv"))]
+
+
+def softmax_under_pv(*extra):
+    """the d = 128 fence pair at N = 8192, 32 heads: the softmax after P V's wait (off), then under it (on)"""
+    return tuple(attention(8192, 128, 32, *extra, "--softmax-under-pv", on, before_2026_12_01=False)
+                 for on in ("off", "on"))
 
 # (label, slower configuration's args, faster configuration's args, measured ratio of times, source)
 PAIRS = [
@@ -304,19 +310,12 @@ PAIRS = [
     # kernels/RESULTS.md, "Where ptxas puts the wait for P V" (2026-12-02, later, H200; SM clocks of the
     # kernel with ptxas's wait over the one with the fence, same run): kept at d = 128, dropped at
     # d = 64 and for FP8 (ms there, same clock)
-    ("forward d=128 N=8192: the softmax kept under P V", attention(8192, 128, 32, "--softmax-under-pv", "off",
-     before_2026_12_01=False), attention(8192, 128, 32, "--softmax-under-pv", "on", before_2026_12_01=False),
-     2.994 / 2.973, "2026-12-02 H200 call e"),
-    ("forward d=128 N=8192 causal: the same", attention(8192, 128, 32, "--causal", "--softmax-under-pv", "off",
-     before_2026_12_01=False), attention(8192, 128, 32, "--causal", "--softmax-under-pv", "on", before_2026_12_01=False),
-     1.570 / 1.535, "2026-12-02 H200 call e"),
+    ("forward d=128 N=8192: the softmax kept under P V", *softmax_under_pv(), 2.994 / 2.973, "2026-12-02 H200 call e"),
+    ("forward d=128 N=8192 causal: the same", *softmax_under_pv("--causal"), 1.570 / 1.535, "2026-12-02 H200 call e"),
     # the same pair on an H100 (2026-12-07 call b, Mclk of the kernel before the fence over the launcher's)
-    ("forward d=128 N=8192: the same, H100", attention(8192, 128, 32, "--softmax-under-pv", "off",
-     before_2026_12_01=False), attention(8192, 128, 32, "--softmax-under-pv", "on", before_2026_12_01=False),
-     3.095 / 3.048, "2026-12-07 H100 call b"),
-    ("forward d=128 N=8192 causal: the same, H100", attention(8192, 128, 32, "--causal", "--softmax-under-pv", "off",
-     before_2026_12_01=False), attention(8192, 128, 32, "--causal", "--softmax-under-pv", "on", before_2026_12_01=False),
-     1.604 / 1.585, "2026-12-07 H100 call b"),
+    ("forward d=128 N=8192: the same, H100", *softmax_under_pv(), 3.095 / 3.048, "2026-12-07 H100 call b"),
+    ("forward d=128 N=8192 causal: the same, H100", *softmax_under_pv("--causal"), 1.604 / 1.585,
+     "2026-12-07 H100 call b"),
     ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, "--softmax-under-pv", "off",
      before_2026_12_01=False), attention(8192, 64, 64, "--softmax-under-pv", "on", before_2026_12_01=False),
      3.734 / 3.853, "2026-12-02 H200 call d"),
