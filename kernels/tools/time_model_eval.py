@@ -377,6 +377,7 @@ def main():
     jobs += [(no_warp_specialization(ov), "h100") for ov in ("on", "off")]
     with ThreadPoolExecutor(max(1, os.cpu_count() or 1)) as ex:
         list(ex.map(lambda j: predict(*j), jobs))
+    inside_all = rows_all = 0
     for name, gpu, rows in SETS:
         inside = 0
         for label, a, ms in rows:
@@ -386,6 +387,8 @@ def main():
             if VERBOSE:
                 print(f"  {label:42s} meas {ms:8.3f} pred {p:8.3f} meas/pred {q:5.2f}{'' if abs(q - 1) <= 0.15 else '  outside'}")
         print(f"{name}: {inside} of {len(rows)} within 15 %")
+        inside_all, rows_all = inside_all + inside, rows_all + len(rows)
+    print(f"every stored set together: {inside_all} of {rows_all} rows within 15 %")
     print("pairs (H100 preset; speed-up of the second configuration, > 1: it is faster):")
     agreeing = three_way = 0
     for label, slow, fast, measured, source in PAIRS:
