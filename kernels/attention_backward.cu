@@ -614,6 +614,9 @@ __global__ void __launch_bounds__(256) bwd_fast_prep_kernel(const T* __restrict_
 // Launch order of the KV-tile kernels: groups of heads_per_group heads (their Q and dO fit in L2
 // together), and in a group, KV tile by KV tile with the heads interleaved, so that under the
 // causal mask the long (first) KV tiles of all the group's heads start before its short ones.
+// (Until 2026-12-07 the causal walk ran the last, shortest KV tile first, its comment said the
+// opposite: the grid's last blocks were then its longest. kernels/RESULTS.md "The causal
+// backward's longest blocks first".)
 // A block's head, first key, and the query tiles [i_begin, i_end) that see its keys.
 struct KvBlock {
   int head, kv0, i_begin, i_end;
@@ -630,7 +633,7 @@ __device__ __forceinline__ KvBlock kv_block(int n, int bh, int heads_per_group, 
   const int in_group = blockIdx.x - group * heads_per_group * kv_tiles;
   const int group_heads = min(heads_per_group, bh - group * heads_per_group);
   const int step = in_group / group_heads;
-  const int kv0 = (causal ? kv_tiles - 1 - step : step) * BC;
+  const int kv0 = step * BC;  // KV tile 0 sees every query tile under the causal mask: the longest
   return {group * heads_per_group + in_group % group_heads, kv0, causal ? kv0 / BR : 0, (n + BR - 1) / BR};
 }
 

@@ -1384,7 +1384,7 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
     if (t.paired)
       hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kPaired, false, 2, kFwd128Order, kLoadsAll, kFwd128Tail>(
           q, k, v, o, lse, bh, n, causal, stream);
-    else if (fwd_split_enabled())  // the last round's tiles split along the keys (launch_order.h)
+    else if (fwd_split_enabled(n, 128))  // the last round's tiles split along the keys (launch_order.h)
       hopper::launch_fwd_ws<T, 128, 128, 2, false, hopper::kSplitTail, false, 2, kFwd128Order, kLoadsAll, kFwd128Tail>(
           q, k, v, o, lse, bh, n, causal, stream);
     else
@@ -1395,7 +1395,7 @@ void attention_forward_fast(const T* q, const T* k, const T* v, T* o, float* lse
   } else if (t.paired) {  // O's rescale under S_j: 6-7 % fewer clocks at N >= 4096 (H200, 2026-12-01)
     hopper::launch_fwd_ws<T, 64, 128, 2, true, hopper::kPaired, true, 3, tile::kExpThenAdd, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, causal, stream);
-  } else if (fwd_split_enabled()) {  // the same, the last round split
+  } else if (fwd_split_enabled(n, 64)) {  // the same, the last round split (opt-in at d = 64)
     hopper::launch_fwd_ws<T, 64, 128, 3, true, hopper::kSplitTail, true, 3, tile::kExpThenAdd, kLoadsAll, kRescaleUnderS>(
         q, k, v, o, lse, bh, n, causal, stream);
   } else {  // the same, 3-5 % fewer

@@ -609,12 +609,12 @@ void launch(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cuda
 }
 
 // causal tiles in pairs of equal work, as the bf16 forward at d = 128; full: one tile after another
-// (FLASHSIM_FWD_SPLIT=1: the last round split along the keys, as the bf16 forward's)
+// (from N = 8192 the last round split along the keys, as the bf16 forward's: launch_order.h)
 template <bool PINGPONG, bool QSMEM, int MODE = kPlain, int BC = 128>
 void launch_masked(const Operands& ops, __nv_bfloat16* o, float* lse, bool causal, cudaStream_t stream,
                    long long* trace = nullptr, int trace_tiles = 0) {
   if (causal) launch<BC, 2, PINGPONG, kPaired, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
-  else if (fwd_split_enabled()) launch<BC, 2, PINGPONG, tile::kSplitTail, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
+  else if (fwd_split_enabled(ops.n, kD)) launch<BC, 2, PINGPONG, tile::kSplitTail, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
   else launch<BC, 2, PINGPONG, kStatic, QSMEM, MODE>(ops, o, lse, causal, stream, trace, trace_tiles);
 }
 

@@ -44,18 +44,17 @@ inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t 
   return {64, 128, false, false};
 }
 
-// The full-mask forward's split tail (sim/split_tail.h). Opt-in: FLASHSIM_FWD_SPLIT=1 makes the
-// launchers take the kSplitTail kernels (an experiment knob; the time model's --split-tail on
-// predicts it). Off by default: against kStatic's kernels it measured about 1 % faster at N >= 8192
-// and 2-11 % slower at N <= 4096 (H200, 2026-12-02, kernels/RESULTS.md "The last round split along
-// the keys").
+// The full-mask forward's split tail (sim/split_tail.h): the launchers take the kSplitTail kernels
+// at d = 128 from N = 8192 up (sim::split_tail_by_default, which the time model shares). FLASHSIM_FWD_SPLIT=1
+// forces the split at every N, =0 forces whole tiles (kStatic's kernels): the experiment knobs.
 using sim::SplitTail;
-inline bool fwd_split_enabled() {
+inline bool fwd_split_enabled(std::int64_t n, std::int64_t d) {
   const char* env = std::getenv("FLASHSIM_FWD_SPLIT");
-  return env && std::strtol(env, nullptr, 10) == 1;
+  if (env && *env) return std::strtol(env, nullptr, 10) == 1;
+  return sim::split_tail_by_default(n, d);
 }
 inline SplitTail split_tail_plan(std::int64_t q_tiles_total, std::int64_t kv_tiles, int sms) {
-  return sim::split_tail_plan(q_tiles_total, kv_tiles, sms, fwd_split_enabled());
+  return sim::split_tail_plan(q_tiles_total, kv_tiles, sms, true);
 }
 
 }  // namespace flashsim::gpu

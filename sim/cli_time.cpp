@@ -225,7 +225,7 @@ void register_time_command(CLI::App& app, int& exit_code) {
                  "puts the wait without a fence); default: the launcher's (on at d = 128, off at d = 64 and for fp8)");
   ta->add_option("--split-tail", att->split_tail,
                  "Forward version 6, full mask: the persistent launch's last round split along the keys over every SM "
-                 "(sim/split_tail.h) on or off; default: the launcher's (off: FLASHSIM_FWD_SPLIT=1 turns it on)");
+                 "(sim/split_tail.h) on or off; default: the launcher's (on at d = 128 from N = 8192; FLASHSIM_FWD_SPLIT=0/1 force it there)");
   ta->add_option("--key-tile", att->key_tile, "Forward version 6: keys a KV tile (a multiple of 16, FP8 32, up to 256); default: the launcher's")
       ->check(CLI::Range(16, 256));
   ta->add_option("--consumers", att->consumers, "Forward version 6: consumer warpgroups, 2 or 3 (64 query rows each); default: the launcher's")

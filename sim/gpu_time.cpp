@@ -503,8 +503,8 @@ KernelPlan plan_for(const TimeQuery& q) {
       p.softmax_under_pv = v == 6 && p.intra_overlap && q.softmax_under_pv.value_or(q.d == 128 && !q.fp8);
       if (q.softmax_under_pv.value_or(false) && !p.softmax_under_pv)
         throw std::invalid_argument("the softmax under P V is version 6's, with the intra-warpgroup overlap");
-      // the launchers' split tail is opt-in (kernels/launch_order.h fwd_split_enabled): off unless asked
-      p.split_tail = v == 6 && p.persistent && !q.causal && q.split_tail.value_or(false);
+      // the launchers split the last round at d = 128 from N = 8192 up (sim::split_tail_by_default)
+      p.split_tail = v == 6 && p.persistent && !q.causal && q.split_tail.value_or(split_tail_by_default(q.n, q.d));
       if (q.split_tail.value_or(false) && !p.split_tail)
         throw std::invalid_argument("the split tail is version 6's, under the full mask");
       if (q.rescale_under_s.value_or(false) && !p.rescale_under_s)
@@ -798,9 +798,9 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
       std::vector<double> durations;
       for (std::int64_t hh = 0; hh < q.heads; ++hh)
         for (std::int64_t j = 0; j < tc; ++j) {
-          // causal: the key block j sees query tiles from its diagonal on (latest first in launch order)
-          const std::int64_t jj = q.causal ? tc - 1 - j : j;
-          const std::int64_t first = q.causal ? (jj * p.bc) / p.br : 0;
+          // causal: the key block j sees query tiles from its diagonal on; the launcher runs them in
+          // order, the longest (j = 0) first (kernels/attention_backward.cu kv_block)
+          const std::int64_t first = q.causal ? (j * p.bc) / p.br : 0;
           const std::int64_t steps = tr - first;
           auto it = by_steps.find(steps);
           if (it == by_steps.end()) it = by_steps.emplace(steps, time_text(backward_trace(q, p, gpu, first, steps), 1)).first;

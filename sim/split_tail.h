@@ -49,6 +49,17 @@ struct SplitTail {
 // its partial O's write and read); the split is taken only where it spreads the tail over more
 // blocks than it has tiles. allow = false: whole tiles only (kStatic's walk).
 constexpr int kMinSplitKeyTiles = 4;
+
+// The launchers' default (kernels/launch_order.h; the time model's too): the split at d = 128 from
+// N = 8192 up, where it measured 1-1.5 % fewer clocks than whole tiles (H100 2026-12-07: 16 heads at
+// N = 16384, 2048 tiles, the last round 68 of 132 SMs). Not below: each part's fill, drain and merge
+// cost more than the idle SMs save (2-11 % slower at N <= 4096, H200 2026-12-02); not at d = 64,
+// whose 192-row tiles left the last round 85 % full at the rows measured (32 heads at N = 16384:
+// 1.3 % more clocks split). kernels/RESULTS.md "The split tail as the default".
+constexpr std::int64_t kSplitTailFromN = 8192;
+FLASHSIM_HOST_DEVICE constexpr bool split_tail_by_default(std::int64_t n, std::int64_t d) {
+  return d == 128 && n >= kSplitTailFromN;
+}
 inline SplitTail split_tail_plan(std::int64_t q_tiles_total, std::int64_t kv_tiles, int sms, bool allow = true) {
   SplitTail p;
   p.units = static_cast<int>(q_tiles_total);

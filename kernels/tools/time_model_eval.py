@@ -71,7 +71,8 @@ def predict(args, gpu):
 
 
 def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True, before_fence=True):
-    # the forwards measured before the split tail (2026-12-02) ran whole Q tiles only
+    # the forwards measured before the split tail became the launchers' default (2026-12-07, from
+    # N = 8192 under the full mask) ran whole Q tiles only
     if before_split and "--backward" not in extra and "--split-tail" not in extra:
         extra = (*extra, "--split-tail", "off")
     # and before the fence of 2026-12-02 (later) every forward waited for P V before its softmax,
@@ -93,7 +94,8 @@ def bwd_version(op_is_bwd, d, d64_version):
     return ["--version", str(d64_version)] if op_is_bwd and d == 64 and d64_version else []
 
 
-def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=True, before_fence=True):
+def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=True, before_fence=True,
+                   before_split=True):
     """`flashsim time` arguments for one bench_kernels CSV row, or None for a row left out:
     attention below N = min_n, matmul below m, n = min_mn, softmax unless asked for."""
     op, shape, mask = r["op"], r["shape"], r["mask"]
@@ -104,7 +106,7 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=Tru
         return attention(n, d, h, *(["--causal"] if mask == "causal" else []),
                          *(["--backward"] if op == "attn-bwd" else []),
                          *bwd_version(op == "attn-bwd", d, d64_version), before_2026_12_01=before_2026_12_01,
-                         before_split=before_fence, before_fence=before_fence)
+                         before_split=before_split, before_fence=before_fence)
     if op == "matmul":
         m, n, k = map(int, shape.split("x"))
         return ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)] if m >= min_mn and n >= min_mn else None
@@ -114,17 +116,17 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=Tru
     return None
 
 
-def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True, before_fence=True):
+def bench_rows(name, bwd_d64_version=6, before_2026_12_01=True, before_fence=True, before_split=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         a = bench_row_args(r, 4096, 4096, bwd_d64_version, softmax=False, before_2026_12_01=before_2026_12_01,
-                           before_fence=before_fence)
+                           before_fence=before_fence, before_split=before_split)
         if a is not None:
             rows.append((f"{r['op']} {r['shape']} {r['mask']} {r['dtype']}", a, float(r["ms"])))
     return rows
 
 
-def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True):
+def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True, before_split=True):
     rows = []
     for r in csv.DictReader(open(os.path.join(RES, name))):
         h, n, d = map(int, r["size"].split()[0].split("x"))
@@ -132,21 +134,24 @@ def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True)
         fp8 = ["--dtype", "fp8"] if r["schedule"] == "attn-fp8" else []
         a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []), *(["--backward"] if bwd else []),
                       *bwd_version(bwd, d, d64_version), *fp8, before_2026_12_01=before_2026_12_01,
-                      before_split=before_fence, before_fence=before_fence)
+                      before_split=before_split, before_fence=before_fence)
         a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
         rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
     return rows
 
 
 
-def landed_bench_rows(name):
-    """bench_rows for the kernels as landed since the fence of 2026-12-02 (the launchers' defaults)"""
-    return bench_rows(name, bwd_d64_version=None, before_2026_12_01=False, before_fence=False)
+def landed_bench_rows(name, split_default=False):
+    """bench_rows for the kernels as landed since the fence of 2026-12-02 (the launchers' defaults);
+    split_default: measured with the split tail as the default from N = 8192 (2026-12-07 on)"""
+    return bench_rows(name, bwd_d64_version=None, before_2026_12_01=False, before_fence=False,
+                      before_split=not split_default)
 
 
-def landed_compare_rows(name):
+def landed_compare_rows(name, split_default=False):
     """compare_rows for the same kernels"""
-    return compare_rows(name, d64_version=None, before_2026_12_01=False, before_fence=False)
+    return compare_rows(name, d64_version=None, before_2026_12_01=False, before_fence=False,
+                        before_split=not split_default)
 
 SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call1.csv")),
         ("H100 bench_kernels call 2", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call2.csv")),

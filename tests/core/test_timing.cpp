@@ -705,9 +705,21 @@ TEST_CASE("the time model with the split tail: the last round's staircase flatte
   CHECK(split32.predicted_ms < 0.985 * whole32);
   CHECK(split32.predicted_ms > 32.0 / 33 * whole33);  // not better than perfectly balanced
   CHECK(ms(33, true).predicted_ms == Approx(whole33));  // nothing to split
-  // the launcher's default: off (kernels/launch_order.h: opt-in), refused under the causal mask
+  // the launcher's default (kernels/launch_order.h): on at d = 128 from N = 8192, off below and at
+  // d = 64, refused under the causal mask
   sim::TimeQuery q = forward_d128(8192, 32, false);
-  CHECK_FALSE(sim::predict_time(q, g).plan.split_tail);
+  CHECK(sim::predict_time(q, g).plan.split_tail);
+  CHECK(sim::predict_time(q, g).predicted_ms == Approx(split32.predicted_ms));
+  sim::TimeQuery below = forward_d128(4096, 128, false);
+  CHECK_FALSE(sim::predict_time(below, g).plan.split_tail);
+  below.split_tail = true;
+  CHECK(sim::predict_time(below, g).plan.split_tail);
+  sim::TimeQuery d64 = forward_d128(16384, 32, false);
+  d64.d = 64;
+  CHECK_FALSE(sim::predict_time(d64, g).plan.split_tail);
+  CHECK(sim::split_tail_by_default(8192, 128));
+  CHECK_FALSE(sim::split_tail_by_default(8191, 128));
+  CHECK_FALSE(sim::split_tail_by_default(16384, 64));
   q.causal = true;
   CHECK_FALSE(sim::predict_time(q, g).plan.split_tail);
   q.split_tail = true;
