@@ -25,6 +25,7 @@ struct TimeArgs {
   bool causal = false, backward = false, json = false;
   int version = 0;
   std::string pingpong, overlap, rescale_under_s, softmax_under_pv, split_tail, warp_specialized;  // "", "on", "off"
+  std::string kv_order;  // "", "longest-first", "shortest-first"
   int key_tile = 0, consumers = 0;  // 0: the launcher's
   bool sums_on_tensor = false;
   double hbm_bytes = 0;
@@ -169,6 +170,9 @@ int run_time(sim::TimeQuery q, const TimeArgs& a, const std::string& what) {
   q.rescale_under_s = on_off(a.rescale_under_s, "--rescale-under-s");
   q.softmax_under_pv = on_off(a.softmax_under_pv, "--softmax-under-pv");
   q.split_tail = on_off(a.split_tail, "--split-tail");
+  if (!a.kv_order.empty() && a.kv_order != "longest-first" && a.kv_order != "shortest-first")
+    throw std::invalid_argument("--kv-order takes longest-first or shortest-first, not '" + a.kv_order + "'");
+  q.shortest_first = a.kv_order == "shortest-first";
   if (a.key_tile) q.key_tile = a.key_tile;
   if (a.consumers) q.consumers = a.consumers;
   q.sums_on_tensor = a.sums_on_tensor;
@@ -223,6 +227,9 @@ void register_time_command(CLI::App& app, int& exit_code) {
   ta->add_option("--softmax-under-pv", att->softmax_under_pv,
                  "Forward version 6: the softmax of S_j under P_{j-1} V_{j-1} on, or only after it (off: where ptxas "
                  "puts the wait without a fence); default: the launcher's (on at d = 128, off at d = 64 and for fp8)");
+  ta->add_option("--kv-order", att->kv_order,
+                 "Backward, causal: the K/V blocks' launch order, longest-first (the launcher's since 2026-12-07) or "
+                 "shortest-first (every backward measured before it)");
   ta->add_option("--split-tail", att->split_tail,
                  "Forward version 6, full mask: the persistent launch's last round split along the keys over every SM "
                  "(sim/split_tail.h) on or off; default: the launcher's (on at d = 128 from N = 8192; FLASHSIM_FWD_SPLIT=0/1 force it there)");

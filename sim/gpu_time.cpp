@@ -445,6 +445,7 @@ KernelPlan plan_for(const TimeQuery& q) {
       const bool long_n = q.n >= (q.causal ? 4096 : 2048);
       if (v == 0) v = (q.d == 128 || long_n) ? 6 : 5;
       if (v != 5 && v != 6 && v != 2) throw std::invalid_argument("attention forward versions are 5 and 6 (2: the FA2 baseline)");
+      if (q.shortest_first) throw std::invalid_argument("the shortest-first order is the causal backward's");
       p.version = v;
       if (v == 2) {
         p = KernelPlan{"FA2 order on one warpgroup, no overlap", 128, 128, 1, 2, false, false, false, false, false, 1, 2};
@@ -525,6 +526,7 @@ KernelPlan plan_for(const TimeQuery& q) {
           {q.sums_on_tensor, "the row sums on the tensor cores"}};
       for (const auto& [asked, what] : forward_only)
         if (asked) throw std::invalid_argument(std::string(what) + " is a forward variant: the backward has none");
+      if (q.shortest_first && !q.causal) throw std::invalid_argument("the shortest-first order is the causal backward's");
       const int v = q.version ? q.version : 7;
       if (v < 5 || v > 7) throw std::invalid_argument("attention backward versions are 5, 6 and 7");
       p = KernelPlan{"backward version " + std::to_string(v) + ": producer + 2 consumers, 128 keys a block, " +
@@ -800,7 +802,8 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
         for (std::int64_t j = 0; j < tc; ++j) {
           // causal: the key block j sees query tiles from its diagonal on; the launcher runs them in
           // order, the longest (j = 0) first (kernels/attention_backward.cu kv_block)
-          const std::int64_t first = q.causal ? (j * p.bc) / p.br : 0;
+          const std::int64_t jj = q.shortest_first ? tc - 1 - j : j;
+          const std::int64_t first = q.causal ? (jj * p.bc) / p.br : 0;
           const std::int64_t steps = tr - first;
           auto it = by_steps.find(steps);
           if (it == by_steps.end()) it = by_steps.emplace(steps, time_text(backward_trace(q, p, gpu, first, steps), 1)).first;

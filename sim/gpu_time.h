@@ -54,6 +54,9 @@ struct TimeQuery {
   // fence; off at d = 64 and for FP8).
   std::optional<bool> softmax_under_pv;
   std::optional<bool> split_tail;  // forward v6, full mask: the last round split along the keys
+  // Backward, causal: the K/V blocks' launch order. Default: the launchers' since 2026-12-07, the
+  // longest (K/V tile 0) first; true: the shortest first, as every backward measured before ran.
+  bool shortest_first = false;
   // Forward version 6's tile variants (the drivers' --variants): keys a KV tile (a multiple of 16,
   // FP8 32, up to 256) and consumer warpgroups (2 or 3, 64 query rows each). Default: the launcher's
   // (FP8 takes 224 keys from n = 8192, kernels/fp8.h key_tile_for).

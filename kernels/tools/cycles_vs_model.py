@@ -81,6 +81,9 @@ def compare_rows(flashsim, gpu, folder, units=(), rescale_under_s="off", softmax
             # every stored forward ran with ptxas's wait for P V above the softmax (before the fence of
             # 2026-12-02, kernels/RESULTS.md "Where ptxas puts the wait for P V")
             args = [*args, "--softmax-under-pv", softmax_under_pv]
+        if kind == "bwd" and "--causal" in args:
+            # the stored backwards ran their causal K/V blocks shortest first (until 2026-12-07)
+            args = [*args, "--kv-order", "shortest-first"]
         if kind in ("fwd", "fp8") and "--version" not in args and "--causal" not in args:
             # and over whole Q tiles: the split tail became the launchers' default on 2026-12-07
             args = [*args, "--split-tail", "off"]

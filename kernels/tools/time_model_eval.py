@@ -70,7 +70,10 @@ def predict(args, gpu):
     return _cache[key]
 
 
-def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True, before_fence=True):
+def attention(n, d, heads, *extra, before_2026_12_01=True, before_split=True, before_fence=True, before_kv_order=True):
+    # the causal backwards measured before 2026-12-07 (evening) ran their K/V blocks shortest first
+    if before_kv_order and "--backward" in extra and "--causal" in extra and "--kv-order" not in extra:
+        extra = (*extra, "--kv-order", "shortest-first")
     # the forwards measured before the split tail became the launchers' default (2026-12-07, from
     # N = 8192 under the full mask) ran whole Q tiles only
     if before_split and "--backward" not in extra and "--split-tail" not in extra:
@@ -106,7 +109,7 @@ def bench_row_args(r, min_n, min_mn, d64_version, softmax, before_2026_12_01=Tru
         return attention(n, d, h, *(["--causal"] if mask == "causal" else []),
                          *(["--backward"] if op == "attn-bwd" else []),
                          *bwd_version(op == "attn-bwd", d, d64_version), before_2026_12_01=before_2026_12_01,
-                         before_split=before_split, before_fence=before_fence)
+                         before_split=before_split, before_fence=before_fence, before_kv_order=before_split)
     if op == "matmul":
         m, n, k = map(int, shape.split("x"))
         return ["matmul", "--m", str(m), "--n", str(n), "--k", str(k)] if m >= min_mn and n >= min_mn else None
@@ -134,24 +137,25 @@ def compare_rows(name, d64_version=6, before_2026_12_01=True, before_fence=True,
         fp8 = ["--dtype", "fp8"] if r["schedule"] == "attn-fp8" else []
         a = attention(n, d, h, *(["--causal"] if r["causal"] == "1" else []), *(["--backward"] if bwd else []),
                       *bwd_version(bwd, d, d64_version), *fp8, before_2026_12_01=before_2026_12_01,
-                      before_split=before_split, before_fence=before_fence)
+                      before_split=before_split, before_fence=before_fence, before_kv_order=before_split)
         a += ["--hbm-bytes", str(int(r["predicted_read"]) + int(r["predicted_written"]))]
         rows.append((f"{r['schedule']} {r['size']}", a, float(r["time_ms"])))
     return rows
 
 
 
-def landed_bench_rows(name, split_default=False):
+def landed_bench_rows(name, after_2026_12_07=False):
     """bench_rows for the kernels as landed since the fence of 2026-12-02 (the launchers' defaults);
-    split_default: measured with the split tail as the default from N = 8192 (2026-12-07 on)"""
+    after_2026_12_07: measured with the split tail as the default at d = 128 from N = 8192 and the
+    causal backward's blocks longest first (2026-12-07, evening, on)"""
     return bench_rows(name, bwd_d64_version=None, before_2026_12_01=False, before_fence=False,
-                      before_split=not split_default)
+                      before_split=not after_2026_12_07)
 
 
-def landed_compare_rows(name, split_default=False):
+def landed_compare_rows(name, after_2026_12_07=False):
     """compare_rows for the same kernels"""
     return compare_rows(name, d64_version=None, before_2026_12_01=False, before_fence=False,
-                        before_split=not split_default)
+                        before_split=not after_2026_12_07)
 
 SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call1.csv")),
         ("H100 bench_kernels call 2", "h100", bench_rows("2026-11-26-h100-time-bench_kernels-call2.csv")),
