@@ -745,3 +745,25 @@ TEST_CASE("the fast backward's trace: tiles its warps write to shared memory cos
   const auto p = sim::predict_time(q, g);
   CHECK(p.units[static_cast<int>(isa::Unit::Vector)].busy_cycles == Approx(256 + 768));
 }
+
+TEST_CASE("the causal backward's blocks longest first: the last wave holds the short ones", "[timing]") {
+  // 16 heads at N = 16384, d = 128: 2048 K/V blocks of 1 to 128 query steps on 132 SMs. Shortest
+  // first leaves a 128-step block to start last; longest first ends on 1-step blocks. The kernel
+  // took 3-5 % fewer clocks in that order (H100, 2026-12-07, kernels/RESULTS.md).
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  sim::TimeQuery q;
+  q.op = sim::TimedOp::AttnBwd;
+  q.n = 16384, q.d = 128, q.heads = 16, q.causal = true;
+  const double longest = sim::predict_time(q, g).predicted_ms;
+  q.shortest_first = true;
+  const double shortest = sim::predict_time(q, g).predicted_ms;
+  CHECK(longest < 0.97 * shortest);
+  // the same blocks either way: the full mask's time bounds both from below (half its work)
+  q.causal = false;
+  q.shortest_first = false;
+  CHECK(longest > 0.5 * sim::predict_time(q, g).predicted_ms);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --backward --causal --kv-order sideways").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --backward --kv-order shortest-first").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --causal --kv-order shortest-first").status == 2);
+  CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --backward --causal --kv-order shortest-first").status == 0);
+}
