@@ -220,7 +220,11 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         ("H100 compare at unseen sizes 2026-12-07, call d (after the staging)", "h100",
          landed_compare_rows("2026-12-07-h100/compare-h100-call-d.csv")),
         ("H100 compare at unseen sizes 2026-12-07, FP8", "h100",
-         landed_compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv"))]
+         landed_compare_rows("2026-12-07-h100/compare-fp8-h100-call-a.csv")),
+        # the split tail as the default at d = 128 from N = 8192, the causal backward longest first
+        # (tree 60466b1; measured after the model's matching change, nothing in it fitted to them)
+        ("H100 bench_kernels 2026-12-07 evening, call b (not tuned on)", "h100",
+         landed_bench_rows("2026-12-07-h100-split-default/bench_kernels-call-b.csv", after_2026_12_07=True))]
 
 
 def softmax_under_pv(*extra):
@@ -325,6 +329,18 @@ PAIRS = [
     ("forward d=128 N=8192: the same, H100", *softmax_under_pv(), 3.095 / 3.048, "2026-12-07 H100 call b"),
     ("forward d=128 N=8192 causal: the same, H100", *softmax_under_pv("--causal"), 1.604 / 1.585,
      "2026-12-07 H100 call b"),
+    # kernels/RESULTS.md, "The split tail as the default" (2026-12-07 evening, H100 call a, mean Mclk of
+    # four runs each, FLASHSIM_FWD_SPLIT=0 over the split; call b, ms of the backward built before the
+    # order change over the new one, --d128's four causal bf16 N = 8192 runs each, ABAB)
+    ("forward d=128 N=16384: the split, H100", attention(16384, 128, 16, before_2026_12_01=False, before_fence=False),
+     attention(16384, 128, 16, "--split-tail", "on", before_2026_12_01=False, before_fence=False),
+     (5.615 + 5.855 + 5.625 + 5.854) / (5.521 + 5.772 + 5.503 + 5.899), "2026-12-07 H100 evening call a"),
+    ("forward d=64 N=16384: the split (off at d = 64)", attention(16384, 64, 32, before_2026_12_01=False, before_fence=False),
+     attention(16384, 64, 32, "--split-tail", "on", before_2026_12_01=False, before_fence=False),
+     (7.317 + 7.418 + 7.331 + 7.321) / (7.468 + 7.405 + 7.480 + 7.414), "2026-12-07 H100 evening call a"),
+    ("backward d=128 N=8192 causal: longest blocks first", attention(8192, 128, 32, "--backward", "--causal"),
+     attention(8192, 128, 32, "--backward", "--causal", before_kv_order=False),
+     (2.470 + 2.467 + 2.472 + 2.488) / (2.342 + 2.354 + 2.338 + 2.343), "2026-12-07 H100 evening call b"),
     ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, "--softmax-under-pv", "off",
      before_2026_12_01=False), attention(8192, 64, 64, "--softmax-under-pv", "on", before_2026_12_01=False),
      3.734 / 3.853, "2026-12-02 H200 call d"),
