@@ -216,7 +216,7 @@ static int run_main(int argc, char** argv) {
         // between them: a buffer handed to the next tile too early shows here (it did, H100
         // 2026-11-25: the d = 128 launcher's Q), and racecheck sees the handovers
         // n = 1000, bh = 3 at d = 128: 24 Q tiles of 8 key tiles, split in halves over 48 blocks
-        // (the launcher's split tail and its merge, with FLASHSIM_FWD_SPLIT=1)
+        // (the launcher's split tail and its merge: the launchers' own from N = 8192, at these sizes with FLASHSIM_FWD_SPLIT=1)
         for (auto [n, bh] : sanitize ? std::vector<std::pair<int, int>>{{77, 2}, {100, 2}, {77, 300}, {1000, 3}}
                                      : std::vector<std::pair<int, int>>{{1, 1}, {77, 2}, {100, 2}, {256, 2}, {333, 2},
                                                                         {77, 300}, {1, 500}, {1000, 3}}) {
