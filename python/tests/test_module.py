@@ -259,6 +259,20 @@ def test_predict_time_on_off_options_take_bools():
         flashsim.predict_time("attention", n=4096, d=64, split_tail="off")
 
 
+def test_predict_time_split_tail_and_kv_order_defaults():
+    # the launchers' defaults: the split tail at d = 128 from N = 8192, the causal backward's blocks
+    # longest first; the options time the other choice
+    split = flashsim.predict_time("attention", n=8192, d=128, heads=32)
+    assert split["predicted_ms"] < flashsim.predict_time("attention", n=8192, d=128, heads=32,
+                                                         split_tail=False)["predicted_ms"]
+    bwd = dict(n=16384, d=128, heads=16, backward=True, causal=True)
+    assert flashsim.predict_time("attention", **bwd)["predicted_ms"] < \
+        flashsim.predict_time("attention", **bwd, kv_order="shortest-first")["predicted_ms"]
+    with pytest.raises(flashsim.FlashsimCommandError) as e:
+        flashsim.predict_time("attention", **bwd, kv_order="sideways")
+    assert e.value.exit_code == 2 and "--kv-order" in str(e.value)
+
+
 def test_cli_captures_printf_output(capfd):
     # the tour's tables and `ring --gpu`'s prediction went to the process's stdout, not the result
     rc, out, err = flashsim.cli(["tour"])
