@@ -193,18 +193,35 @@ void apply_kernel_tiles(Spec& s) {
       s.br = t.br;
       s.bc = t.bc;
       s.paired_tiles = t.paired;
+      s.split_tail = t.persistent && !s.causal && fwd_split_enabled(s.seq, s.d);
       break;
     }
     case Schedule::BwdMma: s.br = s.d == 128 ? 64 : 128; s.bc = 128; break;  // Q tile, KV tile
-    case Schedule::AttnFP8: s.br = 128; s.bc = 128; s.paired_tiles = s.causal; break;  // fp8::attention_forward's launch
+    case Schedule::AttnFP8:  // fp8::attention_forward's launch
+      s.br = 128;
+      s.bc = 128;
+      s.paired_tiles = s.causal;
+      s.split_tail = !s.causal && fwd_split_enabled(s.seq, s.d);
+      break;
     default: s.br = 64; s.bc = 64; break;
   }
 }
 
 std::string attn_tiles_label(const Spec& s) {
   if (s.op() != Op::AttnFwd && s.op() != Op::AttnBwd) return "";
-  return std::to_string(s.br) + "x" + std::to_string(s.bc) + (s.paired_tiles ? " paired" : "");
+  const bool longest_first = s.schedule == Schedule::BwdMma && s.causal && !s.shortest_first;
+  return std::to_string(s.br) + "x" + std::to_string(s.bc) + (s.paired_tiles ? " paired" : "") +
+         (s.split_tail ? " split" : "") + (longest_first ? " longest-first" : "");
 }
+
+namespace {
+// Removes `word` (" paired", ...) from the end of `label`; whether it was there.
+bool take_suffix(std::string& label, const std::string& word) {
+  const bool there = label.size() > word.size() && label.compare(label.size() - word.size(), word.size(), word) == 0;
+  if (there) label.resize(label.size() - word.size());
+  return there;
+}
+}  // namespace
 
 void apply_attn_tiles_label(Spec& s, const std::string& label) {
   if (s.op() != Op::AttnFwd && s.op() != Op::AttnBwd) {
@@ -212,18 +229,26 @@ void apply_attn_tiles_label(Spec& s, const std::string& label) {
     return;
   }
   std::string dims = label;
-  const bool paired = dims.size() > 7 && dims.compare(dims.size() - 7, 7, " paired") == 0;
-  if (paired) dims.resize(dims.size() - 7);
+  const bool longest_first = take_suffix(dims, " longest-first");
+  const bool split = take_suffix(dims, " split");
+  const bool paired = take_suffix(dims, " paired");
   std::vector<std::int64_t> tiles;
   try {
     tiles = parse_dims(dims, 2);
   } catch (const std::invalid_argument& e) {
-    throw std::invalid_argument("attn_tiles '" + label + "' is not BRxBC (optionally followed by ' paired'): " + e.what());
+    throw std::invalid_argument("attn_tiles '" + label +
+                                "' is not BRxBC (optionally followed by ' paired', ' split', ' longest-first'): " + e.what());
   }
   if (paired && !s.causal) throw std::invalid_argument("attn_tiles '" + label + "': tile pairs on a row without the causal mask");
+  if (split && (s.causal || s.op() != Op::AttnFwd))
+    throw std::invalid_argument("attn_tiles '" + label + "': the split tail is the full-mask forward's");
+  if (longest_first && (!s.causal || s.schedule != Schedule::BwdMma))
+    throw std::invalid_argument("attn_tiles '" + label + "': the longest-first order is the causal bwd-mma's");
   s.br = tiles[0];
   s.bc = tiles[1];
   s.paired_tiles = paired;
+  s.split_tail = split;
+  s.shortest_first = s.schedule == Schedule::BwdMma && s.causal && !longest_first;
 }
 
 void apply_attn_tiles_before_column(Spec& s, int blocks_per_sm) {
@@ -232,6 +257,9 @@ void apply_attn_tiles_before_column(Spec& s, int blocks_per_sm) {
     s.bc = 128;
     s.paired_tiles = false;
   }
+  // the runs before the column ran whole tiles and the causal backward shortest first
+  s.split_tail = false;
+  s.shortest_first = s.schedule == Schedule::BwdMma && s.causal;
 }
 
 SizeSet parse_sizes(const std::string& list) {
@@ -652,6 +680,7 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.heavy_first = s.schedule == Schedule::AttnFA2Mma || s.schedule == Schedule::BwdMma || s.schedule == Schedule::AttnFP8;
         p.paired_tiles = s.paired_tiles;
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
+        p.kv_shortest_first = s.shortest_first;
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive
                                              : s.schedule == Schedule::AttnFA1 ? t::AttentionForward::FA1
@@ -789,12 +818,15 @@ std::optional<TimePrediction> predict_run_time(const Spec& s, const std::string&
         if (s.schedule == Schedule::AttnFP8) {
           q.fp8 = true;  // flashsim time attention --dtype fp8: e4m3 products, O bf16
           q.version = 6;
+          q.split_tail = s.split_tail;
         } else if (s.schedule == Schedule::AttnFA2Mma) {
           q.version = s.br == 64 ? 5 : 6;
+          if (q.version == 6) q.split_tail = s.split_tail;
         } else if (const char* v = std::getenv("FLASHSIM_BWD_VERSION")) {
           const int ver = std::atoi(v);
           if (ver >= 5 && ver <= 7) q.version = ver;
         }
+        if (s.schedule == Schedule::BwdMma) q.shortest_first = s.shortest_first;
       }
       if (hbm_bytes) {
         double main = *hbm_bytes;

@@ -70,6 +70,11 @@ struct Spec {
   std::int64_t br = 64, bc = 64;
   bool causal = false;
   bool paired_tiles = false;  // attention: blocks take causal Q tiles in pairs of equal work
+  // attn-fa2-mma / attn-fp8, full mask: the persistent launch's last round split along the keys
+  // (the launchers' default at d = 128 from N = 8192 since 2026-12-07, launch_order.h)
+  bool split_tail = false;
+  // bwd-mma, causal: the K/V blocks shortest first, as every run before 2026-12-07 (evening)
+  bool shortest_first = false;
 
   Op op() const { return info(schedule).op; }
   std::string size_label() const;  // "8192x8192x256", "256x524288", "8x4096x64 causal"
@@ -78,10 +83,13 @@ struct Spec {
 // Default tile sizes of each schedule's kernel (the kernels are compiled for exactly these).
 void apply_kernel_tiles(Spec& s);
 // An attention row's tiling as compare's CSV and JSON record it: "BRxBC", plus " paired" for
-// causal tile pairs; "" for other ops. predict --from reads it back with apply_attn_tiles_label
-// (throws std::invalid_argument naming what does not parse). In CSVs from before the column the
-// row's occupancy tells the d = 64 kernels of attn-fa2-mma apart (apply_attn_tiles_before_column):
-// version 5 ran three blocks per SM on 64 x 128 tiles, version 6 one on the launcher's tiles.
+// causal tile pairs, " split" for the forward's split tail and " longest-first" for a causal
+// backward run in that order (since 2026-12-07); "" for other ops. predict --from reads it back with
+// apply_attn_tiles_label (throws std::invalid_argument naming what does not parse); a label
+// without " split" or " longest-first" is a run from before them (whole tiles, shortest first). In
+// CSVs from before the column the row's occupancy tells the d = 64 kernels of attn-fa2-mma apart
+// (apply_attn_tiles_before_column): version 5 ran three blocks per SM on 64 x 128 tiles, version 6
+// one on the launcher's tiles.
 std::string attn_tiles_label(const Spec& s);
 void apply_attn_tiles_label(Spec& s, const std::string& label);
 void apply_attn_tiles_before_column(Spec& s, int blocks_per_sm);

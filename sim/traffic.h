@@ -89,6 +89,9 @@ struct AttentionParams {
   // lightest, then the next two (the persistent d = 128 kernel; units of equal work)
   bool paired_tiles = false;
   std::int64_t heads_per_group = 0;  // backward atomic-dq: K/V-tile blocks in groups of heads
+  // with heads_per_group, causal: the last (shortest) K/V tile first, the fast backward's order
+  // before 2026-12-07 (evening); default: K/V tile 0, the longest, first
+  bool kv_shortest_first = false;
   std::uint64_t sram_bytes = 0;    // > 0: the generated program faults if its tiles exceed it
 };
 

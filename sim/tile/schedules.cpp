@@ -462,7 +462,8 @@ class AttentionGen {
     if (group <= 0) return block(launch, h, j, g_.tc);
     const std::int64_t first = h / group * group, heads = std::min(group, p_.batch_heads - first);
     // under the causal mask K/V tile 0 is the longest (every Q tile sees it): it runs first
-    b_.begin_block(launch, static_cast<std::uint64_t>(first * g_.tc + j * heads + (h - first)));
+    const std::int64_t step = p_.causal && p_.kv_shortest_first ? g_.tc - 1 - j : j;
+    b_.begin_block(launch, static_cast<std::uint64_t>(first * g_.tc + step * heads + (h - first)));
   }
 
   // S = Q_i K_j^T, masked where needed.

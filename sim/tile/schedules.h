@@ -50,7 +50,7 @@ isa::Program attention_backward_program(const traffic::AttentionParams& p, traff
 //    the dQ launch (a block per (head, Q tile)) before the dK/dV launch (per (head, K/V tile));
 //    atomic-dq: the dK/dV launch with dQ accumulated, in order head*Tc + j, or with
 //    heads_per_group the fast kernel's order (groups of heads, K/V tile outer inside a group,
-//    latest tile first under causal), then the conversion launch; the row-wise ones: a block per
+//    the longest K/V tile first under causal, or the latest with kv_shortest_first), then the conversion launch; the row-wise ones: a block per
 //    (head, Q tile), then the conversions.
 struct BlockStart {
   std::size_t pc = 0;

@@ -432,6 +432,37 @@ TEST_CASE("the fast versions: which dtype and head dim each runs, and their tile
     apply_attn_tiles_before_column(d128, 1);
     CHECK(attn_tiles_label(d128) == "128x128 paired");
   }
+  {
+    // since 2026-12-07 the label also says the split tail (the full-mask forward at d = 128 from
+    // N = 8192) and the causal backward's longest-first order; a label or a CSV without them is a
+    // run from before: whole tiles, shortest first
+    auto one = [](Schedule sc, const char* size, bool causal) { return expand({sc}, parse_sizes(size), {}, {causal}).front(); };
+    Spec split = one(Schedule::AttnFA2Mma, "attn-fwd:2x8192x128", false);
+    CHECK(split.split_tail);
+    CHECK(attn_tiles_label(split) == "128x128 split");
+    CHECK_FALSE(one(Schedule::AttnFA2Mma, "attn-fwd:2x4096x128", false).split_tail);
+    CHECK_FALSE(one(Schedule::AttnFA2Mma, "attn-fwd:2x8192x64", false).split_tail);
+    CHECK(attn_tiles_label(one(Schedule::AttnFP8, "attn-fwd:2x16384x128", false)) == "128x128 split");
+    Spec bwd = one(Schedule::BwdMma, "attn-bwd:2x4096x128", true);
+    CHECK(attn_tiles_label(bwd) == "64x128 longest-first");
+    CHECK(attn_tiles_label(one(Schedule::BwdMma, "attn-bwd:2x4096x128", false)) == "64x128");
+    apply_attn_tiles_label(bwd, "64x128");
+    CHECK(bwd.shortest_first);
+    apply_attn_tiles_label(bwd, "64x128 longest-first");
+    CHECK_FALSE(bwd.shortest_first);
+    apply_attn_tiles_before_column(bwd, 1);
+    CHECK(bwd.shortest_first);
+    apply_attn_tiles_label(split, "128x128");
+    CHECK_FALSE(split.split_tail);
+    apply_attn_tiles_label(split, "128x128 split");
+    CHECK(split.split_tail);
+    apply_attn_tiles_before_column(split, 1);
+    CHECK_FALSE(split.split_tail);
+    CHECK_THROWS_WITH(apply_attn_tiles_label(bwd, "64x128 split"), Catch::Contains("full-mask forward"));
+    CHECK_THROWS_WITH(apply_attn_tiles_label(split, "128x128 longest-first"), Catch::Contains("causal bwd-mma"));
+    Spec causal_fwd = one(Schedule::AttnFA2Mma, "attn-fwd:2x8192x128", true);
+    CHECK_THROWS_WITH(apply_attn_tiles_label(causal_fwd, "128x128 paired split"), Catch::Contains("full-mask forward"));
+  }
   CHECK(expand({Schedule::SoftmaxFast}, parse_sizes("tiny"), {}, {false}).front().chunk == 16384);
   CHECK(parse_dtype("fp16") == Dtype::F16);
   CHECK(std::string(dtype_name(Dtype::F16)) == "fp16");
