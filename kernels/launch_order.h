@@ -48,13 +48,11 @@ inline AttnFwdTiling attention_forward_fast_tiling(std::int64_t n, std::int64_t 
 // at d = 128 from N = 8192 up (sim::split_tail_by_default, which the time model shares). FLASHSIM_FWD_SPLIT=1
 // forces the split at every N, =0 forces whole tiles (kStatic's kernels): the experiment knobs.
 using sim::SplitTail;
+using sim::split_tail_plan;
 inline bool fwd_split_enabled(std::int64_t n, std::int64_t d) {
   const char* env = std::getenv("FLASHSIM_FWD_SPLIT");
   if (env && *env) return std::strtol(env, nullptr, 10) == 1;
   return sim::split_tail_by_default(n, d);
-}
-inline SplitTail split_tail_plan(std::int64_t q_tiles_total, std::int64_t kv_tiles, int sms) {
-  return sim::split_tail_plan(q_tiles_total, kv_tiles, sms, true);
 }
 
 }  // namespace flashsim::gpu
