@@ -8,6 +8,8 @@
 //   bench_attention_forward_fast --variants  every variant on every timed shape (bf16)
 //   bench_attention_forward_fast --variants 64   the same at one head dimension (64 or 128) only
 //   bench_attention_forward_fast --variants 64 TEXT   only the variants whose name holds TEXT
+//   bench_attention_forward_fast --variants 64 TEXT N[c]...   and only at these timed shapes (c: causal),
+//                                            e.g. --variants 64 "" 1024 1024c 2048c ("" picks every variant)
 //                                            (variants marked diagnostic, e.g. "loads kLoadsFirstFill", have wrong
 //                                            output by design: timed, never checked)
 // FLASHSIM_FWD_FLAT_INPUTS=1: Q and K constant (no row maximum moves after the first KV tile), a timing
@@ -193,6 +195,21 @@ static int run_main(int argc, char** argv) {
   const int head_dim = variants && argc > 2 ? std::atoi(argv[2]) : 0;  // 0: both
   const char* name_has = variants && argc > 3 ? argv[3] : nullptr;
   auto picked = [&](int i) { return !name_has || std::strstr(fv::kVariants[i].name, name_has) != nullptr; };
+  std::vector<std::pair<int, bool>> shapes;  // (N, causal) the timed runs are cut to; empty: every one
+  for (int i = 4; variants && i < argc; ++i) {
+    char* end = nullptr;
+    const long n = std::strtol(argv[i], &end, 10);
+    const bool causal = *end == 'c';
+    if (n < 1 || n > 65536 || (causal ? end[1] != '\0' : *end != '\0')) {
+      std::fprintf(stderr, "bench_attention_forward_fast: a timed shape is N or Nc (causal), N in 1..65536, not '%s'\n",
+                   argv[i]);
+      return 2;
+    }
+    shapes.emplace_back(static_cast<int>(n), causal);
+  }
+  auto timed = [&](int n, bool causal) {
+    return shapes.empty() || std::find(shapes.begin(), shapes.end(), std::make_pair(n, causal)) != shapes.end();
+  };
   if (head_dim != 0 && head_dim != 64 && head_dim != 128) {
     std::fprintf(stderr, "bench_attention_forward_fast: --variants takes a head dimension of 64 or 128, not '%s'\n", argv[2]);
     return 2;
@@ -230,6 +247,7 @@ static int run_main(int argc, char** argv) {
       if (!wanted(d)) continue;
       for (int n : {1024, 2048, 4096, 8192, 16384})
         for (bool causal : {false, true}) {
+          if (!timed(n, causal)) continue;
           if (variants) {
             // picked variants are timed beside the launcher's choice, in the same run
             if (name_has) ok &= bench<__nv_bfloat16>(d, n, causal, nullptr, "attention_forward_fast", seed += 10);
