@@ -16,6 +16,7 @@
 #include "sim/csv_text.h"
 #include "sim/l2.h"
 #include "sim/launch.h"
+#include "sim/split_tail.h"
 #include "sim/tile/schedules.h"
 #include "sim/traffic.h"
 
@@ -35,6 +36,7 @@ struct AttentionArgs {
   bool arrays = true;
   bool heavy_first = false;
   bool paired_tiles = false;
+  int split_tail_sms = 0;
   std::int64_t heads_per_group = 0;
 };
 
@@ -348,6 +350,7 @@ int do_traffic_attention(const AttentionArgs& a, const GpuArgs& g) {
   AttentionParams p = attention_params(a);
   p.heavy_first = a.heavy_first;
   p.paired_tiles = a.paired_tiles;
+  p.split_tail_sms = a.split_tail_sms;
   p.heads_per_group = a.heads_per_group;
   std::vector<std::string> list;
   if (a.schedule == "all") list = kForward;
@@ -671,6 +674,11 @@ void register_tile_commands(CLI::App& app, int& exit_code) {
   ta->add_flag("--paired-tiles", tatt->paired_tiles,
                "GPU block order of FA2 forward (with --l2): a block takes a head's Q tiles in pairs, heaviest with "
                "lightest, as the fast d = 128 kernel does");
+  ta->add_option("--split-tail-sms", tatt->split_tail_sms,
+                 "FA2 forward, full mask (with --l2 or without): the persistent launch's last round split along the keys "
+                 "over this many SMs, partial O and logsumexp through a scratch array and a merge launch, as the d = 128 "
+                 "launchers do from N = 8192 (sim/split_tail.h); 0: whole tiles")
+      ->check(CLI::Range(0, sim::kMaxSplitBlocks));
   ta->add_option("--heads-per-group", tatt->heads_per_group,
                  "GPU block order of bwd-atomic-dq (with --l2): groups of heads, K/V tile outer, as bwd-mma does")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 16));

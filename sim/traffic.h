@@ -92,6 +92,10 @@ struct AttentionParams {
   // with heads_per_group, causal: the last (shortest) K/V tile first, the fast backward's order
   // before 2026-12-07 (evening); default: K/V tile 0, the longest, first
   bool kv_shortest_first = false;
+  // forward FA2, full mask, > 0: the persistent launch's last round split along the keys over this
+  // many SMs (sim/split_tail.h, the d = 128 launchers' default from N = 8192): a split tile's parts
+  // write a partial O and logsumexp (fp32) to a scratch array and a second launch merges them
+  int split_tail_sms = 0;
   std::uint64_t sram_bytes = 0;    // > 0: the generated program faults if its tiles exceed it
 };
 

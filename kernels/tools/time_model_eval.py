@@ -224,7 +224,15 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
         # the split tail as the default at d = 128 from N = 8192, the causal backward longest first
         # (tree 60466b1; measured after the model's matching change, nothing in it fitted to them)
         ("H100 bench_kernels 2026-12-07 evening, call b (not tuned on)", "h100",
-         landed_bench_rows("2026-12-07-h100-split-default/bench_kernels-call-b.csv", after_2026_12_07=True))]
+         landed_bench_rows("2026-12-07-h100-split-default/bench_kernels-call-b.csv", after_2026_12_07=True)),
+        # the landed tree b9b53a3, two calls at night (the second asked for an H200 and got the H100)
+        ("H100 bench_kernels 2026-12-07 night, call a (not tuned on)", "h100",
+         landed_bench_rows("2026-12-07-night/bench_kernels-call-a.csv", after_2026_12_07=True)),
+        ("H100 bench_kernels 2026-12-07 night, call b (not tuned on)", "h100",
+         landed_bench_rows("2026-12-07-night/bench_kernels-call-b.csv", after_2026_12_07=True)),
+        ("H100 compare 2026-12-07 night: the split tail's bytes, the causal backward longest first", "h100",
+         landed_compare_rows("2026-12-07-night/compare-split-call-a.csv", after_2026_12_07=True)
+         + landed_compare_rows("2026-12-07-night/compare-bwd-call-a.csv", after_2026_12_07=True))]
 
 
 def softmax_under_pv(*extra):
@@ -341,6 +349,21 @@ PAIRS = [
     ("backward d=128 N=8192 causal: longest blocks first", attention(8192, 128, 32, "--backward", "--causal"),
      attention(8192, 128, 32, "--backward", "--causal", before_kv_order=False),
      (2.470 + 2.467 + 2.472 + 2.488) / (2.342 + 2.354 + 2.338 + 2.343), "2026-12-07 H100 evening call b"),
+    # kernels/RESULTS.md, "Two consumers at d = 64 on short causal rows" (2026-12-07 night, H100 call a,
+    # `--variants 64 ... 1024c 2048c` twice: ms of version 5, the launcher, over two consumers on
+    # 128-row tiles in causal pairs, Q in registers, 2 stages): the model's pick, dropped
+    ("forward d=64 N=1024 causal: two consumers on 128-row pairs over version 5 (dropped)",
+     attention(1024, 64, 512, "--causal", "--version", "5", before_2026_12_01=False, before_fence=False,
+               before_split=False, before_kv_order=False),
+     attention(1024, 64, 512, "--causal", "--version", "6", "--consumers", "2", before_2026_12_01=False,
+               before_fence=False, before_split=False, before_kv_order=False),
+     (0.212 + 0.211) / (0.219 + 0.218), "2026-12-07 H100 night call a"),
+    ("forward d=64 N=2048 causal: the same (dropped)",
+     attention(2048, 64, 256, "--causal", "--version", "5", before_2026_12_01=False, before_fence=False,
+               before_split=False, before_kv_order=False),
+     attention(2048, 64, 256, "--causal", "--version", "6", "--consumers", "2", before_2026_12_01=False,
+               before_fence=False, before_split=False, before_kv_order=False),
+     (0.352 + 0.353) / (0.371 + 0.371), "2026-12-07 H100 night call a"),
     ("forward d=64 N=8192: the same (dropped)", attention(8192, 64, 64, "--softmax-under-pv", "off",
      before_2026_12_01=False), attention(8192, 64, 64, "--softmax-under-pv", "on", before_2026_12_01=False),
      3.734 / 3.853, "2026-12-02 H200 call d"),

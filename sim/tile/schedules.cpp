@@ -1,5 +1,7 @@
 #include "sim/tile/schedules.h"
 
+#include "sim/split_tail.h"
+
 #include <algorithm>
 #include <initializer_list>
 #include <stdexcept>
@@ -402,6 +404,8 @@ class AttentionGen {
     std::optional<std::int64_t> diag;
     if (p_.causal) diag = g_.diag;
     b_.configure(4, p_.sram_bytes, diag);
+    if (p_.split_tail_sms > 0 && !p_.causal)
+      split_ = sim::split_tail_plan(g_.tr * p_.batch_heads, g_.tc, p_.split_tail_sms);
   }
 
   HeadArrays declare(std::int64_t h, bool forward, AttentionForward fs, AttentionBackward bs) {
@@ -520,11 +524,92 @@ class AttentionGen {
     b_.store(rTmp, L, i, 0);
   }
 
+  // The split tail (split_tail_sms): tail tile t's key tiles [t kv, (t + 1) kv) in the plan's
+  // tile-major numbering, dealt to blocks first..last; one block: the tile runs whole.
+  std::int64_t tail_tile(std::int64_t h, std::int64_t i) const {
+    if (split_.tail == 0) return -1;
+    const std::int64_t t = h * g_.tr + i - static_cast<std::int64_t>(split_.whole) * split_.blocks;
+    return t >= 0 ? t : -1;
+  }
+  std::pair<int, int> tail_blocks(std::int64_t t) const {
+    const int p0 = static_cast<int>(t) * split_.kv_tiles;
+    return {split_.block_at(p0), split_.block_at(p0 + split_.kv_tiles - 1)};
+  }
+  // Each part of a split tile is a block of its own, ordered after every whole tile by its slot
+  // (t + b, as the kernel's scratch): S, the online softmax over its keys, a normalized partial O
+  // and its logsumexp to the scratch.
+  void forward_split_parts(const HeadArrays& a, std::int64_t h, std::int64_t i, std::int64_t t) {
+    if (!split_declared_) {
+      const std::int64_t rows = static_cast<std::int64_t>(split_.slots()) * p_.br;
+      opart_ = b_.array("Opart", 2, rows, p_.d, p_.br, p_.d, 4);
+      lpart_ = b_.array("Lpart", 1, rows, 1, p_.br, 1, 4);
+      split_declared_ = true;
+    }
+    const auto [first, last] = tail_blocks(t);
+    const int p0 = static_cast<int>(t) * split_.kv_tiles;
+    for (int blk = first; blk <= last; ++blk) {
+      const std::int64_t j0 = std::max(split_.start(blk), p0) - p0;
+      const std::int64_t j1 = std::min(split_.start(blk + 1), p0 + split_.kv_tiles) - p0;
+      const std::int64_t slot = t + blk;
+      b_.boundary();
+      b_.begin_block(0, static_cast<std::uint64_t>(g_.tr * p_.batch_heads + slot));
+      b_.load(a.Q, i, 0, rQ);
+      for (std::int64_t j = j0; j < j1; ++j) {
+        b_.load(a.K, j, 0, rK);
+        b_.load(a.V, j, 0, rV);
+        scores(i, j);
+        online_step(j == j0, false);
+      }
+      b_.op(Opcode::SDIV, {{rO}, {rL}, {rO}});
+      b_.store(rO, opart_, slot, 0);
+      store_lse(lpart_, slot);
+    }
+    merges_.push_back({a.O, a.L, i, t});
+  }
+  // The merge launch: a block per split tile reads its parts and writes O and logsumexp
+  // (kernels/attention_tile.cuh merge_split_parts): O = sum_b exp(lse_b - m) O_b / sum_b exp(lse_b - m).
+  void merge_split_tiles() {
+    for (const SplitMerge& mg : merges_) {
+      const auto [first, last] = tail_blocks(mg.tail);
+      b_.boundary();
+      b_.begin_block(1, static_cast<std::uint64_t>(mg.tail));
+      m_ = rM;
+      b_.load(lpart_, mg.tail + first, 0, rM);
+      b_.load(opart_, mg.tail + first, 0, rO);
+      b_.op(expd(), {{rM}, {rM}, {rL}});  // the first part's weight, 1
+      for (int blk = first + 1; blk <= last; ++blk) {
+        const int m_new = m_ == rM ? rMnew : rM;
+        b_.load(lpart_, mg.tail + blk, 0, rTmp);
+        b_.load(opart_, mg.tail + blk, 0, rP);
+        b_.op(Opcode::MAX, {{m_}, {rTmp}, {m_new}});
+        b_.op(expd(), {{m_}, {m_new}, {rAlpha}});
+        b_.op(expd(), {{rTmp}, {m_new}, {rTmp}});
+        b_.op(Opcode::MUL, {{rL}, {rAlpha}, {rL}});
+        b_.op(Opcode::ADD, {{rL}, {rTmp}, {rL}});
+        b_.op(Opcode::MUL, {{rO}, {rAlpha}, {rO}});
+        b_.op(Opcode::MUL, {{rP}, {rTmp}, {rP}});
+        b_.op(Opcode::ADD, {{rO}, {rP}, {rO}});
+        m_ = m_new;
+      }
+      b_.op(Opcode::SDIV, {{rO}, {rL}, {rO}});
+      b_.store(rO, mg.o, mg.row_tile, 0);
+      store_lse(mg.l, mg.row_tile);
+    }
+    merges_.clear();
+  }
+
   void forward(std::int64_t h, AttentionForward s) {
     HeadArrays a = declare(h, true, s, AttentionBackward::TwoPass);
     if (s == AttentionForward::FA2) {
       for (std::int64_t k = 0; k < g_.tr; ++k) {
         const std::int64_t i = p_.paired_tiles ? paired_tile(k) : k;
+        if (const std::int64_t t = tail_tile(h, i); t >= 0) {
+          const auto [first, last] = tail_blocks(t);
+          if (first != last) {
+            forward_split_parts(a, h, i, t);
+            continue;
+          }
+        }
         b_.boundary();
         if (!p_.paired_tiles) block(0, h, q_order(i), g_.tr);
         else if (k % 2 == 0) block(0, h, k / 2, (g_.tr + 1) / 2);  // the pair's second tile: the same block
@@ -773,10 +858,18 @@ class AttentionGen {
   const Geometry& geo() const { return g_; }
 
  private:
+  struct SplitMerge {
+    std::uint32_t o, l;
+    std::int64_t row_tile, tail;
+  };
   AttentionParams p_;
   Geometry g_;
   Builder b_;
   int m_ = rM;  // register holding the current running max
+  sim::SplitTail split_;  // tail 0: no split
+  bool split_declared_ = false;
+  std::uint32_t opart_ = 0, lpart_ = 0;
+  std::vector<SplitMerge> merges_;
 };
 
 std::size_t estimate_pairs(const Geometry& g, std::int64_t heads) {
@@ -790,6 +883,7 @@ isa::Program attention_forward_program(const AttentionParams& p, AttentionForwar
   AttentionGen gen(p, "attention-forward-" + to_string(s));
   gen.builder().reserve(estimate_pairs(gen.geo(), p.batch_heads) * (s == AttentionForward::Naive ? 20 : 15));
   for (std::int64_t h = 0; h < p.batch_heads; ++h) gen.forward(h, s);
+  gen.merge_split_tiles();
   return gen.finish();
 }
 
@@ -798,6 +892,7 @@ void stream_attention_forward(const AttentionParams& p, AttentionForward s, std:
   AttentionGen gen(p, "attention-forward-" + to_string(s));
   gen.builder().stream_to(&sink, min_chunk);
   for (std::int64_t h = 0; h < p.batch_heads; ++h) gen.forward(h, s);
+  gen.merge_split_tiles();
   gen.finish();
 }
 

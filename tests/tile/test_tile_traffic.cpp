@@ -169,6 +169,41 @@ TEST_CASE("forward traffic equals the closed forms", "[tile][traffic]") {
   }
 }
 
+TEST_CASE("the split tail adds its parts' Q loads and the partial O's round trip", "[tile][traffic]") {
+  // One head, n = 1024, d = 64, 64 x 64 tiles: 16 Q tiles of 16 key tiles on 3 SMs. Each block takes
+  // 5 whole tiles; the last tile's 16 key tiles go to 3 blocks (spans 5, 5, 6), so it has 3 parts.
+  AttentionParams p;
+  p.n = 1024;
+  p.d = 64;
+  p.br = 64;
+  p.bc = 64;
+  const auto whole = count_attention_forward(p, AttentionForward::FA2);
+  p.split_tail_sms = 3;
+  const auto split = count_attention_forward(p, AttentionForward::FA2);
+  const std::uint64_t tile = 64 * 64 * 2, part_o = 64 * 64 * 4, part_lse = 64 * 4;
+  // 15 whole tiles read Q once each, the 3 parts of the last once each
+  CHECK(split.find("Q")->bytes_read == whole.find("Q")->bytes_read + 2 * tile);
+  CHECK(whole.find("Q")->bytes_read == 16 * tile);
+  for (const char* name : {"K", "V", "O", "L"}) {
+    INFO(name);
+    CHECK(split.find(name)->bytes_read == whole.find(name)->bytes_read);
+    CHECK(split.find(name)->bytes_written == whole.find(name)->bytes_written);
+  }
+  // each part writes its normalized O and logsumexp in fp32; the merge reads every part back
+  REQUIRE(split.find("Opart") != nullptr);
+  CHECK(split.find("Opart")->bytes_written == 3 * part_o);
+  CHECK(split.find("Opart")->bytes_read == 3 * part_o);
+  CHECK(split.find("Lpart")->bytes_written == 3 * part_lse);
+  CHECK(split.find("Lpart")->bytes_read == 3 * part_lse);
+  CHECK(whole.find("Opart") == nullptr);
+  // 4 SMs: 4 whole tiles each and no tail; under the causal mask the split is never taken
+  p.split_tail_sms = 4;
+  CHECK(count_attention_forward(p, AttentionForward::FA2).find("Opart") == nullptr);
+  p.split_tail_sms = 3;
+  p.causal = true;
+  CHECK(count_attention_forward(p, AttentionForward::FA2).find("Opart") == nullptr);
+}
+
 TEST_CASE("backward traffic equals the closed forms", "[tile][traffic]") {
   for (AttentionParams p : kSizes) {
     p.accum_bytes = 4;

@@ -3,6 +3,8 @@
 #define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "sim/tile/schedules.h"
 #include "tile_helpers.h"
 
@@ -139,6 +141,35 @@ TEST_CASE("two heads compute two independent attentions", "[tile][values]") {
   auto m = run_values(tile::attention_forward_program(p, AttentionForward::FA2), in);
   CHECK(max_error(values(m, "O_h0"), ref[0].O) < 1e-12);
   CHECK(max_error(values(m, "O_h1"), ref[1].O) < 1e-12);
+}
+
+TEST_CASE("the split tail: parts through the scratch and the merge give the same attention", "[tile][values]") {
+  // Two heads of 7 Q tiles (the last 3 rows) and 14 key tiles (the last 1 key): over 3, 4 and 5 SMs
+  // the last round's 2, 2 and 4 tiles are split over 3, 4 and 5 blocks.
+  AttentionParams p = params({27, 0, 3, 4, 2, false});
+  p.batch_heads = 2;
+  std::map<std::string, Mat> in;
+  Attention ref[2];
+  for (int h = 0; h < 2; ++h) {
+    Mat Q = random_mat(27, 3, 50 + h), K = random_mat(27, 3, 60 + h), V = random_mat(27, 3, 70 + h);
+    ref[h] = attention_reference(Q, K, V, {}, 27, 27, 3, false);
+    const std::string sfx = "_h" + std::to_string(h);
+    in["Q" + sfx] = Q;
+    in["K" + sfx] = K;
+    in["V" + sfx] = V;
+  }
+  for (int sms : {3, 4, 5}) {
+    INFO("split over " << sms << " SMs");
+    p.split_tail_sms = sms;
+    const auto program = tile::attention_forward_program(p, AttentionForward::FA2);
+    REQUIRE(std::any_of(program.arrays.begin(), program.arrays.end(), [](const auto& a) { return a.name == "Opart"; }));
+    auto m = run_values(program, in);
+    for (int h = 0; h < 2; ++h) {
+      const std::string sfx = "_h" + std::to_string(h);
+      CHECK(max_error(values(m, "O" + sfx), ref[h].O) < 1e-12);
+      CHECK(max_error(values(m, "L" + sfx), ref[h].L) < 1e-12);
+    }
+  }
 }
 
 TEST_CASE("tiled matmul schedules compute A*B", "[tile][values]") {
