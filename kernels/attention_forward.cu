@@ -722,7 +722,10 @@ struct Tile {
 // completing on one mbarrier per buffer (per K buffer and per V buffer with PIPE, where K runs a
 // tile ahead of V), instead of every thread issuing 2 BC D / 1024 cp.async per tile with their
 // address arithmetic.
-template <class T, int D, int BC, bool PIPE, bool TMA>
+// GROUP > 0, causal: blocks in groups of GROUP heads, inside a group every head's heaviest Q tile
+// first, then every head's next (the whole launch's heaviest first only within a group, whose
+// K/V stay in L2); GROUP = 0: a head's tiles heaviest first, head after head.
+template <class T, int D, int BC, bool PIPE, bool TMA, int GROUP = 0>
 __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     attn_fwd_wgmma_kernel(const T* __restrict__ q, const T* __restrict__ k, const T* __restrict__ v,
                           T* __restrict__ o, float* __restrict__ lse, int n, bool causal, float scale_log2,
@@ -737,9 +740,18 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
   const std::uint32_t ks0 = (mma::smem_addr(smem_raw) + 1023) & ~1023u, vs0 = ks0 + 2 * C::kKVBytes;
   const std::uint32_t qs = vs0 + C::kKVBytes;  // V's second buffer, until Q is in registers
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  const int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal tiles first
+  int q_tile = causal ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heavy causal tiles first
+  int head_index = blockIdx.y;
+  if constexpr (GROUP > 0) {
+    if (causal) {  // the hardware hands out blocks in the order blockIdx.x + gridDim.x blockIdx.y
+      const int rank = blockIdx.y * gridDim.x + blockIdx.x, first = rank / (GROUP * gridDim.x) * GROUP;
+      const int heads = min(GROUP, static_cast<int>(gridDim.y) - first), in_group = rank - first * gridDim.x;
+      q_tile = gridDim.x - 1 - in_group / heads;
+      head_index = first + in_group % heads;
+    }
+  }
   const int q0 = q_tile * BR;
-  const std::size_t head = static_cast<std::size_t>(blockIdx.y) * n * D;
+  const std::size_t head = static_cast<std::size_t>(head_index) * n * D;
   q += head; k += head; v += head; o += head;
   const int kv_end = causal ? min(n, q0 + BR) : n;
   const int tiles = (kv_end + BC - 1) / BC;
@@ -755,8 +767,8 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     tma::mbar_arrive_expect_tx(bar, 2 * C::kKVBytes);  // whole boxes, zero-filled rows too
 #pragma unroll
     for (int b = 0; b < D / 64; ++b) {
-      tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, blockIdx.y);
-      tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, blockIdx.y);
+      tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, head_index);
+      tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, head_index);
     }
   };
   // PIPE: K_j and V_j on their own barriers
@@ -764,13 +776,13 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
     const std::uint32_t bar = full0 + 8 * (j & 1);
     tma::mbar_arrive_expect_tx(bar, C::kKVBytes);
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, blockIdx.y);
+    for (int b = 0; b < D / 64; ++b) tma::load_3d(kbuf(j) + b * BC * 128, &map_k, bar, b * 64, j * BC, head_index);
   };
   auto tma_v = [&](int j) {
     const std::uint32_t bar = full0 + 16 + 8 * (j & 1);
     tma::mbar_arrive_expect_tx(bar, C::kKVBytes);
 #pragma unroll
-    for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, blockIdx.y);
+    for (int b = 0; b < D / 64; ++b) tma::load_3d(vbuf(j) + b * BC * 128, &map_v, bar, b * 64, j * BC, head_index);
   };
   load_rows_sw<BR, D>(qs, q, q0, n);
   if constexpr (TMA) {
@@ -915,18 +927,18 @@ __global__ void __launch_bounds__(128, FwdConfig<D, BC>::blocks(PIPE && !TMA))
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(wgmma::sw128<BC>(os, r, dt) + t * 4), "r"(packed));
     }
     if (t == 0 && q0 + r < n)
-      lse[static_cast<std::size_t>(blockIdx.y) * n + q0 + r] =
+      lse[static_cast<std::size_t>(head_index) * n + q0 + r] =
           l > 0.f ? (row_max[h] + log2f(l)) * 0.69314718055994531f : -INFINITY;
   }
   __syncwarp();
   store_staged_rows<D, 16>(o, q0, row_w, n, lane, [&](int r, int c) { return wgmma::sw128<BC>(os, r, c); });
 }
 
-template <class T, int D, int BC, bool PIPE, bool TMA>
+template <class T, int D, int BC, bool PIPE, bool TMA, int GROUP = 0>
 void launch_fwd(const T* q, const T* k, const T* v, T* o, float* lse, int bh, int n, bool causal,
                 cudaStream_t stream) {
   using C = FwdConfig<D, BC>;
-  auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE, TMA>;
+  auto kernel = attn_fwd_wgmma_kernel<T, D, BC, PIPE, TMA, GROUP>;
   static std::uint64_t smem_set = 0;  // one per instantiation, a bit per device
   if (first_launch_on_this_device(smem_set))
     CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, C::kSmem));
@@ -1603,6 +1615,10 @@ namespace flashsim::gpu::fwd_variants {
 #define FLASHSIM_V5(D, BC, PIPE, TMA)                                                       \
   {D, "v5 wgmma 64x" #BC " pipe " #PIPE " tma " #TMA, hopper::launch_fwd<__nv_bfloat16, D, BC, PIPE, TMA>, \
    hopper::launch_fwd<__half, D, BC, PIPE, TMA>}
+// the d = 64 short-N launcher's kernel with its causal blocks heaviest first across groups of G heads
+#define FLASHSIM_V5G(D, G)                                                                                   \
+  {D, "v5 wgmma 64x128 tma, causal heaviest first over " #G " heads",                                       \
+   hopper::launch_fwd<__nv_bfloat16, D, 128, false, true, G>, hopper::launch_fwd<__half, D, 128, false, true, G>}
 #define FLASHSIM_V6(D, BC, ST, PP, SCHED)                                                                        \
   {D, "v6 ws 128x" #BC " st" #ST " pp " #PP " sched " #SCHED, hopper::launch_fwd_ws<__nv_bfloat16, D, BC, ST, PP, SCHED>, \
    hopper::launch_fwd_ws<__half, D, BC, ST, PP, SCHED>}
@@ -1692,6 +1708,7 @@ extern const Variant kVariants[] = {
     FLASHSIM_V6K(1), FLASHSIM_V6T64(3, 1, kRescaleUnderS), FLASHSIM_V6K(0),
     FLASHSIM_V6W(2, kRescaleUnderS),
     FLASHSIM_V6P64(2, 2, false), FLASHSIM_V6P64(2, 2, true), FLASHSIM_V6P64(3, 2, false), FLASHSIM_V6P64(2, 3, true),
+    FLASHSIM_V5G(64, 16), FLASHSIM_V5G(64, 64),
 };
 extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V4
@@ -1706,5 +1723,6 @@ extern const int kVariantCount = sizeof(kVariants) / sizeof(kVariants[0]);
 #undef FLASHSIM_V6K
 #undef FLASHSIM_V6W
 #undef FLASHSIM_V6P64
+#undef FLASHSIM_V5G
 }  // namespace flashsim::gpu::fwd_variants
 #endif
