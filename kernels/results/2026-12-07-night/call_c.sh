@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # 2026-12-07 (night), third call (asked as nvidia-h200 with no machine held; the reply says which card
-# came), binaries as calls a and b but the forward driver (tree 7c?): bench_kernels with SDPA, the FP8
+# came), binaries as calls a and b but the forward driver (tree 6baff58): bench_kernels with SDPA, the FP8
 # forward's full run, version 5's own variants at d = 64 on the short causal sizes (the launcher's
 # rows nearest cuDNN; new: its blocks heaviest first across groups of 16 or 64 heads), twice; the GPU
 # tests.
