@@ -136,3 +136,21 @@ TEST_CASE("flashsim traffic attention --paired-tiles: the fast d = 128 kernel's 
   CHECK(rc == 0);
   CHECK(out.find("73728") != std::string::npos);
 }
+
+TEST_CASE("flashsim traffic attention --split-tail-sms: the split parts' scratch round trip, and its range", "[tile][cli]") {
+  // test_tile_traffic derives these: 16 Q tiles on 3 SMs, the last one in 3 parts, each writing a
+  // 64 x 64 fp32 partial O (16 KiB) and 64 fp32 logsumexps that the merge reads back
+  const std::string bin = FLASHSIM_BINARY;
+  const std::string base = bin + " traffic attention --schedule fa2 --n 1024 --d 64 --br 64 --bc 64";
+  int rc = 0;
+  std::string out = run_cmd(base, rc);
+  CHECK(rc == 0);
+  CHECK(out.find("Opart") == std::string::npos);
+  out = run_cmd(base + " --split-tail-sms 3", rc);
+  CHECK(rc == 0);
+  CHECK(out.find("Opart                        49152           49152") != std::string::npos);
+  CHECK(out.find("Lpart                          768             768") != std::string::npos);
+  out = run_cmd(base + " --split-tail-sms 161", rc);
+  CHECK(rc == 2);
+  CHECK(out.find("--split-tail-sms: Value 161 not in range 0 to 160") != std::string::npos);
+}
