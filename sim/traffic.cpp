@@ -208,7 +208,8 @@ Traffic count_softmax(const SoftmaxParams& p, SoftmaxSchedule s, const sim::GpuM
 
 // Heads never share data, so without an L2 every head moves the same bytes: one head is generated
 // and run, and the result is multiplied by batch*heads (tests check this against running two
-// heads). Through an L2 the heads compete for it, so all of them run.
+// heads). Through an L2 the heads compete for it, so all of them run; so do they under the split
+// tail, whose last round falls on the last heads only.
 std::vector<Traffic> count_attention_forward(const AttentionParams& p, AttentionForward s,
                                              const std::vector<sim::GpuModel>& gpus) {
   tile::validate(p);
@@ -220,9 +221,10 @@ std::vector<Traffic> count_attention_forward(const AttentionParams& p, Attention
     if (g.l2.capacity_bytes > 0) recording = &g;
   Counter c(recording);
   AttentionParams one = p;
-  if (!c.modelling()) one.batch_heads = 1;
+  const bool heads_alike = !c.modelling() && p.split_tail_sms == 0;
+  if (heads_alike) one.batch_heads = 1;
   tile::stream_attention_forward(one, s, kChunk, c.sink());
-  const std::uint64_t multiplier = c.modelling() ? 1 : static_cast<std::uint64_t>(p.batch_heads);
+  const std::uint64_t multiplier = heads_alike ? static_cast<std::uint64_t>(p.batch_heads) : 1;
   for (const auto& g : gpus) out.push_back(c.result(multiplier, &g));
   return out;
 }

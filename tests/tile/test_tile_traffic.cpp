@@ -196,6 +196,16 @@ TEST_CASE("the split tail adds its parts' Q loads and the partial O's round trip
   CHECK(split.find("Lpart")->bytes_written == 3 * part_lse);
   CHECK(split.find("Lpart")->bytes_read == 3 * part_lse);
   CHECK(whole.find("Opart") == nullptr);
+  // two heads on 5 SMs: 6 whole tiles each, then the second head's last 2 tiles, whose 32 key tiles
+  // go to the 5 blocks in spans of 6, 6, 7, 6, 7: 3 parts each (the first head has none)
+  p.batch_heads = 2;
+  p.split_tail_sms = 5;
+  const auto two = count_attention_forward(p, AttentionForward::FA2);
+  CHECK(two.find("Q")->bytes_read == (30 + 6) * tile);
+  CHECK(two.find("K")->bytes_read == 2 * whole.find("K")->bytes_read);
+  CHECK(two.find("Opart")->bytes_written == 6 * part_o);
+  CHECK(two.find("Opart")->bytes_read == 6 * part_o);
+  p.batch_heads = 1;
   // 4 SMs: 4 whole tiles each and no tail; under the causal mask the split is never taken
   p.split_tail_sms = 4;
   CHECK(count_attention_forward(p, AttentionForward::FA2).find("Opart") == nullptr);
