@@ -230,6 +230,8 @@ SETS = [("H100 bench_kernels call 1", "h100", bench_rows("2026-11-26-h100-time-b
          landed_bench_rows("2026-12-07-night/bench_kernels-call-a.csv", after_2026_12_07=True)),
         ("H100 bench_kernels 2026-12-07 night, call b (not tuned on)", "h100",
          landed_bench_rows("2026-12-07-night/bench_kernels-call-b.csv", after_2026_12_07=True)),
+        ("H100 bench_kernels 2026-12-07 night, call d (not tuned on)", "h100",
+         landed_bench_rows("2026-12-07-night/bench_kernels-call-d.csv", after_2026_12_07=True)),
         ("H100 compare 2026-12-07 night: the split tail's bytes, the causal backward longest first", "h100",
          landed_compare_rows("2026-12-07-night/compare-split-call-a.csv", after_2026_12_07=True)
          + landed_compare_rows("2026-12-07-night/compare-bwd-call-a.csv", after_2026_12_07=True))]
