@@ -125,22 +125,35 @@ TEST_CASE("attention backward schedules match the closed-form gradients", "[tile
   }
 }
 
+namespace {
+
+// Random Q, K, V for heads 0 and 1 ("Q_h0", ...) and each head's float64 reference.
+struct TwoHeads {
+  std::map<std::string, Mat> in;
+  Attention ref[2];
+};
+TwoHeads two_heads(std::int64_t n, std::int64_t d, bool causal, std::uint32_t seed) {
+  TwoHeads t;
+  for (int h = 0; h < 2; ++h) {
+    Mat Q = random_mat(n, d, seed + h), K = random_mat(n, d, seed + 10 + h), V = random_mat(n, d, seed + 20 + h);
+    t.ref[h] = attention_reference(Q, K, V, {}, n, n, d, causal);
+    const std::string sfx = "_h" + std::to_string(h);
+    t.in["Q" + sfx] = Q;
+    t.in["K" + sfx] = K;
+    t.in["V" + sfx] = V;
+  }
+  return t;
+}
+
+}  // namespace
+
 TEST_CASE("two heads compute two independent attentions", "[tile][values]") {
   AttentionParams p = params({13, 0, 5, 4, 3, true});
   p.batch_heads = 2;
-  std::map<std::string, Mat> in;
-  Attention ref[2];
-  for (int h = 0; h < 2; ++h) {
-    Mat Q = random_mat(13, 5, 20 + h), K = random_mat(13, 5, 30 + h), V = random_mat(13, 5, 40 + h);
-    ref[h] = attention_reference(Q, K, V, {}, 13, 13, 5, true);
-    std::string sfx = "_h" + std::to_string(h);
-    in["Q" + sfx] = Q;
-    in["K" + sfx] = K;
-    in["V" + sfx] = V;
-  }
-  auto m = run_values(tile::attention_forward_program(p, AttentionForward::FA2), in);
-  CHECK(max_error(values(m, "O_h0"), ref[0].O) < 1e-12);
-  CHECK(max_error(values(m, "O_h1"), ref[1].O) < 1e-12);
+  const TwoHeads t = two_heads(13, 5, true, 20);
+  auto m = run_values(tile::attention_forward_program(p, AttentionForward::FA2), t.in);
+  CHECK(max_error(values(m, "O_h0"), t.ref[0].O) < 1e-12);
+  CHECK(max_error(values(m, "O_h1"), t.ref[1].O) < 1e-12);
 }
 
 TEST_CASE("the split tail: parts through the scratch and the merge give the same attention", "[tile][values]") {
@@ -148,26 +161,17 @@ TEST_CASE("the split tail: parts through the scratch and the merge give the same
   // the last round's 2, 2 and 4 tiles are split over 3, 4 and 5 blocks.
   AttentionParams p = params({27, 0, 3, 4, 2, false});
   p.batch_heads = 2;
-  std::map<std::string, Mat> in;
-  Attention ref[2];
-  for (int h = 0; h < 2; ++h) {
-    Mat Q = random_mat(27, 3, 50 + h), K = random_mat(27, 3, 60 + h), V = random_mat(27, 3, 70 + h);
-    ref[h] = attention_reference(Q, K, V, {}, 27, 27, 3, false);
-    const std::string sfx = "_h" + std::to_string(h);
-    in["Q" + sfx] = Q;
-    in["K" + sfx] = K;
-    in["V" + sfx] = V;
-  }
+  const TwoHeads t = two_heads(27, 3, false, 50);
   for (int sms : {3, 4, 5}) {
     INFO("split over " << sms << " SMs");
     p.split_tail_sms = sms;
     const auto program = tile::attention_forward_program(p, AttentionForward::FA2);
     REQUIRE(std::any_of(program.arrays.begin(), program.arrays.end(), [](const auto& a) { return a.name == "Opart"; }));
-    auto m = run_values(program, in);
+    auto m = run_values(program, t.in);
     for (int h = 0; h < 2; ++h) {
       const std::string sfx = "_h" + std::to_string(h);
-      CHECK(max_error(values(m, "O" + sfx), ref[h].O) < 1e-12);
-      CHECK(max_error(values(m, "L" + sfx), ref[h].L) < 1e-12);
+      CHECK(max_error(values(m, "O" + sfx), t.ref[h].O) < 1e-12);
+      CHECK(max_error(values(m, "L" + sfx), t.ref[h].L) < 1e-12);
     }
   }
 }
