@@ -681,9 +681,9 @@ std::optional<Bytes> count_on_tile_machine(const Spec& s, const flashsim::sim::G
         p.paired_tiles = s.paired_tiles;
         if (s.schedule == Schedule::BwdMma) p.heads_per_group = bwd_mma_heads_per_group(s.seq, s.d, dtype_bytes(s.dtype), s.bh);
         p.kv_shortest_first = s.shortest_first;
-        // the split tail over the device's SMs (the counted column has no device: the H100's and
-        // H200's 132)
-        if (s.split_tail) p.split_tail_sms = gpu ? static_cast<int>(gpu->sms) : 132;
+        // the split tail over the device's SMs (the counted column has no device: the GPU model's
+        // default, the H100's and H200's SM count)
+        if (s.split_tail) p.split_tail_sms = static_cast<int>(gpu ? gpu->sms : flashsim::sim::GpuModel{}.sms);
         if (s.op() == Op::AttnFwd)
           tr = t::count_attention_forward(p, s.schedule == Schedule::AttnNaive ? t::AttentionForward::Naive
                                              : s.schedule == Schedule::AttnFA1 ? t::AttentionForward::FA1

@@ -538,14 +538,13 @@ class AttentionGen {
   // Each part of a split tile is a block of its own, ordered after every whole tile by its slot
   // (t + b, as the kernel's scratch): S, the online softmax over its keys, a normalized partial O
   // and its logsumexp to the scratch.
-  void forward_split_parts(const HeadArrays& a, std::int64_t h, std::int64_t i, std::int64_t t) {
+  void forward_split_parts(const HeadArrays& a, std::int64_t i, std::int64_t t, int first, int last) {
     if (!split_declared_) {
       const std::int64_t rows = static_cast<std::int64_t>(split_.slots()) * p_.br;
       opart_ = b_.array("Opart", 2, rows, p_.d, p_.br, p_.d, 4);
       lpart_ = b_.array("Lpart", 1, rows, 1, p_.br, 1, 4);
       split_declared_ = true;
     }
-    const auto [first, last] = tail_blocks(t);
     const int p0 = static_cast<int>(t) * split_.kv_tiles;
     for (int blk = first; blk <= last; ++blk) {
       const std::int64_t j0 = std::max(split_.start(blk), p0) - p0;
@@ -606,7 +605,7 @@ class AttentionGen {
         if (const std::int64_t t = tail_tile(h, i); t >= 0) {
           const auto [first, last] = tail_blocks(t);
           if (first != last) {
-            forward_split_parts(a, h, i, t);
+            forward_split_parts(a, i, t, first, last);
             continue;
           }
         }
