@@ -569,6 +569,9 @@ struct BlockPlan {
 // SM (or this many blocks in a launch) it says so instead of taking gigabytes and minutes.
 constexpr std::int64_t kMaxTracedSteps = std::int64_t{1} << 18;
 constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 24;
+// The backward's statistics and fp32 dQ rows are padded to a multiple of this (kernels/
+// attention_backward.cu kStatPad).
+constexpr std::int64_t kBackwardStatPad = 128;
 std::string whole(double x) {
   std::ostringstream os;
   os.precision(0);
@@ -811,8 +814,13 @@ LaunchPrediction predict_time(const TimeQuery& q, const isa::GpuPreset& gpu) {
         }
       sm_cycles = waves(durations, gpu.sms);
       take_usage(lp, by_steps.rbegin()->second);
-      // D = rowsum(dO * O) before, the fp32 dQ to bf16 after: HBM-bound launches.
-      const double small_bytes = h * (2 * n * d * q.elem_bytes + 4 * n) + h * (4 * n * d + n * d * q.elem_bytes);
+      // Two HBM-bound launches. Before: O and dO and lse read, D and lse in log2 units written, and
+      // the fp32 dQ accumulator zeroed, all of its rows padded to 128 (kernels/attention_backward.cu
+      // bwd_fast_prep_kernel; ncu measured the zeroing's half of its bytes, 2026-11-25). After: the
+      // fp32 dQ to bf16.
+      const double padded = static_cast<double>(ceil_div(q.n, kBackwardStatPad) * kBackwardStatPad);
+      const double prep_bytes = h * (n * (2 * d * q.elem_bytes + 4) + padded * (4 * d + 8));
+      const double small_bytes = prep_bytes + h * (4 * n * d + n * d * q.elem_bytes);
       lp.extra_ms = small_bytes / gpu.hbm_bytes_per_s * 1e3;
       break;
     }

@@ -767,3 +767,18 @@ TEST_CASE("the causal backward's blocks longest first: the last wave holds the s
   CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --causal --kv-order shortest-first").status == 2);
   CHECK(test::run_flashsim("time attention --n 4096 --d 128 --heads 4 --backward --causal --kv-order shortest-first").status == 0);
 }
+
+TEST_CASE("the backward's two small launches: the statistics pass also zeroes the padded fp32 dQ", "[timing]") {
+  // 2 heads, N = 1000 (rows padded to 1024), d = 64, bf16. Before: O and dO read (2 * 64 * 2 B a
+  // row) with lse (4 B), then per padded row D and lse2 (8 B) and 64 zero floats (256 B): 2 * (1000
+  // * 260 + 1024 * 264) = 1,060,672 B. After: the fp32 dQ read (256 B a row), bf16 dQ written (128 B):
+  // 2 * 1000 * 384 = 768,000 B. ncu put the zeroing at half of the first launch's bytes (H100,
+  // 2026-11-25, 16 x 16384 x 128: 88 us, 3.0 TB/s).
+  const isa::GpuPreset& g = *isa::find_gpu_preset("h100");
+  sim::TimeQuery q;
+  q.op = sim::TimedOp::AttnBwd;
+  q.n = 1000, q.d = 64, q.heads = 2;
+  const sim::LaunchPrediction p = sim::predict_time(q, g);
+  CHECK(p.extra_ms == Approx((1060672.0 + 768000.0) / g.hbm_bytes_per_s * 1e3));
+  CHECK(p.predicted_ms == Approx(std::max(p.sm_ms, p.hbm_ms) + p.extra_ms));
+}
