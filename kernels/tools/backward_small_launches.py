@@ -19,8 +19,7 @@ import os
 import subprocess
 import sys
 
-HBM_BYTES_PER_S = {"h100": 3.0e12}  # the preset's sustained HBM rate (flashsim time gpus)
-STAT_PAD = 128                      # kernels/attention_backward.cu kStatPad
+STAT_PAD = 128  # kernels/attention_backward.cu kStatPad
 
 
 def usage(why=""):
@@ -34,10 +33,10 @@ def predict(flashsim, n, d, heads, causal):
     return json.loads(subprocess.run(args, capture_output=True, text=True, check=True).stdout)
 
 
-def zeroing_ms(n, d, heads):
-    """What the zeroed fp32 dQ accumulator (rows padded to 128) costs at the preset's HBM rate."""
+def zeroing_ms(pred, n, d, heads):
+    """What the zeroed fp32 dQ accumulator (rows padded to 128) costs at the HBM rate of the prediction."""
     padded = math.ceil(n / STAT_PAD) * STAT_PAD
-    return heads * padded * d * 4 / HBM_BYTES_PER_S["h100"] * 1e3
+    return heads * padded * d * 4 * pred["hbm_ms"] / pred["hbm_bytes"]
 
 
 def ncu_durations(path):
@@ -76,7 +75,7 @@ def main():
     print("small launches at 16x16384x128 (ncu's run): prep %s us, dQ conversion %s us; measured %.1f us, "
           "the model %.1f us (%.1f without the zeroing)"
           % ("/".join(f"{t:.1f}" for t in prep), "/".join(f"{t:.1f}" for t in conv), prep[0] + conv[0],
-             p["extra_ms"] * 1e3, (p["extra_ms"] - zeroing_ms(16384, 128, 16)) * 1e3))
+             p["extra_ms"] * 1e3, (p["extra_ms"] - zeroing_ms(p, 16384, 128, 16)) * 1e3))
 
     rows = [r for r in csv.DictReader(open(bench_csv))
             if r["op"] == "attn-bwd" and r["dtype"] == "bf16" and float(r.get("sm_mhz") or 0) > 0
@@ -91,7 +90,7 @@ def main():
         rounds = math.ceil(bh * math.ceil(n / 128) / 132)
         mhz = float(r["sm_mhz"])
         for zeroing in (True, False):
-            extra = pred["extra_ms"] - (0 if zeroing else zeroing_ms(n, d, bh))
+            extra = pred["extra_ms"] - (0 if zeroing else zeroing_ms(pred, n, d, bh))
             meas = (float(r["ms"]) - extra) * mhz * 1e3 / rounds
             groups.setdefault((d, r["mask"], zeroing), []).append((n, pred["cycles"] / rounds, meas))
     for (d, mask, zeroing), pts in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], not kv[0][2])):
